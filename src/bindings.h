@@ -1,0 +1,22 @@
+/*
+ * bindings.h - the pieces of jobque.core that push Lua functions.
+ *
+ * Each jq_open_* leaves one new table on the stack. Only core.c exports a
+ * symbol (luaopen_jobque_core); these are hidden.
+ */
+#ifndef JQ_BINDINGS_H
+#define JQ_BINDINGS_H
+
+#include <lua.h>
+
+/* The seed page's API: profile_* functions and PROFILE_COLOR_* constants. */
+void jq_open_profile(lua_State *L);
+
+#ifdef JQ_TESTING
+/* Test-only helpers: native threads with their own lua_States. */
+void jq_open_testing(lua_State *L);
+#endif
+
+int luaopen_jobque_core(lua_State *L);
+
+#endif

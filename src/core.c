@@ -1,0 +1,34 @@
+/*
+ * core.c - luaopen_jobque_core, the one exported symbol of jobque.core.
+ *
+ * Returns { profile = {...}, clock_source = "tsc"|"monotonic",
+ * noop = <C function> } (and `_test` in test builds). The profile functions
+ * sit one level down so that Lua's error messages name them after the module
+ * users require ('jobque_profile.profile_marker'), not after the core.
+ */
+#include <lauxlib.h>
+
+#include "bindings.h"
+#include "trace.h"
+
+/* The benchmarks' baseline: a C function that takes arguments and does nothing. */
+static int l_noop(lua_State *L) {
+  (void)L;
+  return 0;
+}
+
+__attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
+  jq_trace_init();
+  lua_createtable(L, 0, 4);
+  jq_open_profile(L);
+  lua_setfield(L, -2, "profile");
+  lua_pushstring(L, jq_clock_name());
+  lua_setfield(L, -2, "clock_source");
+  lua_pushcfunction(L, l_noop);
+  lua_setfield(L, -2, "noop");
+#ifdef JQ_TESTING
+  jq_open_testing(L);
+  lua_setfield(L, -2, "_test");
+#endif
+  return 1;
+}

@@ -1,0 +1,421 @@
+/*
+ * json_writer.c - formats a session snapshot as Perfetto-compatible JSON.
+ *
+ * No Lua API, no locks, no stdio on the per-event path: events are formatted
+ * into one large buffer with the routines below and written with write(2).
+ * One string escaper (json_escape) and one integer formatter (put_u64)
+ * produce everything; timestamps are integer nanoseconds printed as
+ * microseconds with three decimals.
+ */
+#include "json_writer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#if !defined(JQ_WRITE_BUFFER)
+#define JQ_WRITE_BUFFER (1u << 20)
+#endif
+#define EVENT_MAX 256 /* an event's bytes, less its escaped name */
+
+typedef struct wbuf {
+  char *p, *end; /* next byte, end of buffer */
+  char *base;
+  int fd;
+  int err; /* first write error (errno) */
+} wbuf;
+
+static void wbuf_flush(wbuf *b) {
+  const char *q = b->base;
+  while (!b->err && q < b->p) {
+    ssize_t n = write(b->fd, q, (size_t)(b->p - q));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      b->err = n < 0 ? errno : EIO;
+    else
+      q += n;
+  }
+  b->p = b->base;
+}
+
+/* Room for n more bytes (n <= JQ_WRITE_BUFFER). */
+static inline char *wbuf_room(wbuf *b, size_t n) {
+  if ((size_t)(b->end - b->p) < n)
+    wbuf_flush(b);
+  return b->p;
+}
+
+static void wbuf_put(wbuf *b, const char *s, size_t n) {
+  while (n > 0) {
+    size_t room = (size_t)(b->end - b->p);
+    if (room == 0) {
+      wbuf_flush(b);
+      room = (size_t)(b->end - b->p);
+    }
+    size_t k = n < room ? n : room;
+    memcpy(b->p, s, k);
+    b->p += k;
+    s += k;
+    n -= k;
+  }
+}
+
+#define PUT_LIT(b, lit) wbuf_put((b), (lit), sizeof(lit) - 1)
+/* A list item: the literal starts with the comma, which the first item skips. */
+#define PUT_ITEM(b, first, lit) wbuf_put((b), (lit) + !!(first), sizeof(lit) - 1 - !!(first))
+
+static inline char *put_lit(char *p, const char *s, size_t n) {
+  memcpy(p, s, n);
+  return p + n;
+}
+#define LIT(p, lit) put_lit((p), (lit), sizeof(lit) - 1)
+
+static const char digit_pairs[201] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+/* Decimal digits of v at p; returns the end. */
+static inline char *put_u64(char *p, uint64_t v) {
+  char tmp[20];
+  char *t = tmp + sizeof tmp;
+  while (v >= 100) {
+    unsigned r = (unsigned)(v % 100);
+    v /= 100;
+    t -= 2;
+    memcpy(t, &digit_pairs[r * 2], 2);
+  }
+  if (v >= 10) {
+    t -= 2;
+    memcpy(t, &digit_pairs[v * 2], 2);
+  } else {
+    *--t = (char)('0' + v);
+  }
+  size_t n = (size_t)(tmp + sizeof tmp - t);
+  memcpy(p, t, n);
+  return p + n;
+}
+
+static inline char *put_i64(char *p, int64_t v) {
+  if (v < 0) {
+    *p++ = '-';
+    return put_u64(p, (uint64_t)0 - (uint64_t)v);
+  }
+  return put_u64(p, (uint64_t)v);
+}
+
+/* Nanoseconds as microseconds with exactly three decimals. */
+static inline char *put_us(char *p, uint64_t ns) {
+  p = put_u64(p, ns / 1000);
+  unsigned f = (unsigned)(ns % 1000);
+  *p++ = '.';
+  *p++ = (char)('0' + f / 100);
+  memcpy(p, &digit_pairs[(f % 100) * 2], 2);
+  return p + 2;
+}
+
+/* Length of a valid UTF-8 sequence at s (at most n bytes), or 0. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+  unsigned c = s[0];
+  size_t len;
+  unsigned min;
+  if (c >= 0xc2 && c <= 0xdf) {
+    len = 2, min = 0x80;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    len = 3, min = 0x800;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4, min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (n < len)
+    return 0;
+  unsigned cp = c & (0x3fu >> (len - 1));
+  for (size_t i = 1; i < len; i++) {
+    if ((s[i] & 0xc0) != 0x80)
+      return 0;
+    cp = (cp << 6) | (s[i] & 0x3fu);
+  }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+    return 0;
+  return len;
+}
+
+/* The longest escape of n input bytes: "\u00XX" per byte, 3 bytes of U+FFFD
+ * per invalid byte. */
+#define ESCAPED_MAX(n) ((n) * 6)
+
+/* JSON string body: quotes, backslashes and control bytes (and DEL) escaped,
+ * valid UTF-8 copied raw, each byte of an invalid sequence replaced by
+ * U+FFFD. Never emits a \u surrogate. Returns the end. */
+static char *json_escape(char *p, const char *str, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  const unsigned char *s = (const unsigned char *)str;
+  size_t i = 0;
+  while (i < n) {
+    unsigned c = s[i];
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      *p++ = (char)c;
+      i++;
+    } else if (c < 0x80) {
+      *p++ = '\\';
+      switch (c) {
+      case '"': *p++ = '"'; break;
+      case '\\': *p++ = '\\'; break;
+      case '\n': *p++ = 'n'; break;
+      case '\r': *p++ = 'r'; break;
+      case '\t': *p++ = 't'; break;
+      case '\b': *p++ = 'b'; break;
+      case '\f': *p++ = 'f'; break;
+      default:
+        p = LIT(p, "u00");
+        *p++ = hex[c >> 4];
+        *p++ = hex[c & 15];
+      }
+      i++;
+    } else {
+      size_t len = utf8_seq(s + i, n - i);
+      if (len) {
+        memcpy(p, s + i, len);
+        p += len;
+        i += len;
+      } else {
+        p = LIT(p, "\xef\xbf\xbd");
+        i++;
+      }
+    }
+  }
+  return p;
+}
+
+/* An escaped copy of every name, so each event copies its name in one go. */
+typedef struct escaped {
+  char *text;
+  size_t *off; /* name i is text[off[i] .. off[i + 1]) */
+} escaped;
+
+static int escape_all(escaped *e, const jq_save_name *names, int n) {
+  size_t bytes = 0;
+  for (int i = 0; i < n; i++)
+    bytes += ESCAPED_MAX(names[i].len);
+  e->text = malloc(bytes ? bytes : 1);
+  e->off = malloc(sizeof(size_t) * ((size_t)n + 1));
+  if (!e->text || !e->off)
+    return ENOMEM;
+  char *p = e->text;
+  for (int i = 0; i < n; i++) {
+    e->off[i] = (size_t)(p - e->text);
+    p = json_escape(p, names[i].name, names[i].len);
+  }
+  e->off[n] = (size_t)(p - e->text);
+  return 0;
+}
+
+static void put_string(wbuf *b, const char *s, size_t n) {
+  if (ESCAPED_MAX(n) + 2 <= JQ_WRITE_BUFFER) {
+    char *p = wbuf_room(b, ESCAPED_MAX(n) + 2);
+    *p++ = '"';
+    p = json_escape(p, s, n);
+    *p++ = '"';
+    b->p = p;
+  } else { /* a huge name: escape it in pieces that do not split a character */
+    PUT_LIT(b, "\"");
+    while (n > 0) {
+      size_t k = n < 4096 ? n : 4096;
+      while (k < n && k > 4092 && (((unsigned char)s[k]) & 0xc0) == 0x80)
+        k--;
+      char *p = wbuf_room(b, ESCAPED_MAX(k));
+      b->p = json_escape(p, s, k);
+      s += k;
+      n -= k;
+    }
+    PUT_LIT(b, "\"");
+  }
+}
+
+static void put_number(wbuf *b, int64_t v) {
+  char *p = wbuf_room(b, 24);
+  b->p = put_i64(p, v);
+}
+
+static void put_color(wbuf *b, uint32_t color) {
+  static const char hex[] = "0123456789ABCDEF";
+  char *p = wbuf_room(b, 9);
+  *p++ = '"';
+  *p++ = '#';
+  for (int shift = 20; shift >= 0; shift -= 4)
+    *p++ = hex[(color >> shift) & 15];
+  *p++ = '"';
+  b->p = p;
+}
+
+/* The lane metadata: name and order, as Perfetto reads them. */
+static void put_lane_meta(wbuf *b, const jq_save_lane *lane, int tid) {
+  PUT_LIT(b, ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":");
+  put_number(b, tid);
+  PUT_LIT(b, ",\"name\":\"thread_name\",\"args\":{\"name\":");
+  put_string(b, lane->name, strlen(lane->name));
+  PUT_LIT(b, "}},\n{\"ph\":\"M\",\"pid\":1,\"tid\":");
+  put_number(b, tid);
+  PUT_LIT(b, ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":");
+  put_number(b, tid - 1);
+  PUT_LIT(b, "}}");
+}
+
+static void put_lane_events(wbuf *b, const jq_save_view *v, const jq_save_lane *lane, int tid,
+                            const escaped *marks) {
+  char tidbuf[24];
+  size_t tidlen = (size_t)(put_u64(tidbuf, (uint64_t)tid) - tidbuf);
+  for (uint64_t i = 0; i < lane->count; i++) {
+    const jq_event *e = &lane->events[i];
+    if (e->kind != JQ_EV_MARKER || e->id == 0 || e->id > (uint32_t)v->nmarkers)
+      continue;
+    size_t nlen = marks->off[e->id] - marks->off[e->id - 1];
+    char *p = wbuf_room(b, EVENT_MAX + nlen);
+    p = LIT(p, ",\n{\"ph\":\"i\",\"s\":\"g\",\"ts\":");
+    p = put_us(p, jq_clock_to_ns(&v->scale, e->t0));
+    p = LIT(p, ",\"pid\":1,\"tid\":");
+    p = put_lit(p, tidbuf, tidlen);
+    p = LIT(p, ",\"name\":\"");
+    p = put_lit(p, marks->text + marks->off[e->id - 1], nlen);
+    p = LIT(p, "\",\"args\":{\"arg\":");
+    p = put_i64(p, e->arg);
+    p = LIT(p, "}}");
+    b->p = p;
+  }
+  if (lane->dropped > 0) { /* mark where the lane stopped recording */
+    char *p = wbuf_room(b, EVENT_MAX);
+    p = LIT(p, ",\n{\"ph\":\"i\",\"s\":\"t\",\"ts\":");
+    p = put_us(p, jq_clock_to_ns(&v->scale, lane->full_at));
+    p = LIT(p, ",\"pid\":1,\"tid\":");
+    p = put_lit(p, tidbuf, tidlen);
+    p = LIT(p, ",\"name\":\"lane full: events dropped\",\"cat\":\"jobque\",\"args\":{\"dropped\":");
+    p = put_u64(p, lane->dropped);
+    p = LIT(p, "}}");
+    b->p = p;
+  }
+}
+
+static void put_profile(wbuf *b, const jq_save_view *v) {
+  PUT_LIT(b, "\n],\n\"jobqueProfile\":{\"version\":1,\"clock\":");
+  put_string(b, v->clock, strlen(v->clock));
+  PUT_LIT(b, ",\"pid\":");
+  put_number(b, v->pid);
+  PUT_LIT(b, ",\"eventsPerLane\":");
+  put_number(b, (int64_t)v->events_per_lane);
+  char *p = wbuf_room(b, 64);
+  p = LIT(p, ",\"durationUs\":");
+  b->p = put_us(p, jq_clock_to_ns(&v->scale, v->stop_ticks));
+  PUT_LIT(b, ",\"lostEvents\":");
+  put_number(b, (int64_t)v->lost);
+  PUT_LIT(b, ",\n\"lanes\":[");
+  for (int i = 0; i < v->nlanes; i++) {
+    const jq_save_lane *l = &v->lanes[i];
+    PUT_ITEM(b, i == 0, ",\n{\"tid\":");
+    put_number(b, i + 1);
+    PUT_LIT(b, ",\"name\":");
+    put_string(b, l->name, strlen(l->name));
+    PUT_LIT(b, ",\"recorded\":");
+    put_number(b, (int64_t)l->count);
+    PUT_LIT(b, ",\"dropped\":");
+    put_number(b, (int64_t)l->dropped);
+    if (l->dropped) {
+      p = wbuf_room(b, 64);
+      p = LIT(p, ",\"fullAtUs\":");
+      b->p = put_us(p, jq_clock_to_ns(&v->scale, l->full_at));
+    }
+    if (l->no_ring)
+      PUT_LIT(b, ",\"error\":\"out of memory for this lane's ring\"");
+    PUT_LIT(b, "}");
+  }
+  PUT_LIT(b, "],\n\"categories\":[");
+  for (int i = 0; i < v->ncategories; i++) {
+    const jq_save_name *c = &v->categories[i];
+    PUT_ITEM(b, i == 0, ",\n{\"id\":");
+    put_number(b, c->id);
+    PUT_LIT(b, ",\"name\":");
+    put_string(b, c->name, c->len);
+    PUT_LIT(b, ",\"color\":");
+    put_color(b, c->color);
+    PUT_LIT(b, "}");
+  }
+  PUT_LIT(b, "],\n\"markers\":[");
+  for (int i = 0; i < v->nmarkers; i++) {
+    const jq_save_name *m = &v->markers[i];
+    PUT_ITEM(b, i == 0, ",\n{\"id\":");
+    put_number(b, m->id);
+    PUT_LIT(b, ",\"name\":");
+    put_string(b, m->name, m->len);
+    PUT_LIT(b, "}");
+  }
+  PUT_LIT(b, "]}}\n");
+}
+
+static void write_trace(wbuf *b, const jq_save_view *v, const escaped *marks) {
+  PUT_LIT(b, "{\"traceEvents\":[\n"
+             "{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":\"jobque_profile\"}}");
+  for (int i = 0; i < v->nlanes; i++)
+    put_lane_meta(b, &v->lanes[i], i + 1);
+  for (int i = 0; i < v->nlanes && !b->err; i++)
+    put_lane_events(b, v, &v->lanes[i], i + 1, marks);
+  put_profile(b, v);
+  wbuf_flush(b);
+}
+
+/* Opens a fresh temporary file beside `path`; its name goes to `tmp`. */
+static int open_temp(const char *path, char *tmp, size_t tmplen) {
+  static _Atomic unsigned counter;
+  for (int tries = 0; tries < 100; tries++) {
+    unsigned k = atomic_fetch_add(&counter, 1);
+    if ((size_t)snprintf(tmp, tmplen, "%s.tmp-%ld-%u", path, (long)getpid(), k) >= tmplen) {
+      errno = ENAMETOOLONG;
+      return -1;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST)
+      return fd;
+  }
+  return -1;
+}
+
+int jq_json_save(const jq_save_view *v, const char *path, char *err, size_t errlen) {
+  escaped marks = {NULL, NULL};
+  wbuf b = {NULL, NULL, NULL, -1, 0};
+  size_t tmplen = strlen(path) + 64;
+  char *tmp = malloc(tmplen);
+  int rc = ENOMEM;
+  if (!tmp || escape_all(&marks, v->markers, v->nmarkers) != 0 ||
+      !(b.base = malloc(JQ_WRITE_BUFFER))) {
+    snprintf(err, errlen, "cannot save trace to '%s': out of memory", path);
+    goto done;
+  }
+  b.p = b.base;
+  b.end = b.base + JQ_WRITE_BUFFER;
+  b.fd = open_temp(path, tmp, tmplen);
+  if (b.fd < 0) {
+    rc = errno;
+    snprintf(err, errlen, "cannot write trace to '%s': %s", path, strerror(rc));
+    goto done;
+  }
+  write_trace(&b, v, &marks);
+  rc = b.err;
+  if (close(b.fd) != 0 && rc == 0)
+    rc = errno;
+  if (rc == 0 && rename(tmp, path) != 0)
+    rc = errno;
+  if (rc != 0) {
+    unlink(tmp);
+    snprintf(err, errlen, "cannot write trace to '%s': %s", path, strerror(rc));
+  }
+done:
+  free(tmp);
+  free(marks.text);
+  free(marks.off);
+  free(b.base);
+  return rc;
+}

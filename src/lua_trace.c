@@ -1,0 +1,218 @@
+/*
+ * lua_trace.c - Lua bindings of the trace session (the seed page's API).
+ *
+ * Validates every argument before any side effect and maps trace.c's error
+ * codes to Lua: bad arguments raise through luaL_arg*, a full registry or
+ * exhausted memory raises luaL_error, and a save that cannot happen returns
+ * false, message (and errno when the file system said no).
+ * profile_marker and profile_tag are the record path: no allocation, no lock
+ * and no Lua call beyond reading their arguments (the string form of
+ * profile_marker registers the name the first time it sees it).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "bindings.h"
+#include "trace.h"
+
+#define DEFAULT_EVENTS_PER_LANE 65536
+
+static const char *check_name(lua_State *L, int arg, size_t *len) {
+  const char *s = luaL_checklstring(L, arg, len);
+  luaL_argcheck(L, *len > 0, arg, "name must not be empty");
+  if (*len > JQ_MAX_NAME)
+    luaL_argerror(L, arg, lua_pushfstring(L, "name is longer than %d bytes", JQ_MAX_NAME));
+  return s;
+}
+
+static uint32_t opt_color(lua_State *L, int arg) {
+  if (lua_isnoneornil(L, arg))
+    return 0;
+  lua_Integer c = luaL_checkinteger(L, arg);
+  if (c < 0 || c > 0xffffff)
+    luaL_argerror(L, arg,
+                  lua_pushfstring(L, "color must be 0xRRGGBB (0 to 0xFFFFFF), got %I", (LUAI_UACINT)c));
+  return (uint32_t)c;
+}
+
+static uint32_t check_category_id(lua_State *L, int arg) {
+  lua_Integer id = luaL_checkinteger(L, arg);
+  if (id < 1 || id > (lua_Integer)JQ_MAX_TAG)
+    luaL_argerror(L, arg, lua_pushfstring(L, "category id must be in 1..%d, got %I",
+                                          (int)JQ_MAX_TAG, (LUAI_UACINT)id));
+  return (uint32_t)id;
+}
+
+static int registry_error(lua_State *L, const char *fn, int rc, const char *what, int limit) {
+  if (rc == ENOSPC)
+    return luaL_error(L, "%s: too many %s (the limit is %d)", fn, what, limit);
+  return luaL_error(L, "%s: out of memory", fn);
+}
+
+/* profile_start([events_per_lane = 65536]) */
+static int l_profile_start(lua_State *L) {
+  lua_Integer n = luaL_optinteger(L, 1, DEFAULT_EVENTS_PER_LANE);
+  if (n <= 0)
+    luaL_argerror(L, 1, lua_pushfstring(L, "events_per_lane must be a positive integer, got %I",
+                                        (LUAI_UACINT)n));
+  if ((uint64_t)n > SIZE_MAX / sizeof(jq_event) / 2)
+    luaL_argerror(L, 1, lua_pushfstring(L, "events_per_lane %I is too large to allocate",
+                                        (LUAI_UACINT)n));
+  if (jq_trace_start((uint64_t)n) != 0)
+    return luaL_error(L,
+                      "profile_start: cannot allocate %I events per lane (%I MiB a lane): "
+                      "out of memory; pass a smaller events_per_lane",
+                      (LUAI_UACINT)n, (LUAI_UACINT)((uint64_t)n * sizeof(jq_event) >> 20));
+  return 0;
+}
+
+static int l_profile_stop(lua_State *L) {
+  (void)L;
+  jq_trace_stop();
+  return 0;
+}
+
+/* profile_save(path) -> true | false, message [, errno] */
+static int l_profile_save(lua_State *L) {
+  size_t len;
+  const char *path = luaL_checklstring(L, 1, &len);
+  luaL_argcheck(L, strlen(path) == len, 1, "path contains a zero byte");
+  char err[512];
+  int errnum;
+  int rc = jq_trace_save(path, err, sizeof err, &errnum);
+  if (rc == JQ_SAVE_OK) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  lua_pushboolean(L, 0);
+  lua_pushstring(L, err);
+  if (rc != JQ_SAVE_IO)
+    return 2;
+  lua_pushinteger(L, errnum);
+  return 3;
+}
+
+/* profile_is_on() -> boolean */
+static int l_profile_is_on(lua_State *L) {
+  lua_pushboolean(L, jq_trace_armed());
+  return 1;
+}
+
+/* profile_category(id, name [, color]) -> id
+ * profile_category(name [, color]) -> id */
+static int l_profile_category(lua_State *L) {
+  size_t len;
+  uint32_t id;
+  int rc;
+  if (lua_type(L, 1) == LUA_TNUMBER) {
+    id = check_category_id(L, 1);
+    const char *name = check_name(L, 2, &len);
+    uint32_t color = opt_color(L, 3);
+    rc = jq_category_set(id, name, len, color);
+  } else if (lua_type(L, 1) == LUA_TSTRING) {
+    const char *name = check_name(L, 1, &len);
+    uint32_t color = opt_color(L, 2);
+    rc = jq_category_intern(name, len, color, &id);
+  } else {
+    return luaL_typeerror(L, 1, "integer id or string name");
+  }
+  if (rc != 0)
+    return registry_error(L, "profile_category", rc, "categories", JQ_MAX_CATEGORIES);
+  lua_pushinteger(L, id);
+  return 1;
+}
+
+/* profile_tag(tag): tag 0 clears it */
+static int l_profile_tag(lua_State *L) {
+  lua_Integer tag = luaL_checkinteger(L, 1);
+  if (tag < 0 || tag > (lua_Integer)JQ_MAX_TAG)
+    luaL_argerror(L, 1, lua_pushfstring(L, "tag must be in 0..%d, got %I", (int)JQ_MAX_TAG,
+                                        (LUAI_UACINT)tag));
+  jq_self.tag = (uint16_t)tag;
+  return 0;
+}
+
+/* profile_current_tag() -> the calling thread's tag */
+static int l_profile_current_tag(lua_State *L) {
+  lua_pushinteger(L, jq_self.tag);
+  return 1;
+}
+
+static uint32_t intern_marker(lua_State *L, int arg) {
+  size_t len;
+  const char *name = check_name(L, arg, &len);
+  uint32_t id;
+  int rc = jq_marker_intern(name, len, &id);
+  if (rc != 0)
+    registry_error(L, "profile_marker_id", rc, "marker kinds", JQ_MAX_MARKERS);
+  return id;
+}
+
+/* profile_marker(id_or_name [, arg = 0]) */
+static int l_profile_marker(lua_State *L) {
+  uint32_t id;
+  int isnum;
+  if (JQ_LIKELY(lua_type(L, 1) == LUA_TNUMBER)) {
+    lua_Integer n = lua_tointegerx(L, 1, &isnum);
+    if (JQ_UNLIKELY(!isnum || n < 1 || n > (lua_Integer)jq_marker_count()))
+      return luaL_argerror(L, 1,
+                           isnum ? lua_pushfstring(L, "unknown marker id %I (get ids from "
+                                                      "profile_marker_id)", (LUAI_UACINT)n)
+                                 : "number has no integer representation");
+    id = (uint32_t)n;
+  } else if (lua_type(L, 1) == LUA_TSTRING) {
+    id = intern_marker(L, 1);
+  } else {
+    return luaL_typeerror(L, 1, "marker id or name");
+  }
+  lua_Integer arg = 0;
+  if (JQ_LIKELY(lua_type(L, 2) == LUA_TNUMBER)) {
+    arg = lua_tointegerx(L, 2, &isnum);
+    if (JQ_UNLIKELY(!isnum))
+      return luaL_argerror(L, 2, "number has no integer representation");
+  } else if (!lua_isnoneornil(L, 2)) {
+    arg = luaL_checkinteger(L, 2);
+  }
+  jq_ring_record(JQ_EV_MARKER, id, (int64_t)arg, 0);
+  return 0;
+}
+
+/* profile_marker_id(name) -> id */
+static int l_profile_marker_id(lua_State *L) {
+  lua_pushinteger(L, intern_marker(L, 1));
+  return 1;
+}
+
+static const luaL_Reg profile_funcs[] = {
+    {"profile_start", l_profile_start},
+    {"profile_stop", l_profile_stop},
+    {"profile_save", l_profile_save},
+    {"profile_is_on", l_profile_is_on},
+    {"profile_category", l_profile_category},
+    {"profile_tag", l_profile_tag},
+    {"profile_current_tag", l_profile_current_tag},
+    {"profile_marker", l_profile_marker},
+    {"profile_marker_id", l_profile_marker_id},
+    {NULL, NULL}};
+
+static const char *const color_names[] = {"BLUE", "GREEN", "PURPLE", "AMBER",
+                                          "CORAL", "TEAL", "MAGENTA", "INDIGO"};
+
+void jq_open_profile(lua_State *L) {
+  luaL_newlib(L, profile_funcs);
+  for (int i = 0; i < 8; i++) {
+    lua_pushfstring(L, "PROFILE_COLOR_%s", color_names[i]);
+    lua_pushinteger(L, jq_palette[i]);
+    lua_rawset(L, -3);
+  }
+  lua_createtable(L, JQ_PALETTE_SIZE, 0);
+  for (int i = 0; i < JQ_PALETTE_SIZE; i++) {
+    lua_pushinteger(L, jq_palette[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+  lua_setfield(L, -2, "PROFILE_PALETTE");
+}

@@ -1,0 +1,120 @@
+/*
+ * ring.h - per-lane event rings and the record path.
+ *
+ * Owns: the 32-byte event, the lane (one per recording thread), and
+ * jq_ring_record(), the only code that runs for every traced event.
+ * Must not: allocate, lock, format, call Lua, or make any system call but
+ * the clock. A full ring never wraps: it counts what it drops.
+ * Thread safety: a lane is written only by its own thread. The controller
+ * (start/stop/save in trace.c) touches a lane only after the lane's `busy`
+ * flag reads 0 with the session off; see the protocol in trace.c.
+ */
+#ifndef JQ_RING_H
+#define JQ_RING_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "clock.h"
+
+#if defined(__GNUC__)
+#define JQ_LIKELY(x) __builtin_expect(!!(x), 1)
+#define JQ_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define JQ_LIKELY(x) (x)
+#define JQ_UNLIKELY(x) (x)
+#endif
+
+/* Event kinds. */
+enum {
+  JQ_EV_MARKER = 1 /* instant: id = marker kind, arg = user argument */
+};
+
+typedef struct jq_event {
+  uint64_t t0;  /* ticks */
+  uint64_t t1;  /* ticks at the end of a span; 0 for an instant */
+  int64_t arg;  /* user argument */
+  uint32_t id;  /* marker kind */
+  uint16_t cat; /* op tag current when the event was recorded */
+  uint8_t kind;
+  uint8_t flags;
+} jq_event;
+
+_Static_assert(sizeof(jq_event) == 32, "a trace event is 32 bytes");
+
+/* The session word: generation << 1 | armed. */
+extern _Atomic uint32_t jq_session_state;
+
+typedef struct jq_lane {
+  /* Hot, written by the owning thread only. */
+  _Atomic uint32_t busy; /* 1 while the owner is inside the record path */
+  uint32_t gen;          /* session word of the session this lane joined */
+  uint64_t count;        /* events stored */
+  uint64_t cap;          /* ring capacity (0: no ring, every event dropped) */
+  jq_event *events;
+  uint64_t dropped;      /* events that found the ring full */
+  uint64_t full_at;      /* ticks of the first dropped event */
+  /* Cold, under the lane registry's mutex (trace.c). */
+  int dead;              /* the owning thread has exited */
+  int index;             /* position in the session's join order */
+  char name[32];
+} __attribute__((aligned(64))) jq_lane;
+
+/* Per-thread state: the lane (NULL before the thread's first traced event)
+ * and the op tag of profile_tag, which outlives sessions. */
+typedef struct jq_thread {
+  jq_lane *lane;
+  uint16_t tag;
+} jq_thread;
+
+extern _Thread_local jq_thread jq_self;
+
+/* Out of line: gives the calling thread a lane in the armed session `state`
+ * (allocating its ring). Returns NULL when no lane can be had; the loss is
+ * counted. */
+jq_lane *jq_lane_join(uint32_t state);
+
+/* Records one event on the calling thread's lane; does nothing when no
+ * session is armed. */
+static inline void jq_ring_record(uint8_t kind, uint32_t id, int64_t arg, uint64_t t1) {
+  uint32_t state = atomic_load_explicit(&jq_session_state, memory_order_acquire);
+  if (JQ_LIKELY(!(state & 1u)))
+    return;
+  jq_thread *self = &jq_self;
+  jq_lane *lane = self->lane;
+  if (JQ_UNLIKELY(lane == NULL || lane->gen != state)) {
+    lane = jq_lane_join(state);
+    if (lane == NULL)
+      return;
+  }
+  atomic_store_explicit(&lane->busy, 1, memory_order_relaxed);
+  /* The controller's membarrier() (or the fence below on kernels without it)
+   * orders this store before the re-check: after stop() has seen busy == 0,
+   * no recorder can still be inside with the old session. */
+  extern int jq_need_fence;
+  if (JQ_UNLIKELY(jq_need_fence))
+    atomic_thread_fence(memory_order_seq_cst);
+  else
+    atomic_signal_fence(memory_order_seq_cst);
+  if (JQ_LIKELY(atomic_load_explicit(&jq_session_state, memory_order_acquire) == state)) {
+    uint64_t now = jq_clock_ticks();
+    uint64_t i = lane->count;
+    if (JQ_LIKELY(i < lane->cap)) {
+      jq_event *e = &lane->events[i];
+      e->t0 = now;
+      e->t1 = t1;
+      e->arg = arg;
+      e->id = id;
+      e->cat = self->tag;
+      e->kind = kind;
+      e->flags = 0;
+      lane->count = i + 1;
+    } else {
+      if (lane->dropped++ == 0)
+        lane->full_at = now;
+    }
+  }
+  atomic_store_explicit(&lane->busy, 0, memory_order_release);
+}
+
+#endif

@@ -1,0 +1,190 @@
+/*
+ * testing.c - helpers for the specs only (built with -DJQ_TESTING).
+ *
+ * Starts native threads that each own a lua_State, so that multi-lane and
+ * multi-state behaviour of the trace session is tested before the job queue
+ * exists. Each thread runs a chunk of Lua with jobque.core preloaded from
+ * this very library (no second copy, no second session).
+ * Thread safety: the stop flag is atomic; a handle is used by its creator.
+ */
+#ifdef JQ_TESTING
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+#include "bindings.h"
+#include "trace.h"
+
+#define HANDLE "jobque.test.threads"
+
+static _Atomic int stop_flag;
+
+typedef struct worker {
+  pthread_t thread;
+  int started;
+  int index;
+  const char *chunk, *path, *cpath; /* owned by the handle */
+  char *result;                     /* what the chunk returned, or its error */
+} worker;
+
+typedef struct handle {
+  int n;
+  char *chunk, *path, *cpath;
+  worker *w;
+} handle;
+
+static char *dup_string(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *p = malloc(n);
+  if (p)
+    memcpy(p, s, n);
+  return p;
+}
+
+static int run_chunk(lua_State *L) {
+  worker *w = lua_touserdata(L, 1);
+  luaL_openlibs(L);
+  lua_getglobal(L, "package");
+  lua_pushstring(L, w->path);
+  lua_setfield(L, -2, "path");
+  lua_pushstring(L, w->cpath);
+  lua_setfield(L, -2, "cpath");
+  luaL_getsubtable(L, -1, "preload");
+  lua_pushcfunction(L, luaopen_jobque_core);
+  lua_setfield(L, -2, "jobque.core");
+  if (luaL_loadstring(L, w->chunk) != LUA_OK)
+    return lua_error(L);
+  lua_pushinteger(L, w->index);
+  lua_call(L, 1, 1);
+  lua_pushstring(L, luaL_tolstring(L, -1, NULL));
+  return 1;
+}
+
+static void *thread_main(void *p) {
+  worker *w = p;
+  lua_State *L = luaL_newstate();
+  if (!L) {
+    w->result = dup_string("error: cannot create a lua_State");
+    return NULL;
+  }
+  lua_pushcfunction(L, run_chunk);
+  lua_pushlightuserdata(L, w);
+  int rc = lua_pcall(L, 1, 1, 0);
+  const char *s = lua_tostring(L, -1);
+  size_t n = strlen(s ? s : "?") + 8;
+  w->result = malloc(n);
+  if (w->result)
+    strcpy(w->result, rc == LUA_OK ? "" : "error: "), strcat(w->result, s ? s : "?");
+  lua_close(L);
+  return NULL;
+}
+
+static void join_all(handle *h) {
+  for (int i = 0; i < h->n; i++)
+    if (h->w[i].started) {
+      pthread_join(h->w[i].thread, NULL);
+      h->w[i].started = 0;
+    }
+}
+
+static void free_handle(handle *h) {
+  join_all(h);
+  for (int i = 0; i < h->n; i++)
+    free(h->w[i].result);
+  free(h->w);
+  free(h->chunk);
+  free(h->path);
+  free(h->cpath);
+  h->w = NULL;
+  h->n = 0;
+  h->chunk = h->path = h->cpath = NULL;
+}
+
+/* _test.spawn(n, chunk, path, cpath) -> handle; each thread runs chunk(i). */
+static int l_spawn(lua_State *L) {
+  lua_Integer n = luaL_checkinteger(L, 1);
+  const char *chunk = luaL_checkstring(L, 2);
+  const char *path = luaL_checkstring(L, 3);
+  const char *cpath = luaL_checkstring(L, 4);
+  luaL_argcheck(L, n > 0 && n <= 64, 1, "1..64 threads");
+  handle *h = lua_newuserdatauv(L, sizeof(handle), 0);
+  memset(h, 0, sizeof *h);
+  luaL_setmetatable(L, HANDLE);
+  h->chunk = dup_string(chunk);
+  h->path = dup_string(path);
+  h->cpath = dup_string(cpath);
+  h->w = calloc((size_t)n, sizeof(worker));
+  if (!h->chunk || !h->path || !h->cpath || !h->w)
+    return luaL_error(L, "out of memory"); /* __gc frees what was made */
+  h->n = (int)n;
+  atomic_store(&stop_flag, 0);
+  for (int i = 0; i < h->n; i++) {
+    worker *w = &h->w[i];
+    w->index = i + 1;
+    w->chunk = h->chunk;
+    w->path = h->path;
+    w->cpath = h->cpath;
+    if (pthread_create(&w->thread, NULL, thread_main, w) != 0)
+      return luaL_error(L, "cannot start a thread");
+    w->started = 1;
+  }
+  return 1;
+}
+
+/* handle:join() -> { result of thread 1, ... } (strings; errors start "error: ") */
+static int l_join(lua_State *L) {
+  handle *h = luaL_checkudata(L, 1, HANDLE);
+  join_all(h);
+  lua_createtable(L, h->n, 0);
+  for (int i = 0; i < h->n; i++) {
+    lua_pushstring(L, h->w[i].result ? h->w[i].result : "error: out of memory");
+    lua_rawseti(L, -2, i + 1);
+  }
+  return 1;
+}
+
+static int l_gc(lua_State *L) {
+  free_handle(luaL_checkudata(L, 1, HANDLE));
+  return 0;
+}
+
+static int l_stop(lua_State *L) {
+  atomic_store(&stop_flag, lua_toboolean(L, 1) || lua_isnone(L, 1));
+  return 0;
+}
+
+static int l_stopping(lua_State *L) {
+  lua_pushboolean(L, atomic_load(&stop_flag));
+  return 1;
+}
+
+static int l_lane_structs(lua_State *L) {
+  lua_pushinteger(L, jq_trace_lane_structs());
+  return 1;
+}
+
+void jq_open_testing(lua_State *L) {
+  if (luaL_newmetatable(L, HANDLE)) {
+    lua_pushcfunction(L, l_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, l_join);
+    lua_setfield(L, -2, "join");
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -2, "__index");
+  }
+  lua_pop(L, 1);
+  static const luaL_Reg funcs[] = {{"spawn", l_spawn},
+                                   {"stop", l_stop},
+                                   {"stopping", l_stopping},
+                                   {"lane_structs", l_lane_structs},
+                                   {NULL, NULL}};
+  luaL_newlib(L, funcs);
+}
+
+#endif

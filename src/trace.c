@@ -1,0 +1,508 @@
+/*
+ * trace.c - the process-wide session: lanes, start/stop/save, registries.
+ *
+ * No Lua API and no formatting. Allocates only at start, on a thread's first
+ * event in a session (its ring), on registration, and at save.
+ *
+ * The quiescence protocol that makes start/stop/save safe against threads
+ * that are recording:
+ *   recorder: busy = 1; (barrier); if state is still the armed word it read,
+ *             write the event; busy = 0 (release).
+ *   stop:     state = disarmed; membarrier() (a barrier on every running
+ *             thread of the process); wait until every lane reads busy == 0
+ *             (acquire).
+ * After stop returns no recorder is inside a ring, and none can enter one
+ * until the next start, so save may read rings and start may free them.
+ * Where the kernel has no private expedited membarrier, recorders use a
+ * full fence instead (jq_need_fence).
+ */
+#include "trace.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#if defined(__linux__)
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#endif
+
+#include "json_writer.h"
+
+const uint32_t jq_palette[JQ_PALETTE_SIZE] = {
+    0x5e96de, 0x43b08a, 0xac82e4, 0xc39536, 0xe08563, 0x4fc3d0,
+    0xd678b4, 0x8385e8, 0x9bb54a, 0xd9675e, 0x5aa6a0, 0xb58f6b};
+
+_Atomic uint32_t jq_session_state = 0;
+_Thread_local jq_thread jq_self = {NULL, 0};
+int jq_need_fence = 0;
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int initialized;
+static pthread_key_t lane_key; /* its destructor marks a lane dead */
+
+/* ---- lanes (lanes_mu) ---- */
+
+static pthread_mutex_t control_mu = PTHREAD_MUTEX_INITIALIZER; /* start/stop/save */
+static pthread_mutex_t lanes_mu = PTHREAD_MUTEX_INITIALIZER;
+static jq_lane *all_lanes[JQ_MAX_LANES]; /* every lane struct ever made */
+static int all_count;
+static jq_lane *joined[JQ_MAX_LANES]; /* the session's lanes, in join order */
+static int joined_count;
+static int thread_names;              /* "thread N" counter of the session */
+static uint64_t session_cap;
+static uint64_t session_origin, session_stop;
+static int session_ever;               /* a session was started */
+static jq_lane *session_caller;        /* lane of the thread that started it */
+static _Atomic uint64_t session_lost;  /* events of threads with no lane */
+
+/* ---- registries (reg_mu) ---- */
+
+typedef struct jq_str {
+  size_t len;
+  uint32_t hash;
+  char s[];
+} jq_str;
+
+typedef struct jq_category {
+  jq_str *name; /* NULL: not registered */
+  uint32_t color;
+} jq_category;
+
+#define MARKER_SLOTS (2 * JQ_MAX_MARKERS)
+
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static jq_str *markers[JQ_MAX_MARKERS + 1]; /* by id; immutable once published */
+static _Atomic uint32_t marker_count;
+static _Atomic uint32_t marker_slots[MARKER_SLOTS]; /* open addressing: ids, 0 = empty */
+static jq_category *categories; /* JQ_MAX_TAG + 1 entries, made on first use */
+static uint16_t category_ids[JQ_MAX_CATEGORIES]; /* registration order */
+static int category_count;
+static uint32_t next_auto_id = 1;
+
+static void membarrier_all(void) {
+#if defined(__linux__) && defined(__NR_membarrier)
+  if (!jq_need_fence)
+    syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+#endif
+}
+
+static void lane_thread_exit(void *p) {
+  jq_lane *lane = p;
+  pthread_mutex_lock(&lanes_mu);
+  lane->dead = 1;
+  pthread_mutex_unlock(&lanes_mu);
+}
+
+static void init(void) {
+  jq_clock_init();
+  jq_need_fence = 1;
+#if defined(__linux__) && defined(__NR_membarrier)
+  if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
+    jq_need_fence = 0;
+#endif
+  pthread_key_create(&lane_key, lane_thread_exit);
+  initialized = 1;
+}
+
+void jq_trace_init(void) {
+  pthread_once(&init_once, init);
+}
+
+/* Runs when the library is unloaded (the last lua_State holding it closed, or
+ * the process exits): frees what outlives sessions. */
+__attribute__((destructor)) static void fini(void) {
+  if (!initialized)
+    return;
+  pthread_key_delete(lane_key);
+  for (int i = 0; i < all_count; i++) /* a thread still alive may still record */
+    if (!all_lanes[i]->dead && all_lanes[i] != jq_self.lane)
+      return;
+  for (int i = 0; i < all_count; i++) {
+    free(all_lanes[i]->events);
+    free(all_lanes[i]);
+  }
+  all_count = 0;
+  for (uint32_t i = 1; i <= JQ_MAX_MARKERS; i++)
+    free(markers[i]);
+  if (categories) {
+    for (uint32_t i = 0; i <= JQ_MAX_TAG; i++)
+      free(categories[i].name);
+    free(categories);
+  }
+}
+
+/* ---- lanes ---- */
+
+/* Gives `lane` a ring for the session being armed; lanes_mu held. */
+static int lane_reset(jq_lane *lane, uint32_t state) {
+  int rc = 0;
+  if (lane->cap != session_cap || lane->events == NULL) {
+    free(lane->events);
+    lane->events = malloc((size_t)session_cap * sizeof(jq_event));
+    lane->cap = lane->events ? session_cap : 0;
+    rc = lane->events ? 0 : ENOMEM;
+  }
+  lane->count = 0;
+  lane->dropped = 0;
+  lane->full_at = 0;
+  lane->gen = state;
+  lane->index = joined_count;
+  joined[joined_count++] = lane;
+  return rc;
+}
+
+/* The calling thread's lane struct, made or recycled; lanes_mu held. */
+static jq_lane *lane_for_thread(uint32_t state) {
+  jq_lane *lane = jq_self.lane;
+  if (lane)
+    return lane;
+  for (int i = 0; i < all_count && !lane; i++) /* a lane of an exited thread */
+    if (all_lanes[i]->dead && all_lanes[i]->gen != state)
+      lane = all_lanes[i];
+  if (lane) {
+    lane->dead = 0;
+  } else {
+    if (all_count == JQ_MAX_LANES)
+      return NULL;
+    lane = aligned_alloc(64, sizeof(jq_lane));
+    if (!lane)
+      return NULL;
+    memset(lane, 0, sizeof *lane);
+    all_lanes[all_count++] = lane;
+  }
+  jq_self.lane = lane;
+  pthread_setspecific(lane_key, lane);
+  return lane;
+}
+
+jq_lane *jq_lane_join(uint32_t state) {
+  jq_lane *lane = NULL;
+  pthread_mutex_lock(&lanes_mu);
+  if (atomic_load_explicit(&jq_session_state, memory_order_relaxed) == state) {
+    lane = lane_for_thread(state);
+    if (lane) {
+      lane_reset(lane, state); /* no ring: every event is dropped and counted */
+      snprintf(lane->name, sizeof lane->name, "thread %d", ++thread_names);
+    } else {
+      atomic_fetch_add_explicit(&session_lost, 1, memory_order_relaxed);
+    }
+  }
+  pthread_mutex_unlock(&lanes_mu);
+  return lane;
+}
+
+/* control_mu held. */
+static void stop_locked(void) {
+  uint32_t state = atomic_load_explicit(&jq_session_state, memory_order_relaxed);
+  if (!(state & 1u))
+    return;
+  atomic_store_explicit(&jq_session_state, state & ~1u, memory_order_seq_cst);
+  membarrier_all();
+  session_stop = jq_clock_ticks();
+  pthread_mutex_lock(&lanes_mu);
+  for (int i = 0; i < all_count; i++) {
+    for (int spins = 0; atomic_load_explicit(&all_lanes[i]->busy, memory_order_acquire); spins++)
+      if (spins > 64)
+        sched_yield();
+  }
+  pthread_mutex_unlock(&lanes_mu);
+}
+
+int jq_trace_start(uint64_t events_per_lane) {
+  jq_trace_init();
+  pthread_mutex_lock(&control_mu);
+  stop_locked();
+  pthread_mutex_lock(&lanes_mu);
+  uint32_t old = atomic_load_explicit(&jq_session_state, memory_order_relaxed);
+  uint32_t state = ((old >> 1) + 1) << 1;
+  if (state == 0) /* 2^31 sessions later: skip the word a fresh lane has */
+    state = 2;
+  atomic_store_explicit(&jq_session_state, state, memory_order_relaxed);
+  session_cap = events_per_lane;
+  joined_count = 0;
+  thread_names = 0;
+  session_ever = 1;
+  atomic_store_explicit(&session_lost, 0, memory_order_relaxed);
+  /* Rings of lanes that may not record again go back to the allocator. */
+  for (int i = 0; i < all_count; i++) {
+    jq_lane *lane = all_lanes[i];
+    if (lane != jq_self.lane && lane->cap != events_per_lane) {
+      free(lane->events);
+      lane->events = NULL;
+      lane->cap = 0;
+    }
+    lane->count = 0;
+    lane->dropped = 0;
+  }
+  int rc = ENOMEM;
+  jq_lane *caller = lane_for_thread(state | 1u);
+  if (caller) {
+    rc = lane_reset(caller, state | 1u);
+    strcpy(caller->name, "caller");
+  }
+  session_caller = caller;
+  if (rc != 0) {
+    joined_count = 0; /* the failed session records nothing */
+    pthread_mutex_unlock(&lanes_mu);
+    pthread_mutex_unlock(&control_mu);
+    return rc;
+  }
+  session_origin = jq_clock_ticks();
+  atomic_store_explicit(&jq_session_state, state | 1u, memory_order_release);
+  pthread_mutex_unlock(&lanes_mu);
+  pthread_mutex_unlock(&control_mu);
+  return 0;
+}
+
+void jq_trace_stop(void) {
+  jq_trace_init();
+  pthread_mutex_lock(&control_mu);
+  stop_locked();
+  pthread_mutex_unlock(&control_mu);
+}
+
+int jq_trace_armed(void) {
+  return atomic_load_explicit(&jq_session_state, memory_order_relaxed) & 1u;
+}
+
+#ifdef JQ_TESTING
+int jq_trace_lane_structs(void) {
+  pthread_mutex_lock(&lanes_mu);
+  int n = all_count;
+  pthread_mutex_unlock(&lanes_mu);
+  return n;
+}
+#endif
+
+/* ---- registries ---- */
+
+static uint32_t hash_name(const char *s, size_t len) {
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (size_t i = 0; i < len; i++)
+    h = (h ^ (unsigned char)s[i]) * 16777619u;
+  return h;
+}
+
+uint32_t jq_palette_color(const char *name, size_t len) {
+  return jq_palette[hash_name(name, len) % JQ_PALETTE_SIZE];
+}
+
+static jq_str *str_new(const char *s, size_t len, uint32_t hash) {
+  jq_str *p = malloc(sizeof(jq_str) + len + 1);
+  if (p) {
+    p->len = len;
+    p->hash = hash;
+    memcpy(p->s, s, len);
+    p->s[len] = '\0';
+  }
+  return p;
+}
+
+static int str_eq(const jq_str *p, const char *s, size_t len, uint32_t hash) {
+  return p->hash == hash && p->len == len && memcmp(p->s, s, len) == 0;
+}
+
+/* Lock-free: readers see a slot only after the name it points to. */
+static uint32_t marker_find(const char *name, size_t len, uint32_t hash) {
+  for (uint32_t i = hash % MARKER_SLOTS;; i = (i + 1) % MARKER_SLOTS) {
+    uint32_t id = atomic_load_explicit(&marker_slots[i], memory_order_acquire);
+    if (id == 0 || str_eq(markers[id], name, len, hash))
+      return id;
+  }
+}
+
+int jq_marker_intern(const char *name, size_t len, uint32_t *id) {
+  uint32_t hash = hash_name(name, len);
+  if ((*id = marker_find(name, len, hash)) != 0)
+    return 0;
+  int rc = 0;
+  pthread_mutex_lock(&reg_mu);
+  if ((*id = marker_find(name, len, hash)) == 0) {
+    uint32_t n = atomic_load_explicit(&marker_count, memory_order_relaxed);
+    jq_str *s = n < JQ_MAX_MARKERS ? str_new(name, len, hash) : NULL;
+    if (s) {
+      uint32_t i = hash % MARKER_SLOTS;
+      while (atomic_load_explicit(&marker_slots[i], memory_order_relaxed) != 0)
+        i = (i + 1) % MARKER_SLOTS;
+      markers[n + 1] = s;
+      atomic_store_explicit(&marker_count, n + 1, memory_order_release);
+      atomic_store_explicit(&marker_slots[i], n + 1, memory_order_release);
+      *id = n + 1;
+    } else {
+      rc = n < JQ_MAX_MARKERS ? ENOMEM : ENOSPC;
+    }
+  }
+  pthread_mutex_unlock(&reg_mu);
+  return rc;
+}
+
+uint32_t jq_marker_count(void) {
+  return atomic_load_explicit(&marker_count, memory_order_relaxed);
+}
+
+/* reg_mu held. */
+static int category_store(uint32_t id, const char *name, size_t len, uint32_t hash,
+                          uint32_t color) {
+  if (!categories) {
+    categories = calloc(JQ_MAX_TAG + 1, sizeof(jq_category));
+    if (!categories)
+      return ENOMEM;
+  }
+  jq_category *c = &categories[id];
+  if (!c->name && category_count == JQ_MAX_CATEGORIES)
+    return ENOSPC;
+  if (!c->name || !str_eq(c->name, name, len, hash)) {
+    jq_str *s = str_new(name, len, hash);
+    if (!s)
+      return ENOMEM;
+    if (!c->name)
+      category_ids[category_count++] = (uint16_t)id;
+    free(c->name);
+    c->name = s;
+  }
+  c->color = color ? color : jq_palette[hash % JQ_PALETTE_SIZE];
+  return 0;
+}
+
+int jq_category_set(uint32_t id, const char *name, size_t len, uint32_t color) {
+  pthread_mutex_lock(&reg_mu);
+  int rc = category_store(id, name, len, hash_name(name, len), color);
+  pthread_mutex_unlock(&reg_mu);
+  return rc;
+}
+
+int jq_category_intern(const char *name, size_t len, uint32_t color, uint32_t *id) {
+  uint32_t hash = hash_name(name, len);
+  int rc = 0;
+  pthread_mutex_lock(&reg_mu);
+  *id = 0;
+  for (int i = category_count - 1; i >= 0 && !*id; i--) /* the newest holder of the name */
+    if (str_eq(categories[category_ids[i]].name, name, len, hash))
+      *id = category_ids[i];
+  if (*id) {
+    if (color)
+      categories[*id].color = color;
+  } else {
+    while (next_auto_id <= JQ_MAX_TAG && categories && categories[next_auto_id].name)
+      next_auto_id++;
+    if (next_auto_id > JQ_MAX_TAG)
+      rc = ENOSPC;
+    else if ((rc = category_store(next_auto_id, name, len, hash, color)) == 0)
+      *id = next_auto_id++;
+  }
+  pthread_mutex_unlock(&reg_mu);
+  return rc;
+}
+
+/* ---- save ---- */
+
+/* Copies the category and marker tables; reg_mu held. Names are copied into
+ * one block, so a rename during the save cannot free what it reads. */
+static int snapshot_registries(jq_save_view *v, void **block) {
+  uint32_t nm = atomic_load_explicit(&marker_count, memory_order_relaxed);
+  size_t bytes = (nm + (size_t)category_count) * sizeof(jq_save_name);
+  for (int i = 0; i < category_count; i++)
+    bytes += categories[category_ids[i]].name->len + 1;
+  char *mem = malloc(bytes ? bytes : 1);
+  if (!mem)
+    return ENOMEM;
+  jq_save_name *marks = (jq_save_name *)mem;
+  jq_save_name *cats = marks + nm;
+  char *text = (char *)(cats + category_count);
+  for (uint32_t i = 0; i < nm; i++) {
+    marks[i].id = i + 1;
+    marks[i].color = 0;
+    marks[i].name = markers[i + 1]->s; /* immutable until the library unloads */
+    marks[i].len = markers[i + 1]->len;
+  }
+  /* Categories in id order (insertion sort: registrations are few). */
+  int n = 0;
+  for (int i = 0; i < category_count; i++) {
+    uint16_t id = category_ids[i];
+    const jq_category *c = &categories[id];
+    memcpy(text, c->name->s, c->name->len + 1);
+    jq_save_name e = {id, c->color, text, c->name->len};
+    text += c->name->len + 1;
+    int j = n++;
+    while (j > 0 && cats[j - 1].id > id) {
+      cats[j] = cats[j - 1];
+      j--;
+    }
+    cats[j] = e;
+  }
+  v->markers = marks;
+  v->nmarkers = (int)nm;
+  v->categories = cats;
+  v->ncategories = n;
+  *block = mem;
+  return 0;
+}
+
+static void snapshot_lane(jq_save_lane *s, const jq_lane *l) {
+  s->events = l->events;
+  s->count = l->count;
+  s->dropped = l->dropped;
+  s->full_at = l->full_at;
+  s->no_ring = l->cap == 0;
+  memcpy(s->name, l->name, sizeof s->name);
+}
+
+int jq_trace_save(const char *path, char *err, size_t errlen, int *errnum) {
+  static jq_save_lane lanes[JQ_MAX_LANES]; /* control_mu held while in use */
+  jq_trace_init();
+  *errnum = 0;
+  jq_save_view v;
+  memset(&v, 0, sizeof v);
+  pthread_mutex_lock(&control_mu);
+  if (jq_trace_armed()) {
+    pthread_mutex_unlock(&control_mu);
+    snprintf(err, errlen, "tracing is still on: call profile_stop() before profile_save()");
+    return JQ_SAVE_ARMED;
+  }
+  /* Rings are quiescent (stop waited for them) and stay so while control_mu
+   * is held; lanes_mu orders this read after any late join. */
+  uint64_t recorded = 0, dropped = 0;
+  pthread_mutex_lock(&lanes_mu);
+  for (int i = 0; i < joined_count; i++) /* threads in join order, the caller last */
+    if (joined[i] != session_caller)
+      snapshot_lane(&lanes[v.nlanes++], joined[i]);
+  if (joined_count > 0 && session_caller)
+    snapshot_lane(&lanes[v.nlanes++], session_caller);
+  pthread_mutex_unlock(&lanes_mu);
+  for (int i = 0; i < v.nlanes; i++) {
+    recorded += lanes[i].count;
+    dropped += lanes[i].dropped;
+  }
+  v.lost = atomic_load_explicit(&session_lost, memory_order_relaxed);
+  if (!session_ever || recorded + dropped + v.lost == 0) {
+    pthread_mutex_unlock(&control_mu);
+    snprintf(err, errlen, session_ever ? "nothing was recorded: the last session has no events"
+                                       : "nothing was recorded: profile_start() was never called");
+    return JQ_SAVE_EMPTY;
+  }
+  v.lanes = lanes;
+  v.scale = jq_clock_scale_from(session_origin);
+  v.stop_ticks = session_stop;
+  v.events_per_lane = session_cap;
+  v.pid = (long)getpid();
+  v.clock = jq_clock_name();
+  void *block = NULL;
+  pthread_mutex_lock(&reg_mu);
+  int rc = snapshot_registries(&v, &block);
+  pthread_mutex_unlock(&reg_mu);
+  if (rc == 0)
+    rc = jq_json_save(&v, path, err, errlen);
+  else
+    snprintf(err, errlen, "cannot save trace to '%s': out of memory", path);
+  free(block);
+  pthread_mutex_unlock(&control_mu);
+  if (rc != 0) {
+    *errnum = rc;
+    return JQ_SAVE_IO;
+  }
+  return JQ_SAVE_OK;
+}
