@@ -87,16 +87,17 @@ static inline void jq_ring_record(uint8_t kind, uint32_t id, int64_t arg, uint64
     if (lane == NULL)
       return;
   }
-  atomic_store_explicit(&lane->busy, 1, memory_order_relaxed);
-  /* The controller's membarrier() (or the fence below on kernels without it)
-   * orders this store before the re-check: after stop() has seen busy == 0,
-   * no recorder can still be inside with the old session. */
+  /* Announce the write, then re-check the session. The controller's
+   * membarrier() orders the two for us; on kernels without it a seq_cst
+   * exchange does (see the protocol in trace.c). */
   extern int jq_need_fence;
-  if (JQ_UNLIKELY(jq_need_fence))
-    atomic_thread_fence(memory_order_seq_cst);
-  else
+  if (JQ_UNLIKELY(jq_need_fence)) {
+    atomic_exchange_explicit(&lane->busy, 1, memory_order_seq_cst);
+  } else {
+    atomic_store_explicit(&lane->busy, 1, memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst);
-  if (JQ_LIKELY(atomic_load_explicit(&jq_session_state, memory_order_acquire) == state)) {
+  }
+  if (JQ_LIKELY(atomic_load_explicit(&jq_session_state, memory_order_seq_cst) == state)) {
     uint64_t now = jq_clock_ticks();
     uint64_t i = lane->count;
     if (JQ_LIKELY(i < lane->cap)) {

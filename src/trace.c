@@ -205,7 +205,7 @@ static void stop_locked(void) {
   session_stop = jq_clock_ticks();
   pthread_mutex_lock(&lanes_mu);
   for (int i = 0; i < all_count; i++) {
-    for (int spins = 0; atomic_load_explicit(&all_lanes[i]->busy, memory_order_acquire); spins++)
+    for (int spins = 0; atomic_load_explicit(&all_lanes[i]->busy, memory_order_seq_cst); spins++)
       if (spins > 64)
         sched_yield();
   }

@@ -1,0 +1,121 @@
+-- Every public function given bad arguments raises an error naming the argument.
+local p = require "jobque_profile"
+
+local function err_of(f, ...)
+  local ok, err = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  return err
+end
+
+local function raises(fragment, f, ...)
+  local err = err_of(f, ...)
+  assert.matches(fragment, err, 1, true)
+end
+
+describe("argument errors", function()
+  local tok = p.profile_marker_id("err token")
+
+  it("profile_start", function()
+    raises("bad argument #1 to 'jobque_profile.profile_start' (number expected, got string)",
+      p.profile_start, "many")
+    raises("bad argument #1 to 'jobque_profile.profile_start' (events_per_lane must be a positive integer, got 0)",
+      p.profile_start, 0)
+    raises("events_per_lane must be a positive integer, got -5", p.profile_start, -5)
+    raises("bad argument #1 to 'jobque_profile.profile_start' (number has no integer representation)",
+      p.profile_start, 1.5)
+    raises("events_per_lane 4611686018427387904 is too large to allocate", p.profile_start, 1 << 62)
+    assert.is_false(p.profile_is_on())
+  end)
+
+  it("profile_save", function()
+    raises("bad argument #1 to 'jobque_profile.profile_save' (string expected, got no value)",
+      p.profile_save)
+    raises("bad argument #1 to 'jobque_profile.profile_save' (string expected, got table)",
+      p.profile_save, {})
+    raises("bad argument #1 to 'jobque_profile.profile_save' (path contains a zero byte)",
+      p.profile_save, "a\0b")
+  end)
+
+  it("profile_category", function()
+    raises("bad argument #1 to 'jobque_profile.profile_category' (integer id or string name expected, got table)",
+      p.profile_category, {})
+    raises("bad argument #1 to 'jobque_profile.profile_category' (integer id or string name expected, got no value)",
+      p.profile_category)
+    raises("bad argument #1 to 'jobque_profile.profile_category' (category id must be in 1..65535, got 0)",
+      p.profile_category, 0, "zero")
+    raises("category id must be in 1..65535, got 65536", p.profile_category, 65536, "big")
+    raises("bad argument #1 to 'jobque_profile.profile_category' (number has no integer representation)",
+      p.profile_category, 1.5, "half")
+    raises("bad argument #2 to 'jobque_profile.profile_category' (string expected, got no value)",
+      p.profile_category, 5)
+    raises("bad argument #2 to 'jobque_profile.profile_category' (name must not be empty)",
+      p.profile_category, 5, "")
+    raises("bad argument #1 to 'jobque_profile.profile_category' (name must not be empty)",
+      p.profile_category, "")
+    raises("name is longer than 4096 bytes", p.profile_category, string.rep("x", 4097))
+    raises("bad argument #3 to 'jobque_profile.profile_category' (color must be 0xRRGGBB (0 to 0xFFFFFF), got 16777216)",
+      p.profile_category, 5, "c", 0x1000000)
+    raises("bad argument #2 to 'jobque_profile.profile_category' (color must be 0xRRGGBB (0 to 0xFFFFFF), got -1)",
+      p.profile_category, "c", -1)
+    raises("bad argument #2 to 'jobque_profile.profile_category' (number expected, got string)",
+      p.profile_category, "c", "red")
+  end)
+
+  it("profile_category validates everything before registering anything", function()
+    pcall(p.profile_category, "never registered", "red")
+    pcall(p.profile_category, 7001, "never either", -3)
+    p.profile_start(4)
+    p.profile_marker(tok, 0)
+    p.profile_stop()
+    local path = os.tmpname()
+    assert(p.profile_save(path))
+    local t = require("cjson").decode(io.open(path):read("a"))
+    os.remove(path)
+    for _, c in ipairs(t.jobqueProfile.categories) do
+      assert.are_not.equal("never either", c.name)
+      assert.are_not.equal("never registered", c.name)
+      assert.are_not.equal(7001, c.id)
+    end
+  end)
+
+  it("profile_tag", function()
+    raises("bad argument #1 to 'jobque_profile.profile_tag' (number expected, got no value)", p.profile_tag)
+    raises("bad argument #1 to 'jobque_profile.profile_tag' (number expected, got string)", p.profile_tag, "x")
+    raises("bad argument #1 to 'jobque_profile.profile_tag' (tag must be in 0..65535, got -1)", p.profile_tag, -1)
+    raises("tag must be in 0..65535, got 65536", p.profile_tag, 65536)
+    raises("number has no integer representation", p.profile_tag, 2.5)
+    assert.are.equal(0, p.profile_current_tag())
+  end)
+
+  it("profile_marker", function()
+    raises("bad argument #1 to 'jobque_profile.profile_marker' (marker id or name expected, got no value)",
+      p.profile_marker)
+    raises("bad argument #1 to 'jobque_profile.profile_marker' (marker id or name expected, got table)",
+      p.profile_marker, {})
+    raises("bad argument #1 to 'jobque_profile.profile_marker' (unknown marker id 999999 (get ids from profile_marker_id))",
+      p.profile_marker, 999999)
+    raises("unknown marker id 0", p.profile_marker, 0)
+    raises("bad argument #1 to 'jobque_profile.profile_marker' (number has no integer representation)",
+      p.profile_marker, 1.25)
+    raises("bad argument #1 to 'jobque_profile.profile_marker' (name must not be empty)", p.profile_marker, "")
+    raises("bad argument #2 to 'jobque_profile.profile_marker' (number has no integer representation)",
+      p.profile_marker, tok, 0.5)
+    raises("bad argument #2 to 'jobque_profile.profile_marker' (number expected, got table)",
+      p.profile_marker, tok, {})
+  end)
+
+  it("profile_marker checks its arguments when tracing is off too", function()
+    assert.is_false(p.profile_is_on())
+    raises("unknown marker id 999999", p.profile_marker, 999999)
+    raises("number expected, got boolean", p.profile_marker, tok, true)
+  end)
+
+  it("profile_marker_id", function()
+    raises("bad argument #1 to 'jobque_profile.profile_marker_id' (string expected, got no value)",
+      p.profile_marker_id)
+    raises("bad argument #1 to 'jobque_profile.profile_marker_id' (name must not be empty)",
+      p.profile_marker_id, "")
+    raises("bad argument #1 to 'jobque_profile.profile_marker_id' (string expected, got table)",
+      p.profile_marker_id, {})
+  end)
+end)

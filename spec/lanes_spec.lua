@@ -1,0 +1,163 @@
+-- One session for the whole process: every thread and lua_State that records
+-- gets its own lane. Native helper threads (test builds only) each run their
+-- own lua_State.
+local p = require "jobque_profile"
+local S = require "support"
+local T = require("jobque.core")._test
+
+local path, cpath = S.paths()
+
+-- Each helper thread records `n` markers "lane tick" with its index as arg.
+local RECORD_N = [[
+  local index = ...
+  local p = require "jobque_profile"
+  local m = p.profile_marker_id("lane tick")
+  for _ = 1, %d do p.profile_marker(m, index) end
+  return p.profile_current_tag()
+]]
+
+-- Each helper thread records until told to stop; returns how many it tried.
+local RECORD_UNTIL_STOP = [[
+  local index = ...
+  local p = require "jobque_profile"
+  local T = require("jobque.core")._test
+  local m = p.profile_marker_id("lane spin")
+  local n = 0
+  repeat
+    for _ = 1, 100 do p.profile_marker(m, index) end
+    n = n + 100
+  until T.stopping()
+  return n
+]]
+
+local function spawn(n, chunk)
+  return T.spawn(n, chunk, path, cpath)
+end
+
+describe("lanes", function()
+  after_each(function()
+    T.stop()
+    p.profile_stop()
+  end)
+
+  it("gives each recording thread its own lane, named and ordered, with the caller last", function()
+    local tick = p.profile_marker_id("lane tick")
+    p.profile_tag(5)
+    p.profile_start(1000)
+    p.profile_marker(tick, 0)
+    local results = spawn(3, RECORD_N:format(200)):join()
+    p.profile_marker(tick, 0)
+    p.profile_stop()
+    p.profile_tag(0)
+    for _, r in ipairs(results) do
+      assert.are.equal("0", r) -- the tag belongs to the thread that set it
+    end
+    local t = S.save(p)
+    local lanes = t.jobqueProfile.lanes
+    assert.are.equal(4, #lanes)
+    local names = {}
+    for i, lane in ipairs(lanes) do
+      assert.are.equal(i, lane.tid)
+      names[i] = lane.name
+    end
+    table.sort(names, function(a, b) return a > b end)
+    assert.are.same({"thread 3", "thread 2", "thread 1", "caller"}, names)
+    assert.are.equal("caller", lanes[4].name)
+    -- every event of a thread is on that thread's lane, in order
+    local by_tid = {}
+    for _, ev in ipairs(S.markers(t, "lane tick")) do
+      by_tid[ev.tid] = by_tid[ev.tid] or {}
+      table.insert(by_tid[ev.tid], ev)
+    end
+    for tid = 1, 3 do
+      assert.are.equal(200, #by_tid[tid])
+      assert.are.equal(200, lanes[tid].recorded)
+      local arg = by_tid[tid][1].args.arg
+      assert.is_true(arg >= 1 and arg <= 3)
+      for _, ev in ipairs(by_tid[tid]) do assert.are.equal(arg, ev.args.arg) end
+    end
+    assert.are.equal(2, #by_tid[4])
+  end)
+
+  it("gives lanes only to threads that record in this session", function()
+    spawn(2, RECORD_N:format(5)):join() -- tracing off: no lanes
+    p.profile_start(100)
+    p.profile_marker("lane only caller", 1)
+    p.profile_stop()
+    local t = S.save(p)
+    assert.are.equal(1, #t.jobqueProfile.lanes)
+    assert.are.equal("caller", t.jobqueProfile.lanes[1].name)
+  end)
+
+  it("counts drops per lane when a thread fills its ring", function()
+    p.profile_start(50)
+    spawn(2, RECORD_N:format(80)):join()
+    p.profile_stop()
+    local t = S.save(p)
+    local threads = 0
+    for _, lane in ipairs(t.jobqueProfile.lanes) do
+      if lane.name ~= "caller" then
+        threads = threads + 1
+        assert.are.equal(50, lane.recorded)
+        assert.are.equal(30, lane.dropped)
+      end
+    end
+    assert.are.equal(2, threads)
+    local fills = S.events(t, function(ev) return ev.ph == "i" and ev.s == "t" end)
+    assert.are.equal(2, #fills)
+  end)
+
+  it("reuses the lanes of threads that have exited in later sessions", function()
+    p.profile_start(10)
+    spawn(2, RECORD_N:format(1)):join()
+    p.profile_stop()
+    local made = T.lane_structs()
+    for _ = 1, 3 do
+      p.profile_start(10)
+      spawn(2, RECORD_N:format(1)):join()
+      p.profile_stop()
+      assert.are.equal(3, #S.save(p).jobqueProfile.lanes)
+    end
+    assert.are.equal(made, T.lane_structs())
+  end)
+
+  it("starts, stops and saves safely while other threads record", function()
+    local h = spawn(2, RECORD_UNTIL_STOP)
+    for round = 1, 25 do
+      p.profile_start(200 + round)
+      p.profile_marker("lane round", round)
+      p.profile_stop()
+      local t = S.save(p)
+      local caller_seen = false
+      for _, lane in ipairs(t.jobqueProfile.lanes) do
+        assert.is_true(lane.recorded <= 200 + round)
+        if lane.name == "caller" then caller_seen = true end
+      end
+      assert.is_true(caller_seen)
+      local rounds = S.markers(t, "lane round")
+      assert.are.equal(1, #rounds)
+      assert.are.equal(round, rounds[1].args.arg)
+      for _, ev in ipairs(S.markers(t, "lane spin")) do
+        assert.is_true(ev.args.arg == 1 or ev.args.arg == 2)
+      end
+    end
+    T.stop()
+    local results = h:join()
+    for _, r in ipairs(results) do assert.is_truthy(tonumber(r), r) end
+  end)
+
+  it("records from another lua_State into the same session", function()
+    p.profile_start(100)
+    local results = spawn(1, [[
+      local p = require "jobque_profile"
+      assert(p.profile_is_on(), "the session is process-wide")
+      p.profile_marker("lane other state", 11)
+      return "ok"
+    ]]):join()
+    p.profile_stop()
+    assert.are.same({"ok"}, results)
+    local marks = S.markers(S.save(p), "lane other state")
+    assert.are.equal(1, #marks)
+    assert.are.equal(11, marks[1].args.arg)
+  end)
+end)

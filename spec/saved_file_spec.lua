@@ -1,0 +1,166 @@
+-- The saved file: Perfetto-compatible JSON that carries its own legend.
+local p = require "jobque_profile"
+local S = require "support"
+local cjson = require "cjson"
+
+local function one_session(name, arg)
+  p.profile_start(64)
+  p.profile_marker(name, arg or 0)
+  p.profile_stop()
+end
+
+describe("the saved file", function()
+  it("is an object whose first key is traceEvents, with jobqueProfile beside it", function()
+    one_session("file shape")
+    local t, text = S.save(p)
+    assert.are.equal('{"traceEvents":[', text:sub(1, 16))
+    assert.is_table(t.traceEvents)
+    assert.is_table(t.jobqueProfile)
+    assert.are.equal(1, t.jobqueProfile.version)
+  end)
+
+  it("names the process and each lane, and sorts the lanes", function()
+    one_session("file meta")
+    local t = S.save(p)
+    local process = S.events(t, function(ev) return ev.ph == "M" and ev.name == "process_name" end)
+    assert.are.equal(1, #process)
+    assert.are.equal("jobque_profile", process[1].args.name)
+    local names = S.lane_names(t)
+    local sorts = S.events(t, function(ev) return ev.ph == "M" and ev.name == "thread_sort_index" end)
+    assert.are.equal(#t.jobqueProfile.lanes, #sorts)
+    for _, ev in ipairs(sorts) do
+      assert.is_string(names[ev.tid])
+      assert.are.equal(ev.tid - 1, ev.args.sort_index)
+    end
+  end)
+
+  it("uses non-zero pid and tid on every event, as Perfetto needs", function()
+    one_session("file ids")
+    local t = S.save(p)
+    for _, ev in ipairs(t.traceEvents) do
+      assert.is_true(ev.pid > 0)
+      if ev.ph ~= "M" or ev.name ~= "process_name" then assert.is_true(ev.tid > 0) end
+    end
+  end)
+
+  it("writes timestamps as microseconds with three decimals", function()
+    local m = p.profile_marker_id("file ts")
+    p.profile_start(64)
+    for i = 1, 20 do p.profile_marker(m, i) end
+    p.profile_stop()
+    local _, text = S.save(p)
+    local n = 0
+    for ts in text:gmatch('"ts":([^,}]+)') do
+      assert.matches("^%d+%.%d%d%d$", ts)
+      n = n + 1
+    end
+    assert.are.equal(20, n)
+  end)
+
+  it("measures time in real microseconds", function()
+    local m = p.profile_marker_id("file clock")
+    p.profile_start(64)
+    p.profile_marker(m, 0)
+    local t0 = os.clock()
+    while os.clock() - t0 < 0.05 do end -- 50 ms of this thread's CPU time
+    p.profile_marker(m, 1)
+    p.profile_stop()
+    local marks = S.markers(S.save(p), "file clock")
+    local us = marks[2].ts - marks[1].ts
+    assert.is_true(us >= 45000 and us < 1000000, "measured " .. us .. " us for 50 ms")
+  end)
+
+  it("lists categories, markers and lanes in jobqueProfile", function()
+    local c = p.profile_category("file cat", p.PROFILE_COLOR_MAGENTA)
+    local m = p.profile_marker_id("file marker")
+    p.profile_start(4)
+    for i = 1, 6 do p.profile_marker(m, i) end
+    p.profile_stop()
+    local t = S.save(p)
+    local jp = t.jobqueProfile
+    local cat, mk
+    for _, x in ipairs(jp.categories) do if x.id == c then cat = x end end
+    for _, x in ipairs(jp.markers) do if x.id == m then mk = x end end
+    assert.are.same({id = c, name = "file cat", color = "#D678B4"}, cat)
+    assert.are.same({id = m, name = "file marker"}, mk)
+    assert.are.equal(1, #jp.lanes)
+    assert.are.equal("caller", jp.lanes[1].name)
+    assert.are.equal(4, jp.lanes[1].recorded)
+    assert.are.equal(2, jp.lanes[1].dropped)
+    assert.are.equal(0, jp.lostEvents)
+  end)
+
+  it("stays valid JSON whatever the names hold", function()
+    local names = {
+      'quote " and backslash \\ and slash /',
+      "control \0\1\b\t\n\r\31 and DEL \127",
+      "raw UTF-8: ü € 𝄞 😀",
+    }
+    local broken = {
+      ["lone \255 byte"] = "lone \u{FFFD} byte",
+      ["surrogate \237\160\128 half"] = "surrogate \u{FFFD}\u{FFFD}\u{FFFD} half",
+      ["overlong \192\175"] = "overlong \u{FFFD}\u{FFFD}",
+      ["cut \226\130"] = "cut \u{FFFD}\u{FFFD}",
+    }
+    p.profile_start(64)
+    for _, n in ipairs(names) do p.profile_marker(n, 1) end
+    for n in pairs(broken) do p.profile_marker(n, 1) p.profile_category(n) end
+    p.profile_category('cat "quoted"\n')
+    p.profile_stop()
+    local t, text = S.save(p)
+    for _, n in ipairs(names) do assert.are.equal(1, #S.markers(t, n), n) end
+    for _, want in pairs(broken) do assert.are.equal(1, #S.markers(t, want), want) end
+    assert.is_nil(text:find("\\u[dD][89abAB]"), "no surrogate escapes")
+    assert.is_nil(text:find("[%z\1-\9\11-\31\127]"), "no raw control bytes")
+    assert.is_nil(text:find("\255", 1, true))
+    local found = false
+    for _, c in ipairs(t.jobqueProfile.categories) do
+      if c.name == 'cat "quoted"\n' then found = true end
+    end
+    assert.is_true(found)
+  end)
+
+  it("appears at its path only when complete, leaving no temporary file behind", function()
+    one_session("file atomic")
+    local dir = S.tmpfile("atomic-dir")
+    assert(os.execute("mkdir -p '" .. dir .. "/target.json'")) -- a directory: rename fails
+    local ok, err = p.profile_save(dir .. "/target.json")
+    assert.is_false(ok)
+    assert.matches("cannot write trace to", err, 1, true)
+    local listing = io.popen("ls -A '" .. dir .. "'"):read("a")
+    assert.are.equal("target.json\n", listing)
+  end)
+
+  it("leaves an older file intact when the write fails part-way", function()
+    -- A child process with a 64 KiB file-size limit saves a trace larger than
+    -- that over an existing file: write(2) fails with EFBIG mid-file.
+    local target = S.tmpfile("old.json")
+    S.write(target, "old contents")
+    local script = S.tmpfile("big.lua")
+    S.write(script, [[
+      package.path = "lua/?.lua;" .. package.path
+      package.cpath = os.getenv("JQ_BUILD_CPATH")
+      local p = require "jobque_profile"
+      local m = p.profile_marker_id("big")
+      p.profile_start(100000)
+      for i = 1, 100000 do p.profile_marker(m, i) end
+      p.profile_stop()
+      local ok, err = p.profile_save(arg[1])
+      io.write(tostring(ok), "|", tostring(err))
+    ]])
+    local cmd = string.format("trap '' XFSZ; ulimit -f 64; JQ_BUILD_CPATH='%s' %s %s %s",
+      package.cpath, S.lua, script, target)
+    local out = io.popen("sh -c \"" .. cmd .. "\""):read("a")
+    assert.matches("^false|cannot write trace to '.*old.json': File too large", out)
+    assert.are.equal("old contents", S.read(target))
+    local listing = io.popen("ls -A '" .. S.tmpdir .. "' | grep -c tmp- ; true"):read("a")
+    assert.are.equal("0\n", listing)
+  end)
+
+  it("decodes with a strict JSON parser", function()
+    one_session("file strict", -42)
+    local _, text = S.save(p)
+    local t = cjson.decode(text)
+    assert.are.equal(-42, S.markers(t, "file strict")[1].args.arg)
+  end)
+end)

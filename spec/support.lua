@@ -1,0 +1,81 @@
+-- Shared helpers of the specs: temporary paths, reading traces back.
+local cjson = require "cjson"
+
+local S = {}
+
+local tmpdir = os.tmpname()
+os.remove(tmpdir)
+assert(os.execute("mkdir -p '" .. tmpdir .. "'"))
+S.tmpdir = tmpdir
+
+local counter = 0
+function S.tmpfile(name)
+  counter = counter + 1
+  return string.format("%s/%d-%s", tmpdir, counter, name or "trace.json")
+end
+
+function S.read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+function S.write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+-- Saves the session to a fresh path and returns (decoded trace, raw text, path).
+function S.save(p)
+  local path = S.tmpfile()
+  local ok, err = p.profile_save(path)
+  assert(ok, err)
+  local text = S.read(path)
+  return cjson.decode(text), text, path
+end
+
+-- The events of a decoded trace that satisfy pred(ev).
+function S.events(trace, pred)
+  local out = {}
+  for _, ev in ipairs(trace.traceEvents) do
+    if pred(ev) then out[#out + 1] = ev end
+  end
+  return out
+end
+
+function S.markers(trace, name)
+  return S.events(trace, function(ev)
+    return ev.ph == "i" and ev.s == "g" and (name == nil or ev.name == name)
+  end)
+end
+
+-- tid -> lane name, from the thread_name metadata.
+function S.lane_names(trace)
+  local names = {}
+  for _, ev in ipairs(trace.traceEvents) do
+    if ev.ph == "M" and ev.name == "thread_name" then names[ev.tid] = ev.args.name end
+  end
+  return names
+end
+
+-- The interpreter the specs run under (the sanitizer host, or lua5.4), for
+-- specs that start a child process.
+S.lua = os.getenv("JQ_LUA") or "lua5.4"
+
+-- The Lua search paths a native helper thread needs to find our modules.
+function S.paths()
+  return "lua/?.lua;" .. package.path, package.cpath
+end
+
+-- FNV-1a over the bytes of s, written here independently of the C code.
+function S.fnv1a(s)
+  local h = 2166136261
+  for i = 1, #s do
+    h = ((h ~ s:byte(i)) * 16777619) & 0xffffffff
+  end
+  return h
+end
+
+return S
