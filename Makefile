@@ -1,0 +1,49 @@
+# jobque-profile: `make demo` and `make test` work on a fresh Debian machine as root.
+LUA        ?= lua5.4
+BUSTED     := /usr/bin/busted
+DEB_PACKAGES := lua5.4 liblua5.4-dev lua-cjson lua-busted lua-check luarocks cmake gcc make \
+                libc6-dev valgrind lua-luv
+BUILD_ARGS := -DJOBQUE_TESTING=ON
+
+.PHONY: all deps build build-sanitizers demo spec test bench clean
+
+all: build
+
+# Installs only the Debian packages that are missing (apt-get needs root).
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "run as root (or install them yourself): apt-get install$$missing" >&2; exit 1; fi; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq$$missing >/dev/null; \
+	fi
+
+build: deps
+	cmake -S . -B build $(BUILD_ARGS) >/dev/null
+	cmake --build build -j2
+
+build-sanitizers: deps
+	cmake -S . -B build-address $(BUILD_ARGS) -DJOBQUE_SANITIZE=address -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build build-address -j2
+	cmake -S . -B build-thread $(BUILD_ARGS) -DJOBQUE_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build build-thread -j2
+
+demo: build
+	LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" $(LUA) examples/tokens.lua trace.json
+
+# The specs once, on the plain build (what `luarocks test` runs).
+spec: build
+	JQ_BUILD=build $(LUA) $(BUSTED)
+
+# Everything: lint, specs plain and under ASan and TSan, valgrind, the rock.
+test: build build-sanitizers
+	sh spec/run-all.sh
+
+bench: build
+	LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" $(LUA) bench/record.lua
+	LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" $(LUA) bench/save.lua
+
+clean:
+	rm -rf build build-address build-thread trace.json

@@ -1,0 +1,33 @@
+rockspec_format = "3.0"
+package = "jobque-profile"
+version = "scm-1"
+source = {
+  url = "git+file:///jobque-profile",  -- `luarocks make` builds the checkout it runs in
+}
+description = {
+  summary = "A multi-threaded job queue for Lua 5.4 with a self-describing Perfetto profiler",
+  detailed = [[
+jobque_profile records markers and op tags into per-thread native rings
+without locks, and saves Perfetto-compatible JSON that carries its own
+category and marker tables. Tests use busted and lua-cjson (Debian's
+lua-busted and lua-cjson packages); nothing here downloads a rock.
+]],
+  license = "MIT",
+}
+dependencies = {
+  "lua >= 5.4, < 5.5",
+}
+build = {
+  type = "cmake",
+  variables = {
+    CMAKE_BUILD_TYPE = "Release",
+    LUA_INCDIR = "$(LUA_INCDIR)",
+    LUADIR = "$(LUADIR)",
+    LIBDIR = "$(LIBDIR)",
+  },
+}
+test = {
+  -- busted comes from Debian's lua-busted, not from a rocks server.
+  type = "command",
+  command = "make spec",
+}

@@ -1,0 +1,31 @@
+-- Run under valgrind by spec/run-all.sh: exercises every path that allocates
+-- (rings, registries, save, helper threads with their own states) and exits
+-- through lua_close, so the library's unload frees what outlives sessions.
+package.path = "lua/?.lua;spec/?.lua;" .. package.path
+package.cpath = (os.getenv("JQ_BUILD") or "build") .. "/?.so;" .. package.cpath
+local p = require "jobque_profile"
+local T = require("jobque.core")._test
+local S = require "support"
+
+for i = 1, 50 do p.profile_category("leak cat " .. i) end
+p.profile_category(500, "renamed once")
+p.profile_category(500, "renamed twice")
+local m = p.profile_marker_id("leak")
+for size = 8, 64, 28 do
+  p.profile_start(size)
+  for i = 1, 100 do p.profile_marker(m, i) end
+  local path, cpath = S.paths()
+  T.spawn(2, [[
+    local p = require "jobque_profile"
+    for i = 1, 100 do p.profile_marker("leak thread", i) end
+    return "ok"
+  ]], path, cpath):join()
+  p.profile_stop()
+  local file = S.tmpfile()
+  assert(p.profile_save(file))
+  os.remove(file)
+end
+assert(not p.profile_save("/nonexistent/dir/x.json"))
+assert(not pcall(p.profile_start, 1 << 50))
+os.execute("rm -rf '" .. S.tmpdir .. "'")
+print("leak check: done")

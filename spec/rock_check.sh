@@ -1,0 +1,22 @@
+#!/bin/sh
+# `luarocks make` installs jobque.core and the Lua modules into a fresh tree
+# with no rocks server; the installed core is the release build.
+set -eu
+tree=$(mktemp -d)
+trap 'rm -rf "$tree"' EXIT
+luarocks --lua-version 5.4 make --tree "$tree" rockspec/jobque-profile-scm-1.rockspec >"$tree/log" 2>&1 ||
+  { cat "$tree/log"; exit 1; }
+eval "$(luarocks --lua-version 5.4 path --tree "$tree")"
+cat >"$tree/check.lua" <<'LUA'
+local tree = arg[1]
+local p = require "jobque_profile"
+local core = require "jobque.core"
+local found = package.searchpath("jobque.core", package.cpath)
+assert(found and found:find(tree, 1, true), "not the installed core: " .. tostring(found))
+assert(core._test == nil, "test helpers must not ship")
+assert(p.PROFILE_COLOR_BLUE == 0x5e96de)
+p.profile_start(8) p.profile_marker("rock", 1) p.profile_stop()
+assert(p.profile_save(tree .. "/t.json"))
+print("installed rock works: " .. found)
+LUA
+lua5.4 "$tree/check.lua" "$tree"
