@@ -17,7 +17,8 @@ busted_run() {
   echo "== specs ($label)"
   env "$@" JQ_BUILD="$build" JQ_LUA="$interp" "$interp" "$BUSTED" --output=plainTerminal >"$log" 2>&1
   rc=$?
-  sed -n '/^[0-9]* success/,$p;/Failure\|Error ->/,/^$/p' "$log" | head -200
+  sed -n '/^Failure ->\|^Error ->/,/^$/p' "$log" | head -200
+  grep -E '^[0-9]+ success' "$log" | tail -n 1
   line=$(grep -E '^[0-9]+ success' "$log" | tail -n 1)
   if [ -z "$line" ]; then
     cat "$log"

@@ -2,7 +2,8 @@
  * core.c - luaopen_jobque_core, the one exported symbol of jobque.core.
  *
  * Returns { profile = {...}, clock_source = "tsc"|"monotonic",
- * noop = <C function> } (and `_test` in test builds). The profile functions
+ * noop = <C function>, monotonic_ns = <C function> } (and `_test` in test
+ * builds). The profile functions
  * sit one level down so that Lua's error messages name them after the module
  * users require ('jobque_profile.profile_marker'), not after the core.
  */
@@ -17,6 +18,12 @@ static int l_noop(lua_State *L) {
   return 0;
 }
 
+/* Monotonic nanoseconds, for benchmarks and tools that time things. */
+static int l_monotonic_ns(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)jq_clock_monotonic_ns());
+  return 1;
+}
+
 __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   jq_trace_init();
   lua_createtable(L, 0, 4);
@@ -26,6 +33,8 @@ __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   lua_setfield(L, -2, "clock_source");
   lua_pushcfunction(L, l_noop);
   lua_setfield(L, -2, "noop");
+  lua_pushcfunction(L, l_monotonic_ns);
+  lua_setfield(L, -2, "monotonic_ns");
 #ifdef JQ_TESTING
   jq_open_testing(L);
   lua_setfield(L, -2, "_test");

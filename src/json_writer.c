@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #if !defined(JQ_WRITE_BUFFER)
-#define JQ_WRITE_BUFFER (1u << 20)
+#define JQ_WRITE_BUFFER (1048576)
 #endif
 #define EVENT_MAX 256 /* an event's bytes, less its escaped name */
 
@@ -80,25 +80,36 @@ static const char digit_pairs[201] =
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
 
-/* Decimal digits of v at p; returns the end. */
+static inline int count_digits(uint64_t v) {
+  int n = 1;
+  for (;;) {
+    if (v < 10) return n;
+    if (v < 100) return n + 1;
+    if (v < 1000) return n + 2;
+    if (v < 10000) return n + 3;
+    v /= 10000;
+    n += 4;
+  }
+}
+
+/* Decimal digits of v at p, written back to front in pairs; returns the end. */
 static inline char *put_u64(char *p, uint64_t v) {
-  char tmp[20];
-  char *t = tmp + sizeof tmp;
+  char *end = p + count_digits(v);
+  char *q = end;
   while (v >= 100) {
     unsigned r = (unsigned)(v % 100);
     v /= 100;
-    t -= 2;
-    memcpy(t, &digit_pairs[r * 2], 2);
+    q -= 2;
+    q[0] = digit_pairs[r * 2];
+    q[1] = digit_pairs[r * 2 + 1];
   }
   if (v >= 10) {
-    t -= 2;
-    memcpy(t, &digit_pairs[v * 2], 2);
+    q[-2] = digit_pairs[v * 2];
+    q[-1] = digit_pairs[v * 2 + 1];
   } else {
-    *--t = (char)('0' + v);
+    q[-1] = (char)('0' + v);
   }
-  size_t n = (size_t)(tmp + sizeof tmp - t);
-  memcpy(p, t, n);
-  return p + n;
+  return end;
 }
 
 static inline char *put_i64(char *p, int64_t v) {
@@ -193,27 +204,44 @@ static char *json_escape(char *p, const char *str, size_t n) {
   return p;
 }
 
-/* An escaped copy of every name, so each event copies its name in one go. */
-typedef struct escaped {
-  char *text;
-  size_t *off; /* name i is text[off[i] .. off[i + 1]) */
-} escaped;
+/* Per marker kind, the part of an event after its lane: the escaped name
+ * and the start of args, ready to copy. The block has COPY_CHUNK bytes of
+ * slack, so a short fragment is copied with one fixed-size memcpy. */
+#define COPY_CHUNK 64
+#define MARKER_TAIL "\",\"args\":{\"arg\":"
 
-static int escape_all(escaped *e, const jq_save_name *names, int n) {
-  size_t bytes = 0;
+typedef struct fragments {
+  char *text;
+  size_t *off; /* fragment i is text[off[i] .. off[i + 1]) */
+} fragments;
+
+static int marker_fragments(fragments *f, const jq_save_name *names, int n) {
+  size_t bytes = COPY_CHUNK;
   for (int i = 0; i < n; i++)
-    bytes += ESCAPED_MAX(names[i].len);
-  e->text = malloc(bytes ? bytes : 1);
-  e->off = malloc(sizeof(size_t) * ((size_t)n + 1));
-  if (!e->text || !e->off)
+    bytes += ESCAPED_MAX(names[i].len) + sizeof(MARKER_TAIL);
+  f->text = malloc(bytes);
+  f->off = malloc(sizeof(size_t) * ((size_t)n + 1));
+  if (!f->text || !f->off)
     return ENOMEM;
-  char *p = e->text;
+  char *p = f->text;
   for (int i = 0; i < n; i++) {
-    e->off[i] = (size_t)(p - e->text);
+    f->off[i] = (size_t)(p - f->text);
     p = json_escape(p, names[i].name, names[i].len);
+    p = LIT(p, MARKER_TAIL);
   }
-  e->off[n] = (size_t)(p - e->text);
+  f->off[n] = (size_t)(p - f->text);
+  memset(p, 0, COPY_CHUNK);
   return 0;
+}
+
+/* Copies n bytes from a source with COPY_CHUNK readable bytes into a
+ * destination with COPY_CHUNK bytes of room. */
+static inline char *copy_fragment(char *p, const char *s, size_t n) {
+  if (n <= COPY_CHUNK)
+    memcpy(p, s, COPY_CHUNK);
+  else
+    memcpy(p, s, n);
+  return p + n;
 }
 
 static void put_string(wbuf *b, const char *s, size_t n) {
@@ -268,22 +296,23 @@ static void put_lane_meta(wbuf *b, const jq_save_lane *lane, int tid) {
 }
 
 static void put_lane_events(wbuf *b, const jq_save_view *v, const jq_save_lane *lane, int tid,
-                            const escaped *marks) {
-  char tidbuf[24];
-  size_t tidlen = (size_t)(put_u64(tidbuf, (uint64_t)tid) - tidbuf);
+                            const fragments *marks) {
+  char head[COPY_CHUNK] = {0}; /* the part of an event between ts and the name */
+  char *h = LIT(head, ",\"pid\":1,\"tid\":");
+  h = put_u64(h, (uint64_t)tid);
+  h = LIT(h, ",\"name\":\"");
+  size_t headlen = (size_t)(h - head);
   for (uint64_t i = 0; i < lane->count; i++) {
     const jq_event *e = &lane->events[i];
     if (e->kind != JQ_EV_MARKER || e->id == 0 || e->id > (uint32_t)v->nmarkers)
       continue;
-    size_t nlen = marks->off[e->id] - marks->off[e->id - 1];
-    char *p = wbuf_room(b, EVENT_MAX + nlen);
+    size_t flen = marks->off[e->id] - marks->off[e->id - 1];
+    char *p = wbuf_room(b, EVENT_MAX + flen);
     p = LIT(p, ",\n{\"ph\":\"i\",\"s\":\"g\",\"ts\":");
     p = put_us(p, jq_clock_to_ns(&v->scale, e->t0));
-    p = LIT(p, ",\"pid\":1,\"tid\":");
-    p = put_lit(p, tidbuf, tidlen);
-    p = LIT(p, ",\"name\":\"");
-    p = put_lit(p, marks->text + marks->off[e->id - 1], nlen);
-    p = LIT(p, "\",\"args\":{\"arg\":");
+    memcpy(p, head, COPY_CHUNK); /* headlen <= COPY_CHUNK: one fixed-size copy */
+    p += headlen;
+    p = copy_fragment(p, marks->text + marks->off[e->id - 1], flen);
     p = put_i64(p, e->arg);
     p = LIT(p, "}}");
     b->p = p;
@@ -292,9 +321,9 @@ static void put_lane_events(wbuf *b, const jq_save_view *v, const jq_save_lane *
     char *p = wbuf_room(b, EVENT_MAX);
     p = LIT(p, ",\n{\"ph\":\"i\",\"s\":\"t\",\"ts\":");
     p = put_us(p, jq_clock_to_ns(&v->scale, lane->full_at));
-    p = LIT(p, ",\"pid\":1,\"tid\":");
-    p = put_lit(p, tidbuf, tidlen);
-    p = LIT(p, ",\"name\":\"lane full: events dropped\",\"cat\":\"jobque\",\"args\":{\"dropped\":");
+    memcpy(p, head, COPY_CHUNK); /* headlen <= COPY_CHUNK: one fixed-size copy */
+    p += headlen;
+    p = LIT(p, "lane full: events dropped\",\"cat\":\"jobque\",\"args\":{\"dropped\":");
     p = put_u64(p, lane->dropped);
     p = LIT(p, "}}");
     b->p = p;
@@ -356,7 +385,7 @@ static void put_profile(wbuf *b, const jq_save_view *v) {
   PUT_LIT(b, "]}}\n");
 }
 
-static void write_trace(wbuf *b, const jq_save_view *v, const escaped *marks) {
+static void write_trace(wbuf *b, const jq_save_view *v, const fragments *marks) {
   PUT_LIT(b, "{\"traceEvents\":[\n"
              "{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":\"jobque_profile\"}}");
   for (int i = 0; i < v->nlanes; i++)
@@ -384,12 +413,12 @@ static int open_temp(const char *path, char *tmp, size_t tmplen) {
 }
 
 int jq_json_save(const jq_save_view *v, const char *path, char *err, size_t errlen) {
-  escaped marks = {NULL, NULL};
+  fragments marks = {NULL, NULL};
   wbuf b = {NULL, NULL, NULL, -1, 0};
   size_t tmplen = strlen(path) + 64;
   char *tmp = malloc(tmplen);
   int rc = ENOMEM;
-  if (!tmp || escape_all(&marks, v->markers, v->nmarkers) != 0 ||
+  if (!tmp || marker_fragments(&marks, v->markers, v->nmarkers) != 0 ||
       !(b.base = malloc(JQ_WRITE_BUFFER))) {
     snprintf(err, errlen, "cannot save trace to '%s': out of memory", path);
     goto done;

@@ -152,8 +152,14 @@ static uint32_t intern_marker(lua_State *L, int arg) {
   return id;
 }
 
-/* profile_marker(id_or_name [, arg = 0]) */
+/* profile_marker(id_or_name [, arg = 0])
+ * With tracing off this returns before reading its arguments: the Lua
+ * counterpart of compiling the call away, and what keeps an untraced call
+ * within a few percent of an empty C call. Arguments are checked whenever
+ * tracing is on. */
 static int l_profile_marker(lua_State *L) {
+  if (JQ_LIKELY(!jq_trace_armed()))
+    return 0;
   uint32_t id;
   int isnum;
   if (JQ_LIKELY(lua_type(L, 1) == LUA_TNUMBER)) {
@@ -169,14 +175,9 @@ static int l_profile_marker(lua_State *L) {
   } else {
     return luaL_typeerror(L, 1, "marker id or name");
   }
-  lua_Integer arg = 0;
-  if (JQ_LIKELY(lua_type(L, 2) == LUA_TNUMBER)) {
-    arg = lua_tointegerx(L, 2, &isnum);
-    if (JQ_UNLIKELY(!isnum))
-      return luaL_argerror(L, 2, "number has no integer representation");
-  } else if (!lua_isnoneornil(L, 2)) {
-    arg = luaL_checkinteger(L, 2);
-  }
+  lua_Integer arg = lua_tointegerx(L, 2, &isnum); /* one API call when it is an integer */
+  if (JQ_UNLIKELY(!isnum) && !lua_isnoneornil(L, 2))
+    arg = luaL_checkinteger(L, 2); /* raises the standard message */
   jq_ring_record(JQ_EV_MARKER, id, (int64_t)arg, 0);
   return 0;
 }

@@ -67,7 +67,11 @@ typedef struct jq_thread {
   uint16_t tag;
 } jq_thread;
 
-extern _Thread_local jq_thread jq_self;
+/* initial-exec: a plain %fs-relative access instead of a __tls_get_addr
+ * call on every event. A dlopen'ed library may use it for a few bytes: glibc
+ * keeps static TLS surplus for exactly this (glibc.rtld.optional_static_tls). */
+#define JQ_TLS_MODEL __attribute__((tls_model("initial-exec")))
+extern _Thread_local jq_thread jq_self JQ_TLS_MODEL;
 
 /* Out of line: gives the calling thread a lane in the armed session `state`
  * (allocating its ring). Returns NULL when no lane can be had; the loss is

@@ -37,7 +37,7 @@ const uint32_t jq_palette[JQ_PALETTE_SIZE] = {
     0xd678b4, 0x8385e8, 0x9bb54a, 0xd9675e, 0x5aa6a0, 0xb58f6b};
 
 _Atomic uint32_t jq_session_state = 0;
-_Thread_local jq_thread jq_self = {NULL, 0};
+_Thread_local jq_thread jq_self JQ_TLS_MODEL = {NULL, 0};
 int jq_need_fence = 0;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -76,7 +76,7 @@ typedef struct jq_category {
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static jq_str *markers[JQ_MAX_MARKERS + 1]; /* by id; immutable once published */
-static _Atomic uint32_t marker_count;
+_Atomic uint32_t jq_marker_total; /* marker kinds registered */
 static _Atomic uint32_t marker_slots[MARKER_SLOTS]; /* open addressing: ids, 0 = empty */
 static jq_category *categories; /* JQ_MAX_TAG + 1 entries, made on first use */
 static uint16_t category_ids[JQ_MAX_CATEGORIES]; /* registration order */
@@ -265,10 +265,6 @@ void jq_trace_stop(void) {
   pthread_mutex_unlock(&control_mu);
 }
 
-int jq_trace_armed(void) {
-  return atomic_load_explicit(&jq_session_state, memory_order_relaxed) & 1u;
-}
-
 #ifdef JQ_TESTING
 int jq_trace_lane_structs(void) {
   pthread_mutex_lock(&lanes_mu);
@@ -322,14 +318,14 @@ int jq_marker_intern(const char *name, size_t len, uint32_t *id) {
   int rc = 0;
   pthread_mutex_lock(&reg_mu);
   if ((*id = marker_find(name, len, hash)) == 0) {
-    uint32_t n = atomic_load_explicit(&marker_count, memory_order_relaxed);
+    uint32_t n = atomic_load_explicit(&jq_marker_total, memory_order_relaxed);
     jq_str *s = n < JQ_MAX_MARKERS ? str_new(name, len, hash) : NULL;
     if (s) {
       uint32_t i = hash % MARKER_SLOTS;
       while (atomic_load_explicit(&marker_slots[i], memory_order_relaxed) != 0)
         i = (i + 1) % MARKER_SLOTS;
       markers[n + 1] = s;
-      atomic_store_explicit(&marker_count, n + 1, memory_order_release);
+      atomic_store_explicit(&jq_marker_total, n + 1, memory_order_release);
       atomic_store_explicit(&marker_slots[i], n + 1, memory_order_release);
       *id = n + 1;
     } else {
@@ -338,10 +334,6 @@ int jq_marker_intern(const char *name, size_t len, uint32_t *id) {
   }
   pthread_mutex_unlock(&reg_mu);
   return rc;
-}
-
-uint32_t jq_marker_count(void) {
-  return atomic_load_explicit(&marker_count, memory_order_relaxed);
 }
 
 /* reg_mu held. */
@@ -403,7 +395,7 @@ int jq_category_intern(const char *name, size_t len, uint32_t color, uint32_t *i
 /* Copies the category and marker tables; reg_mu held. Names are copied into
  * one block, so a rename during the save cannot free what it reads. */
 static int snapshot_registries(jq_save_view *v, void **block) {
-  uint32_t nm = atomic_load_explicit(&marker_count, memory_order_relaxed);
+  uint32_t nm = atomic_load_explicit(&jq_marker_total, memory_order_relaxed);
   size_t bytes = (nm + (size_t)category_count) * sizeof(jq_save_name);
   for (int i = 0; i < category_count; i++)
     bytes += categories[category_ids[i]].name->len + 1;

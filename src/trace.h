@@ -43,7 +43,9 @@ void jq_trace_init(void);
  * session then stays off). */
 int jq_trace_start(uint64_t events_per_lane);
 void jq_trace_stop(void);
-int jq_trace_armed(void);
+static inline int jq_trace_armed(void) {
+  return atomic_load_explicit(&jq_session_state, memory_order_relaxed) & 1u;
+}
 
 /* The color a name gets when none is given: a stable hash into the palette. */
 uint32_t jq_palette_color(const char *name, size_t len);
@@ -51,7 +53,10 @@ uint32_t jq_palette_color(const char *name, size_t len);
 /* Registries. Each returns 0 or an error code: ENOMEM, or ENOSPC when the
  * registry is full. */
 int jq_marker_intern(const char *name, size_t len, uint32_t *id);
-uint32_t jq_marker_count(void);
+extern _Atomic uint32_t jq_marker_total;
+static inline uint32_t jq_marker_count(void) {
+  return atomic_load_explicit(&jq_marker_total, memory_order_relaxed);
+}
 int jq_category_set(uint32_t id, const char *name, size_t len, uint32_t color);
 int jq_category_intern(const char *name, size_t len, uint32_t color, uint32_t *id);
 
