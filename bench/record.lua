@@ -4,8 +4,8 @@
 local p = require "jobque_profile"
 local core = require "jobque.core"
 
-local N = math.tointeger(tonumber(arg[1] or "")) or 2000000
-local ROUNDS = 11
+local N = math.tointeger(tonumber(arg[1] or "")) or 1000000
+local ROUNDS = 15
 local now = core.monotonic_ns
 
 local function run(f, id)
@@ -21,17 +21,21 @@ end
 
 local id = p.profile_marker_id("bench")
 local noop, marker = core.noop, p.profile_marker
-local res = {noop = {}, off = {}, on = {}}
-for _ = 1, ROUNDS do -- interleaved, so drift hits every variant alike
-  res.noop[#res.noop + 1] = run(noop, id)
+local ns = {noop = {}, off = {}, on = {}}
+local ratio = {off = {}, on = {}}
+for r = 1, ROUNDS do -- each round measures all three back to back: drift hits them alike
+  local base = run(noop, id)
   p.profile_stop()
-  res.off[#res.off + 1] = run(marker, id)
+  local off = run(marker, id)
   p.profile_start(N)
-  res.on[#res.on + 1] = run(marker, id)
+  local on = run(marker, id)
   p.profile_stop()
+  ns.noop[r], ns.off[r], ns.on[r] = base, off, on
+  ratio.off[r], ratio.on[r] = off / base, on / base
 end
-local base, off, on = median(res.noop), median(res.off), median(res.on)
-print(("record path, %d calls x %d rounds (median), clock %s"):format(N, ROUNDS, core.clock_source))
-print(("  no-op C function       %6.1f ns/call"):format(base))
-print(("  profile_marker, off    %6.1f ns/call   %.2fx the no-op (target <= 1.10x)"):format(off, off / base))
-print(("  profile_marker, on     %6.1f ns/call   %.2fx the no-op (target <= 2.00x)"):format(on, on / base))
+print(("record path, %d calls x %d rounds, medians, clock %s"):format(N, ROUNDS, core.clock_source))
+print(("  no-op C function       %6.1f ns/call"):format(median(ns.noop)))
+print(("  profile_marker, off    %6.1f ns/call   %.2fx the no-op (target <= 1.10x)")
+  :format(median(ns.off), median(ratio.off)))
+print(("  profile_marker, on     %6.1f ns/call   %.2fx the no-op (target <= 2.00x)")
+  :format(median(ns.on), median(ratio.on)))
