@@ -84,11 +84,7 @@ describe("trace sessions", function()
   end)
 
   it("stops recording a full lane and counts what it dropped", function()
-    local m = p.profile_marker_id("api-full")
-    p.profile_start(10)
-    for i = 1, 25 do p.profile_marker(m, i) end
-    p.profile_stop()
-    local t = S.save(p)
+    local t = S.record_n(p, "api-full", 10, 25)
     local marks = S.markers(t, "api-full")
     assert.are.equal(10, #marks)
     for i, ev in ipairs(marks) do assert.are.equal(i, ev.args.arg) end -- the first ten, kept
@@ -98,11 +94,7 @@ describe("trace sessions", function()
   end)
 
   it("marks the moment a lane filled with an event on that lane", function()
-    local m = p.profile_marker_id("api-fill")
-    p.profile_start(3)
-    for i = 1, 5 do p.profile_marker(m, i) end
-    p.profile_stop()
-    local t = S.save(p)
+    local t = S.record_n(p, "api-fill", 3, 5)
     local fill = S.events(t, function(ev) return ev.ph == "i" and ev.s == "t" end)
     assert.are.equal(1, #fill)
     assert.are.equal(2, fill[1].args.dropped)
@@ -369,11 +361,7 @@ describe("markers", function()
   end)
 
   it("timestamps events in order, from the session start", function()
-    local m = p.profile_marker_id("mk order")
-    p.profile_start(1000)
-    for i = 1, 500 do p.profile_marker(m, i) end
-    p.profile_stop()
-    local t = S.save(p)
+    local t = S.record_n(p, "mk order", 1000, 500)
     local marks = S.markers(t, "mk order")
     assert.are.equal(500, #marks)
     assert.is_true(marks[1].ts >= 0)

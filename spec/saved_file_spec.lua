@@ -44,11 +44,7 @@ describe("the saved file", function()
   end)
 
   it("writes timestamps as microseconds with three decimals", function()
-    local m = p.profile_marker_id("file ts")
-    p.profile_start(64)
-    for i = 1, 20 do p.profile_marker(m, i) end
-    p.profile_stop()
-    local _, text = S.save(p)
+    local _, text = S.record_n(p, "file ts", 64, 20)
     local n = 0
     for ts in text:gmatch('"ts":([^,}]+)') do
       assert.matches("^%d+%.%d%d%d$", ts)

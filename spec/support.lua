@@ -36,6 +36,16 @@ function S.save(p)
   return cjson.decode(text), text, path
 end
 
+-- A fresh session with ring size `ring` in which the caller stamps `n`
+-- markers of kind `name` with args 1..n; returns what S.save returns.
+function S.record_n(p, name, ring, n)
+  local m = p.profile_marker_id(name)
+  p.profile_start(ring)
+  for i = 1, n do p.profile_marker(m, i) end
+  p.profile_stop()
+  return S.save(p)
+end
+
 -- The events of a decoded trace that satisfy pred(ev).
 function S.events(trace, pred)
   local out = {}
