@@ -12,6 +12,10 @@
 /* The seed page's API: profile_* functions and PROFILE_COLOR_* constants. */
 void jq_open_profile(lua_State *L);
 
+/* Queues and jobs: adds queue_new, queue_current, hardware_threads and
+ * queue_methods to the table on the top of the stack. */
+void jq_open_queue(lua_State *L);
+
 #ifdef JQ_TESTING
 /* Test-only helpers: native threads with their own lua_States. */
 void jq_open_testing(lua_State *L);

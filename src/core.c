@@ -26,7 +26,8 @@ static int l_monotonic_ns(lua_State *L) {
 
 __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   jq_trace_init();
-  lua_createtable(L, 0, 4);
+  lua_createtable(L, 0, 8);
+  jq_open_queue(L);
   jq_open_profile(L);
   lua_setfield(L, -2, "profile");
   lua_pushstring(L, jq_clock_name());

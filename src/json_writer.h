@@ -23,7 +23,8 @@ typedef struct jq_save_lane {
   uint64_t dropped;
   uint64_t full_at; /* ticks */
   int no_ring;      /* the lane's ring could not be allocated */
-  char name[32];
+  char name[40];
+  int sort_key;
 } jq_save_lane;
 
 typedef struct jq_save_name {

@@ -178,7 +178,7 @@ static int l_profile_marker(lua_State *L) {
   lua_Integer arg = lua_tointegerx(L, 2, &isnum); /* one API call when it is an integer */
   if (JQ_UNLIKELY(!isnum) && !lua_isnoneornil(L, 2))
     arg = luaL_checkinteger(L, 2); /* raises the standard message */
-  jq_ring_record(JQ_EV_MARKER, id, (int64_t)arg, 0);
+  jq_ring_marker(id, (int64_t)arg);
   return 0;
 }
 

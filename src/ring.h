@@ -2,7 +2,7 @@
  * ring.h - per-lane event rings and the record path.
  *
  * Owns: the 32-byte event, the lane (one per recording thread), and
- * jq_ring_record(), the only code that runs for every traced event.
+ * jq_ring_put(), the only code that runs for every traced event.
  * Must not: allocate, lock, format, call Lua, or make any system call but
  * the clock. A full ring never wraps: it counts what it drops.
  * Thread safety: a lane is written only by its own thread. The controller
@@ -25,9 +25,26 @@
 #define JQ_UNLIKELY(x) (x)
 #endif
 
-/* Event kinds. */
+/* Event kinds. Spans have t0 < t1; the queue's are written by worker.c. */
 enum {
-  JQ_EV_MARKER = 1 /* instant: id = marker kind, arg = user argument */
+  JQ_EV_MARKER = 1, /* instant: id = marker kind, arg = user argument */
+  JQ_EV_SUBMIT,     /* span: a submit on the submitting lane; arg = job id */
+  JQ_EV_SLICE,      /* span: one resume of a job's coroutine; arg = job id,
+                       id = flow edge when flags has JQ_SLICE_RESUMED */
+  JQ_EV_FLOW,       /* instant: arrow from a finished job to a waiter; id =
+                       edge, arg = the waiting job's id */
+  JQ_EV_AWAIT,      /* span: a job suspended awaiting another; arg = job id,
+                       id = awaited job id */
+  JQ_EV_WAIT,       /* span: a thread blocked waiting; arg = job id, 0 = all */
+  JQ_EV_PARK        /* span: a worker parked with nothing to run */
+};
+
+/* Flags of JQ_EV_SLICE. */
+enum {
+  JQ_SLICE_FIRST = 1,   /* the job's first slice: the submit's arrow ends here */
+  JQ_SLICE_RESUMED = 2, /* resumed after an await: that arrow ends here */
+  JQ_SLICE_LAST = 4,    /* the job finished in this slice */
+  JQ_SLICE_FAILED = 8   /* ... with an error */
 };
 
 typedef struct jq_event {
@@ -57,7 +74,8 @@ typedef struct jq_lane {
   /* Cold, under the lane registry's mutex (trace.c). */
   int dead;              /* the owning thread has exited */
   int index;             /* position in the session's join order */
-  char name[32];
+  int sort_key;          /* lane order in the saved file */
+  char name[40];
 } __attribute__((aligned(64))) jq_lane;
 
 /* Per-thread state: the lane (NULL before the thread's first traced event)
@@ -65,6 +83,8 @@ typedef struct jq_lane {
 typedef struct jq_thread {
   jq_lane *lane;
   uint16_t tag;
+  int sort_key;  /* lane order; 0: not named (a "thread N" lane) */
+  char name[40]; /* lane name set by jq_trace_name_thread */
 } jq_thread;
 
 /* initial-exec: a plain %fs-relative access instead of a __tls_get_addr
@@ -79,8 +99,9 @@ extern _Thread_local jq_thread jq_self JQ_TLS_MODEL;
 jq_lane *jq_lane_join(uint32_t state);
 
 /* Records one event on the calling thread's lane; does nothing when no
- * session is armed. */
-static inline void jq_ring_record(uint8_t kind, uint32_t id, int64_t arg, uint64_t t1) {
+ * session is armed. `t0` 0 means now; `cat` is an op tag. */
+static inline void jq_ring_put(uint8_t kind, uint8_t flags, uint16_t cat, uint32_t id,
+                               int64_t arg, uint64_t t0, uint64_t t1) {
   uint32_t state = atomic_load_explicit(&jq_session_state, memory_order_acquire);
   if (JQ_LIKELY(!(state & 1u)))
     return;
@@ -102,7 +123,7 @@ static inline void jq_ring_record(uint8_t kind, uint32_t id, int64_t arg, uint64
     atomic_signal_fence(memory_order_seq_cst);
   }
   if (JQ_LIKELY(atomic_load_explicit(&jq_session_state, memory_order_seq_cst) == state)) {
-    uint64_t now = jq_clock_ticks();
+    uint64_t now = t0 ? t0 : jq_clock_ticks();
     uint64_t i = lane->count;
     if (JQ_LIKELY(i < lane->cap)) {
       jq_event *e = &lane->events[i];
@@ -110,9 +131,9 @@ static inline void jq_ring_record(uint8_t kind, uint32_t id, int64_t arg, uint64
       e->t1 = t1;
       e->arg = arg;
       e->id = id;
-      e->cat = self->tag;
+      e->cat = cat;
       e->kind = kind;
-      e->flags = 0;
+      e->flags = flags;
       lane->count = i + 1;
     } else {
       if (lane->dropped++ == 0)
@@ -120,6 +141,16 @@ static inline void jq_ring_record(uint8_t kind, uint32_t id, int64_t arg, uint64
     }
   }
   atomic_store_explicit(&lane->busy, 0, memory_order_release);
+}
+
+/* A marker: an instant carrying the thread's current op tag. */
+static inline void jq_ring_marker(uint32_t id, int64_t arg) {
+  jq_ring_put(JQ_EV_MARKER, 0, jq_self.tag, id, arg, 0, 0);
+}
+
+/* Whether a session is armed (a hint for callers that prepare an event). */
+static inline int jq_ring_armed(void) {
+  return atomic_load_explicit(&jq_session_state, memory_order_relaxed) & 1u;
 }
 
 #endif

@@ -37,7 +37,7 @@ const uint32_t jq_palette[JQ_PALETTE_SIZE] = {
     0xd678b4, 0x8385e8, 0x9bb54a, 0xd9675e, 0x5aa6a0, 0xb58f6b};
 
 _Atomic uint32_t jq_session_state = 0;
-_Thread_local jq_thread jq_self JQ_TLS_MODEL = {NULL, 0};
+_Thread_local jq_thread jq_self JQ_TLS_MODEL = {NULL, 0, 0, {0}};
 int jq_need_fence = 0;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -56,7 +56,6 @@ static int thread_names;              /* "thread N" counter of the session */
 static uint64_t session_cap;
 static uint64_t session_origin, session_stop;
 static int session_ever;               /* a session was started */
-static jq_lane *session_caller;        /* lane of the thread that started it */
 static _Atomic uint64_t session_lost;  /* events of threads with no lane */
 
 /* ---- registries (reg_mu) ---- */
@@ -186,7 +185,13 @@ jq_lane *jq_lane_join(uint32_t state) {
     lane = lane_for_thread(state);
     if (lane) {
       lane_reset(lane, state); /* no ring: every event is dropped and counted */
-      snprintf(lane->name, sizeof lane->name, "thread %d", ++thread_names);
+      if (jq_self.sort_key) {
+        memcpy(lane->name, jq_self.name, sizeof lane->name);
+        lane->sort_key = jq_self.sort_key;
+      } else {
+        snprintf(lane->name, sizeof lane->name, "thread %d", ++thread_names);
+        lane->sort_key = (1 << 30) + lane->index;
+      }
     } else {
       atomic_fetch_add_explicit(&session_lost, 1, memory_order_relaxed);
     }
@@ -243,8 +248,8 @@ int jq_trace_start(uint64_t events_per_lane) {
   if (caller) {
     rc = lane_reset(caller, state | 1u);
     strcpy(caller->name, "caller");
+    caller->sort_key = INT32_MAX;
   }
-  session_caller = caller;
   if (rc != 0) {
     joined_count = 0; /* the failed session records nothing */
     pthread_mutex_unlock(&lanes_mu);
@@ -263,6 +268,11 @@ void jq_trace_stop(void) {
   pthread_mutex_lock(&control_mu);
   stop_locked();
   pthread_mutex_unlock(&control_mu);
+}
+
+void jq_trace_name_thread(const char *name, int sort_key) {
+  snprintf(jq_self.name, sizeof jq_self.name, "%s", name);
+  jq_self.sort_key = sort_key > 0 ? sort_key : 1;
 }
 
 #ifdef JQ_TESTING
@@ -440,6 +450,7 @@ static void snapshot_lane(jq_save_lane *s, const jq_lane *l) {
   s->dropped = l->dropped;
   s->full_at = l->full_at;
   s->no_ring = l->cap == 0;
+  s->sort_key = l->sort_key;
   memcpy(s->name, l->name, sizeof s->name);
 }
 
@@ -459,11 +470,15 @@ int jq_trace_save(const char *path, char *err, size_t errlen, int *errnum) {
    * is held; lanes_mu orders this read after any late join. */
   uint64_t recorded = 0, dropped = 0;
   pthread_mutex_lock(&lanes_mu);
-  for (int i = 0; i < joined_count; i++) /* threads in join order, the caller last */
-    if (joined[i] != session_caller)
-      snapshot_lane(&lanes[v.nlanes++], joined[i]);
-  if (joined_count > 0 && session_caller)
-    snapshot_lane(&lanes[v.nlanes++], session_caller);
+  for (int i = 0; i < joined_count; i++)
+    snapshot_lane(&lanes[v.nlanes++], joined[i]);
+  for (int i = 1; i < v.nlanes; i++) { /* by sort key (insertion sort: stable, few lanes) */
+    jq_save_lane tmp = lanes[i];
+    int j = i;
+    for (; j > 0 && lanes[j - 1].sort_key > tmp.sort_key; j--)
+      lanes[j] = lanes[j - 1];
+    lanes[j] = tmp;
+  }
   pthread_mutex_unlock(&lanes_mu);
   for (int i = 0; i < v.nlanes; i++) {
     recorded += lanes[i].count;

@@ -47,6 +47,11 @@ static inline int jq_trace_armed(void) {
   return atomic_load_explicit(&jq_session_state, memory_order_relaxed) & 1u;
 }
 
+/* Names the calling thread's lane in this and later sessions ("worker 0"),
+ * placed by sort_key (smaller first; unnamed threads follow, the caller
+ * comes last). */
+void jq_trace_name_thread(const char *name, int sort_key);
+
 /* The color a name gets when none is given: a stable hash into the palette. */
 uint32_t jq_palette_color(const char *name, size_t len);
 

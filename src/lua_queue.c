@@ -1,0 +1,425 @@
+/*
+ * lua_queue.c - Lua bindings of queues and jobs.
+ *
+ * Userdata: "jobque.queue" (a reference to a queue; the one made by
+ * jobque.new owns it and closes it from close/__close/__gc) and "jobque.job"
+ * (a reference to a job, in any state). Every argument is checked before any
+ * side effect; no Lua error is raised while q->mu is held or while this file
+ * holds malloc'd memory.
+ */
+#include <string.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "bindings.h"
+#include "queue.h"
+#include "trace.h"
+#include "worker.h"
+
+#define QUEUE_MT "jobque.queue"
+#define JOB_MT "jobque.job"
+
+typedef struct qhandle {
+  jq_queue *q; /* NULL once released */
+  int owner;   /* made by jobque.new in this state: closes the queue */
+} qhandle;
+
+typedef struct jhandle {
+  jq_job *job;
+} jhandle;
+
+/* ---- jobs ---- */
+
+jq_job *jq_job_from_value(lua_State *L, int idx) {
+  jhandle *h = luaL_testudata(L, idx, JOB_MT);
+  return h ? h->job : NULL;
+}
+
+void jq_job_push(lua_State *L, jq_job *job) {
+  jhandle *h = lua_newuserdatauv(L, sizeof *h, 0);
+  h->job = NULL;
+  luaL_setmetatable(L, JOB_MT);
+  jq_job_ref(job);
+  h->job = job;
+}
+
+static jq_job *check_job(lua_State *L, int idx) {
+  return ((jhandle *)luaL_checkudata(L, idx, JOB_MT))->job;
+}
+
+static int l_job_gc(lua_State *L) {
+  jhandle *h = luaL_checkudata(L, 1, JOB_MT);
+  if (h->job) {
+    jq_job_unref(h->job);
+    h->job = NULL;
+  }
+  return 0;
+}
+
+static const char *status_name(int state) {
+  switch (state) {
+  case JQ_JOB_RUNNING: return "running";
+  case JQ_JOB_DONE: return "done";
+  case JQ_JOB_FAILED: return "failed";
+  default: return "pending";
+  }
+}
+
+static int job_state(jq_job *job) {
+  pthread_mutex_lock(&job->q->mu);
+  int state = job->state;
+  pthread_mutex_unlock(&job->q->mu);
+  return state;
+}
+
+static int l_job_status(lua_State *L) {
+  lua_pushstring(L, status_name(job_state(check_job(L, 1))));
+  return 1;
+}
+
+static int l_job_id(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)check_job(L, 1)->id);
+  return 1;
+}
+
+static int l_job_tostring(lua_State *L) {
+  jq_job *job = check_job(L, 1);
+  lua_pushfstring(L, "jobque.job #%I (%s)", (LUAI_UACINT)job->id, status_name(job_state(job)));
+  return 1;
+}
+
+static int l_job_eq(lua_State *L) {
+  lua_pushboolean(L, check_job(L, 1) == check_job(L, 2));
+  return 1;
+}
+
+/* Pushes the error of a failed job (finished: its fields no longer change). */
+static void push_error(lua_State *L, jq_job *job) {
+  if (job->fail_reason == JQ_FAIL_CLOSED) {
+    lua_pushfstring(L, "job #%I was cancelled: its queue closed before it finished",
+                    (LUAI_UACINT)job->id);
+  } else if (job->fail_reason == JQ_FAIL_DEPENDENCY) {
+    push_error(L, job->failed_dep);
+    lua_pushfstring(L, "job #%I did not run: its dependency job #%I failed: %s",
+                    (LUAI_UACINT)job->id, (LUAI_UACINT)job->failed_dep->id,
+                    lua_isstring(L, -1) ? lua_tostring(L, -1) : luaL_typename(L, -1));
+    lua_remove(L, -2);
+  } else {
+    jq_decode(L, &job->result);
+  }
+}
+
+/* Pushes what a finished job delivers: (pwait) true, results / false, err;
+ * (wait) results, or raises the error. */
+static int deliver(lua_State *L, jq_job *job, int protected) {
+  int top = lua_gettop(L);
+  if (protected)
+    lua_pushboolean(L, job->state == JQ_JOB_DONE);
+  if (job->state == JQ_JOB_DONE) {
+    jq_decode(L, &job->result);
+    return lua_gettop(L) - top;
+  }
+  push_error(L, job);
+  if (protected)
+    return 2;
+  return lua_error(L);
+}
+
+static int wait_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)status;
+  return deliver(L, check_job(L, 1), (int)ctx);
+}
+
+/* Blocks the calling thread until `job` (or, job NULL, every job of q)
+ * finished. The state that made a queue without workers runs its jobs here. */
+static void block_until(lua_State *L, jq_queue *q, jq_job *job) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+  int runs_jobs = q->nworkers == 0 && lua_topointer(L, -1) == q->owner;
+  lua_pop(L, 1);
+  uint64_t t0 = jq_ring_armed() ? jq_clock_ticks() : 0;
+  pthread_mutex_lock(&q->mu);
+  while (job ? !jq_job_finished(job) : q->unfinished > 0) {
+    if (runs_jobs) {
+      pthread_mutex_unlock(&q->mu);
+      int ran = jq_caller_run_one(q, L);
+      pthread_mutex_lock(&q->mu);
+      if (ran)
+        continue;
+      if (job ? jq_job_finished(job) : q->unfinished == 0)
+        break;
+      pthread_mutex_unlock(&q->mu);
+      if (job)
+        luaL_error(L, "job #%I can never finish: the queue has no workers and nothing left to "
+                      "run (does it wait for itself?)", (LUAI_UACINT)job->id);
+      luaL_error(L, "jobs can never finish: the queue has no workers and nothing left to run");
+    }
+    q->caller_waiting++;
+    pthread_cond_wait(&q->done_cv, &q->mu);
+    q->caller_waiting--;
+  }
+  pthread_mutex_unlock(&q->mu);
+  if (t0 && jq_ring_armed())
+    jq_ring_put(JQ_EV_WAIT, 0, jq_self.tag, 0, job ? (int64_t)job->id : 0, t0, jq_clock_ticks());
+}
+
+static int job_wait(lua_State *L, int protected) {
+  jq_job *job = check_job(L, 1);
+  jq_queue *q = job->q;
+  jq_worker *w = jq_worker_current(L);
+  if (w && w->current_co == L && w->current->q == q) {
+    if (w->current == job)
+      return luaL_error(L, "job #%I cannot wait for itself", (LUAI_UACINT)job->id);
+    /* Inside a job of the same queue: yield, so the worker runs other work. */
+    pthread_mutex_lock(&q->mu);
+    int rc = jq_queue_await(q, job, w->current, w);
+    if (rc == 0)
+      w->awaiting = job;
+    pthread_mutex_unlock(&q->mu);
+    if (rc < 0)
+      return luaL_error(L, "out of memory");
+    if (rc == 0)
+      return lua_yieldk(L, 0, protected, wait_k);
+  } else {
+    block_until(L, q, job);
+  }
+  return deliver(L, job, protected);
+}
+
+static int l_job_wait(lua_State *L) {
+  return job_wait(L, 0);
+}
+
+static int l_job_pwait(lua_State *L) {
+  return job_wait(L, 1);
+}
+
+/* ---- queues ---- */
+
+static qhandle *check_qhandle(lua_State *L, int idx) {
+  qhandle *h = luaL_checkudata(L, idx, QUEUE_MT);
+  if (!h->q)
+    luaL_error(L, "the queue is closed");
+  return h;
+}
+
+static void push_queue(lua_State *L, jq_queue *q, int owner) {
+  qhandle *h = lua_newuserdatauv(L, sizeof *h, 0);
+  h->q = NULL;
+  h->owner = owner;
+  luaL_setmetatable(L, QUEUE_MT);
+  jq_queue_ref(q);
+  h->q = q;
+}
+
+static void release(lua_State *L, qhandle *h) {
+  jq_queue *q = h->q;
+  if (!q)
+    return;
+  h->q = NULL;
+  if (h->owner)
+    jq_queue_close(q, L);
+  jq_queue_unref(q);
+}
+
+/* core.queue_new(workers, init, name, path, cpath) -> queue; jobque.lua checks
+ * the options and names them in its messages. */
+static int l_queue_new(lua_State *L) {
+  lua_Integer n = luaL_checkinteger(L, 1);
+  luaL_argcheck(L, n >= 0 && n <= 256, 1, "workers must be in 0..256");
+  if (!lua_isnil(L, 2))
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+  const char *name = luaL_optstring(L, 3, "");
+  const char *path = luaL_checkstring(L, 4);
+  const char *cpath = luaL_checkstring(L, 5);
+  jq_buf init = JQ_BUF_INIT;
+  char err[512];
+  if (!lua_isnil(L, 2) && jq_encode(L, 2, 1, &init, "option 'init'", 1, err, sizeof err) != 0)
+    return luaL_error(L, "jobque.new: option 'init' cannot be sent to a worker: %s", err);
+  jq_queue *q = jq_queue_new((int)n, name, path, cpath);
+  if (!q) {
+    jq_buf_free(&init);
+    return luaL_error(L, "jobque.new: out of memory");
+  }
+  q->init = init;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+  q->owner = lua_topointer(L, -1);
+  lua_pop(L, 1);
+  push_queue(L, q, 1);
+  jq_queue_unref(q); /* the handle holds it now */
+  qhandle *h = lua_touserdata(L, -1);
+  int rc = n > 0 ? jq_workers_start(q) : jq_run_init(q, L, q->init_error, sizeof q->init_error);
+  if (rc != 0) {
+    lua_pushfstring(L, "jobque.new: option 'init' failed: %s", q->init_error);
+    release(L, h);
+    return lua_error(L);
+  }
+  return 1;
+}
+
+static int l_queue_close(lua_State *L) {
+  qhandle *h = luaL_checkudata(L, 1, QUEUE_MT);
+  if (h->q && !h->owner)
+    return luaL_error(L, "only the state that created a queue can close it");
+  release(L, h);
+  return 0;
+}
+
+static int l_queue_gc(lua_State *L) {
+  qhandle *h = luaL_checkudata(L, 1, QUEUE_MT);
+  release(L, h);
+  return 0;
+}
+
+static int l_queue_tostring(lua_State *L) {
+  qhandle *h = luaL_checkudata(L, 1, QUEUE_MT);
+  if (!h->q)
+    lua_pushliteral(L, "jobque.queue (closed)");
+  else
+    lua_pushfstring(L, "jobque.queue %s(%d workers)", h->q->name, h->q->nworkers);
+  return 1;
+}
+
+static int l_queue_workers(lua_State *L) {
+  lua_pushinteger(L, check_qhandle(L, 1)->q->nworkers);
+  return 1;
+}
+
+static int l_queue_is_closed(lua_State *L) {
+  qhandle *h = luaL_checkudata(L, 1, QUEUE_MT);
+  int closed = 1;
+  if (h->q) {
+    pthread_mutex_lock(&h->q->mu);
+    closed = h->q->closing;
+    pthread_mutex_unlock(&h->q->mu);
+  }
+  lua_pushboolean(L, closed);
+  return 1;
+}
+
+/* Submits the function at fn_idx with the values after it, which users know
+ * as argument `number` onwards; deps as given. */
+static int submit(lua_State *L, jq_queue *q, int fn_idx, int number, jq_job **deps, int ndeps) {
+  uint64_t t0 = jq_ring_armed() ? jq_clock_ticks() : 0;
+  char err[512];
+  jq_buf payload = JQ_BUF_INIT;
+  int nvals = lua_gettop(L) - fn_idx + 1;
+  if (jq_encode(L, fn_idx, nvals, &payload, "argument", number, err, sizeof err) != 0)
+    return luaL_error(L, "cannot submit: %s", err);
+  luaL_where(L, 1);
+  size_t wl;
+  const char *where = lua_tolstring(L, -1, &wl);
+  char site[120];
+  snprintf(site, sizeof site, "%.*s", (int)(wl > 2 ? wl - 2 : 0), where); /* drop ": " */
+  lua_pop(L, 1);
+  jq_job *job = jq_job_new(q, &payload, site[0] ? site : "?");
+  if (!job) {
+    jq_buf_free(&payload);
+    return luaL_error(L, "cannot submit: out of memory");
+  }
+  jq_job_push(L, job); /* the handle's reference */
+  jq_job_unref(job);
+  if (jq_queue_publish(q, job, deps, ndeps) != 0)
+    return luaL_error(L, "cannot submit: the queue is closed");
+  if (t0 && jq_ring_armed())
+    jq_ring_put(JQ_EV_SUBMIT, 0, job->tag, 0, (int64_t)job->id, t0, jq_clock_ticks());
+  return 1;
+}
+
+/* q:submit(fn, ...) -> job */
+static int l_queue_submit(lua_State *L) {
+  qhandle *h = check_qhandle(L, 1);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  return submit(L, h->q, 2, 1, NULL, 0);
+}
+
+/* q:after(deps, fn, ...) -> job */
+static int l_queue_after(lua_State *L) {
+  qhandle *h = check_qhandle(L, 1);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  luaL_checktype(L, 3, LUA_TFUNCTION);
+  lua_Integer n = (lua_Integer)lua_rawlen(L, 2);
+  luaL_argcheck(L, n <= 4096, 2, "more than 4096 dependencies");
+  jq_job **deps = lua_newuserdatauv(L, sizeof(jq_job *) * (size_t)(n ? n : 1), 0);
+  lua_insert(L, 2); /* scratch below the list: self, scratch, deps, fn, args... */
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, 3, i);
+    jq_job *d = jq_job_from_value(L, -1);
+    if (!d)
+      return luaL_argerror(L, 2, lua_pushfstring(L, "deps[%I] is not a job (%s)", (LUAI_UACINT)i,
+                                                 luaL_typename(L, -1)));
+    if (d->q != h->q)
+      return luaL_argerror(L, 2, lua_pushfstring(L, "deps[%I] belongs to another queue",
+                                                 (LUAI_UACINT)i));
+    deps[i - 1] = d; /* the list keeps it alive until publish */
+    lua_pop(L, 1);
+  }
+  return submit(L, h->q, 4, 2, deps, (int)n);
+}
+
+/* q:wait_all(): waits for every job submitted so far, and those they submit. */
+static int l_queue_wait_all(lua_State *L) {
+  qhandle *h = check_qhandle(L, 1);
+  jq_worker *w = jq_worker_current(L);
+  if (w && w->q == h->q)
+    return luaL_error(L, "wait_all cannot be called from a job of the same queue "
+                         "(it would wait for itself); wait for specific jobs instead");
+  block_until(L, h->q, NULL);
+  return 0;
+}
+
+/* core.queue_current() -> the queue of the job running here, or nil */
+static int l_queue_current(lua_State *L) {
+  jq_worker *w = jq_worker_current(L);
+  if (!w)
+    return 0;
+  push_queue(L, w->q, 0);
+  return 1;
+}
+
+static int l_hardware_threads(lua_State *L) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  lua_pushinteger(L, n > 0 ? n : 1);
+  return 1;
+}
+
+static const luaL_Reg job_methods[] = {
+    {"wait", l_job_wait}, {"pwait", l_job_pwait}, {"status", l_job_status},
+    {"id", l_job_id}, {NULL, NULL}};
+
+static const luaL_Reg job_meta[] = {
+    {"__gc", l_job_gc}, {"__tostring", l_job_tostring}, {"__eq", l_job_eq}, {NULL, NULL}};
+
+static const luaL_Reg queue_methods[] = {
+    {"submit", l_queue_submit}, {"after", l_queue_after}, {"wait_all", l_queue_wait_all},
+    {"close", l_queue_close}, {"workers", l_queue_workers}, {"is_closed", l_queue_is_closed},
+    {NULL, NULL}};
+
+static const luaL_Reg queue_meta[] = {
+    {"__gc", l_queue_gc}, {"__close", l_queue_gc}, {"__tostring", l_queue_tostring},
+    {NULL, NULL}};
+
+static const luaL_Reg queue_funcs[] = {
+    {"queue_new", l_queue_new}, {"queue_current", l_queue_current},
+    {"hardware_threads", l_hardware_threads}, {NULL, NULL}};
+
+static void new_class(lua_State *L, const char *name, const luaL_Reg *meta,
+                      const luaL_Reg *methods) {
+  luaL_newmetatable(L, name);
+  luaL_setfuncs(L, meta, 0);
+  lua_newtable(L);
+  luaL_setfuncs(L, methods, 0);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
+}
+
+void jq_open_queue(lua_State *L) {
+  new_class(L, JOB_MT, job_meta, job_methods);
+  new_class(L, QUEUE_MT, queue_meta, queue_methods);
+  luaL_setfuncs(L, queue_funcs, 0); /* into the core table on the stack */
+  luaL_getmetatable(L, QUEUE_MT);
+  lua_getfield(L, -1, "__index");
+  lua_setfield(L, -3, "queue_methods"); /* jobque.lua adds parallel_for here */
+  lua_pop(L, 1);
+}

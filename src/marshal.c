@@ -1,0 +1,629 @@
+/*
+ * marshal.c - the wire format of values that cross lua_States.
+ *
+ * One record per value: a tag byte, then its payload. Tables and Lua
+ * functions get reference numbers in encounter order, so shared and cyclic
+ * references are rebuilt as such. Functions travel as bytecode (lua_dump)
+ * plus their upvalues; upvalues shared between closures are re-joined.
+ * Values that are loaded modules (package.loaded[name]), and C functions
+ * found in them, travel by name and are looked up (or required) on the other
+ * side; the globals table travels as "the globals over there".
+ *
+ * Encoding never raises: it returns -1 with a message that names where the
+ * bad value sits (argument #2, field "conn", ...). Decoding raises, and runs
+ * under the caller's pcall.
+ */
+#include "marshal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#if !defined(JQ_MARSHAL_DEPTH)
+#define JQ_MARSHAL_DEPTH 200 /* nesting of tables and functions */
+#endif
+#if !defined(JQ_FUNCTION_CACHE)
+#define JQ_FUNCTION_CACHE 512 /* loaded functions kept per state */
+#endif
+
+enum {
+  T_NIL = 'n', T_FALSE = 'f', T_TRUE = 't', T_INT = 'i', T_FLOAT = 'd', T_STRING = 's',
+  T_TABLE = 'T', T_END = 'E', T_REF = 'R', T_LUAFN = 'L', T_CFN = 'C', T_MODULE = 'M',
+  T_GLOBALS = 'G', T_JOB = 'J', T_JOIN = 'U'
+};
+
+/* Registry keys (their addresses). */
+static const char NAMES_KEY = 0;   /* value -> "module\0field" or "module" */
+static const char DUMPS_KEY = 0;   /* function -> bytecode (weak keys) */
+static const char LOADED_FN_KEY = 0; /* bytecode -> loaded function */
+
+void jq_buf_free(jq_buf *b) {
+  for (int i = 0; i < b->njobs; i++)
+    jq_job_unref(b->jobs[i]);
+  free(b->jobs);
+  free(b->data);
+  memset(b, 0, sizeof *b);
+}
+
+/* ---- encoding ---- */
+
+typedef struct segment {
+  char kind; /* 'a' argument, 'f' string field, 'i' integer field, 'k' a key, 'u' upvalue */
+  const char *s;
+  size_t len;
+  lua_Integer i;
+} segment;
+
+typedef struct enc {
+  lua_State *L;
+  jq_buf *b;
+  int cache;    /* stack index: value -> reference number */
+  int names;    /* stack index: value -> name (nil until needed) */
+  int upvals;   /* stack index: upvalue id -> reference * 256 + index */
+  int dumps;    /* stack index: function -> bytecode */
+  int globals;  /* stack index: this state's globals */
+  int nrefs;
+  int oom;
+  segment path[JQ_MARSHAL_DEPTH + 2];
+  int depth;
+  const char *label;
+  char *err;
+  size_t errlen;
+} enc;
+
+static void put(enc *e, const void *p, size_t n) {
+  jq_buf *b = e->b;
+  if (e->oom)
+    return;
+  if (b->cap - b->len < n) {
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap - b->len < n)
+      cap *= 2;
+    char *d = realloc(b->data, cap);
+    if (!d) {
+      e->oom = 1;
+      return;
+    }
+    b->data = d;
+    b->cap = cap;
+  }
+  memcpy(b->data + b->len, p, n);
+  b->len += n;
+}
+
+static void put_byte(enc *e, char c) {
+  put(e, &c, 1);
+}
+
+static void put_u64(enc *e, uint64_t v) {
+  put(e, &v, sizeof v);
+}
+
+static void put_str(enc *e, const char *s, size_t len) {
+  put_u64(e, len);
+  put(e, s, len);
+}
+
+/* Writes "argument #2, field "conn": <what>" into e->err. */
+static int fail(enc *e, const char *what) {
+  size_t n = 0;
+  char *out = e->err;
+  size_t cap = e->errlen;
+#define APPEND(...)                                                   \
+  do {                                                                \
+    int k_ = snprintf(out + n, n < cap ? cap - n : 0, __VA_ARGS__);   \
+    if (k_ > 0)                                                       \
+      n += (size_t)k_;                                                \
+  } while (0)
+  for (int i = 0; i <= e->depth && i < JQ_MARSHAL_DEPTH + 2; i++) {
+    const segment *s = &e->path[i];
+    const char *sep = i ? ", " : "";
+    switch (s->kind) {
+    case 'a': APPEND("%s%s #%lld", sep, e->label, (long long)s->i); break;
+    case 'f': APPEND("%sfield \"%.*s\"", sep, (int)(s->len > 60 ? 60 : s->len), s->s); break;
+    case 'i': APPEND("%s[%lld]", sep, (long long)s->i); break;
+    case 'k': APPEND("%sa table key", sep); break;
+    case 'u': APPEND("%supvalue '%s'", sep, s->s ? s->s : "?"); break;
+    default: break;
+    }
+  }
+  APPEND(": %s", what);
+#undef APPEND
+  return -1;
+}
+
+/* The name a loaded module, or a C function in one, travels by. */
+static int lookup_name(enc *e, int idx, int rebuild) {
+  lua_State *L = e->L;
+  if (lua_isnil(L, e->names)) { /* the slot jq_encode reserved */
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &NAMES_KEY);
+    lua_replace(L, e->names);
+  }
+  if (!lua_istable(L, e->names))
+    rebuild = 1;
+  if (!rebuild) {
+    lua_pushvalue(L, idx);
+    if (lua_rawget(L, e->names) == LUA_TSTRING)
+      return 1;
+    lua_pop(L, 1);
+    return 0;
+  }
+  /* (Re)build: modules may have loaded since the last time. */
+  lua_newtable(L);
+  int names = lua_gettop(L);
+  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  int loaded = names + 1;
+  lua_pushnil(L);
+  while (lua_next(L, loaded)) { /* modname at loaded+1, module at loaded+2 */
+    int mod = loaded + 2;
+    if (lua_type(L, mod - 1) == LUA_TSTRING && lua_istable(L, mod)) {
+      const char *modname = lua_tostring(L, mod - 1);
+      lua_pushvalue(L, mod);
+      lua_pushvalue(L, mod - 1);
+      lua_rawset(L, names); /* names[module] = "module" */
+      lua_pushnil(L);
+      while (lua_next(L, mod)) { /* field at mod+1, value at mod+2 */
+        if (lua_type(L, mod + 1) == LUA_TSTRING && lua_iscfunction(L, mod + 2)) {
+          lua_pushvalue(L, mod + 2);
+          if (lua_rawget(L, names) == LUA_TNIL) { /* the first name found wins */
+            lua_pushvalue(L, mod + 2);
+            lua_pushfstring(L, "%s%c%s", modname, 0, lua_tostring(L, mod + 1));
+            lua_rawset(L, names); /* names[cfunction] = "module\0field" */
+          }
+          lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+      }
+    }
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  lua_pushvalue(L, names);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &NAMES_KEY);
+  lua_replace(L, e->names);
+  return lookup_name(e, idx, 0);
+}
+
+static int encode_value(enc *e, int idx);
+
+static int encode_table(enc *e, int idx) {
+  lua_State *L = e->L;
+  put_byte(e, T_TABLE);
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    int k = lua_gettop(L) - 1;
+    segment *s = &e->path[e->depth];
+    s->kind = 'k';
+    if (encode_value(e, k) != 0)
+      return -1;
+    if (lua_type(L, k) == LUA_TSTRING) {
+      s->kind = 'f';
+      s->s = lua_tolstring(L, k, &s->len);
+    } else if (lua_isinteger(L, k)) {
+      s->kind = 'i';
+      s->i = lua_tointeger(L, k);
+    }
+    if (encode_value(e, k + 1) != 0)
+      return -1;
+    lua_pop(L, 1);
+  }
+  put_byte(e, T_END);
+  return 0;
+}
+
+typedef struct dump_state {
+  int init;
+  luaL_Buffer b;
+} dump_state;
+
+/* As in string.dump: the buffer starts once lua_dump has read the function
+ * on the top of the stack. */
+static int dump_writer(lua_State *L, const void *p, size_t n, void *ud) {
+  dump_state *d = ud;
+  if (!d->init) {
+    d->init = 1;
+    luaL_buffinit(L, &d->b);
+  }
+  luaL_addlstring(&d->b, p, n);
+  return 0;
+}
+
+/* Pushes the bytecode of the function at idx (cached per function). */
+static void push_bytecode(enc *e, int idx) {
+  lua_State *L = e->L;
+  lua_pushvalue(L, idx);
+  if (lua_rawget(L, e->dumps) == LUA_TSTRING)
+    return;
+  lua_pop(L, 1);
+  dump_state d;
+  d.init = 0;
+  lua_pushvalue(L, idx);
+  lua_dump(L, dump_writer, &d, 0); /* keep debug info: tracebacks name lines */
+  if (!d.init)
+    luaL_buffinit(L, &d.b);
+  luaL_pushresult(&d.b);
+  lua_remove(L, -2);
+  lua_pushvalue(L, idx);
+  lua_pushvalue(L, -2);
+  lua_rawset(L, e->dumps);
+}
+
+static int encode_function(enc *e, int idx) {
+  lua_State *L = e->L;
+  int ref = e->nrefs++;
+  lua_pushvalue(L, idx);
+  lua_pushinteger(L, ref);
+  lua_rawset(L, e->cache);
+  int nups = 0, shareable = 1;
+  const char *name;
+  while ((name = lua_getupvalue(L, idx, nups + 1)) != NULL) {
+    if (!lua_rawequal(L, -1, e->globals))
+      shareable = 0;
+    lua_pop(L, 1);
+    nups++;
+  }
+  if (nups > 255)
+    return fail(e, "function has more than 255 upvalues");
+  push_bytecode(e, idx);
+  size_t len;
+  const char *code = lua_tolstring(L, -1, &len);
+  put_byte(e, T_LUAFN);
+  put_str(e, code, len);
+  lua_pop(L, 1);
+  put_byte(e, (char)nups);
+  put_byte(e, (char)shareable);
+  for (int i = 1; i <= nups; i++) {
+    segment *s = &e->path[e->depth];
+    s->kind = 'u';
+    s->s = lua_getupvalue(L, idx, i);
+    lua_pop(L, 1);
+    void *id = lua_upvalueid(L, idx, i);
+    lua_pushlightuserdata(L, id);
+    if (lua_rawget(L, e->upvals) == LUA_TNUMBER) { /* shared with an earlier closure */
+      lua_Integer where = lua_tointeger(L, -1);
+      lua_pop(L, 1);
+      put_byte(e, T_JOIN);
+      put_u64(e, (uint64_t)where);
+      continue;
+    }
+    lua_pop(L, 1);
+    lua_pushlightuserdata(L, id);
+    lua_pushinteger(L, (lua_Integer)ref * 256 + i);
+    lua_rawset(L, e->upvals);
+    lua_getupvalue(L, idx, i);
+    if (encode_value(e, lua_gettop(L)) != 0)
+      return -1;
+    lua_pop(L, 1);
+  }
+  return 0;
+}
+
+static int encode_value(enc *e, int idx) {
+  lua_State *L = e->L;
+  if (!lua_checkstack(L, 12))
+    return fail(e, "out of Lua stack space");
+  switch (lua_type(L, idx)) {
+  case LUA_TNIL:
+    put_byte(e, T_NIL);
+    return 0;
+  case LUA_TBOOLEAN:
+    put_byte(e, lua_toboolean(L, idx) ? T_TRUE : T_FALSE);
+    return 0;
+  case LUA_TNUMBER:
+    if (lua_isinteger(L, idx)) {
+      put_byte(e, T_INT);
+      put_u64(e, (uint64_t)lua_tointeger(L, idx));
+    } else {
+      lua_Number d = lua_tonumber(L, idx);
+      put_byte(e, T_FLOAT);
+      put(e, &d, sizeof d);
+    }
+    return 0;
+  case LUA_TSTRING: {
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    put_byte(e, T_STRING);
+    put_str(e, s, len);
+    return 0;
+  }
+  case LUA_TTABLE:
+  case LUA_TFUNCTION:
+    break;
+  case LUA_TUSERDATA: {
+    struct jq_job *job = jq_job_from_value(L, idx);
+    if (!job)
+      return fail(e, "userdata cannot be sent to a worker");
+    jq_buf *b = e->b;
+    if (b->njobs == b->capjobs) {
+      int cap = b->capjobs ? b->capjobs * 2 : 4;
+      struct jq_job **j = realloc(b->jobs, sizeof *j * (size_t)cap);
+      if (!j) {
+        e->oom = 1;
+        return 0;
+      }
+      b->jobs = j;
+      b->capjobs = cap;
+    }
+    jq_job_ref(job);
+    b->jobs[b->njobs] = job;
+    put_byte(e, T_JOB);
+    put_u64(e, (uint64_t)b->njobs++);
+    return 0;
+  }
+  case LUA_TTHREAD:
+    return fail(e, "a coroutine cannot be sent to a worker");
+  default:
+    return fail(e, lua_pushfstring(L, "%s cannot be sent to a worker", luaL_typename(L, idx)));
+  }
+  /* Tables and functions: by reference if seen, by name if a module's. */
+  if (lua_rawequal(L, idx, e->globals)) {
+    put_byte(e, T_GLOBALS);
+    return 0;
+  }
+  lua_pushvalue(L, idx);
+  if (lua_rawget(L, e->cache) == LUA_TNUMBER) {
+    put_byte(e, T_REF);
+    put_u64(e, (uint64_t)lua_tointeger(L, -1));
+    lua_pop(L, 1);
+    return 0;
+  }
+  lua_pop(L, 1);
+  int is_c = lua_iscfunction(L, idx);
+  if (lookup_name(e, idx, 0) || (is_c && lookup_name(e, idx, 1))) {
+    size_t len;
+    const char *name = lua_tolstring(L, -1, &len);
+    put_byte(e, is_c ? T_CFN : T_MODULE);
+    put_str(e, name, len);
+    lua_pop(L, 1);
+    return 0;
+  }
+  if (is_c)
+    return fail(e, "a C function cannot be sent to a worker (only those of loaded modules can)");
+  if (e->depth >= JQ_MARSHAL_DEPTH)
+    return fail(e, "tables or functions nested too deeply");
+  e->depth++;
+  e->path[e->depth].kind = 0;
+  int rc;
+  if (lua_type(L, idx) == LUA_TFUNCTION) {
+    rc = encode_function(e, idx);
+  } else {
+    lua_pushvalue(L, idx);
+    lua_pushinteger(L, e->nrefs++);
+    lua_rawset(L, e->cache);
+    rc = encode_table(e, idx);
+  }
+  if (rc == 0)
+    e->depth--;
+  return rc;
+}
+
+int jq_encode(lua_State *L, int first, int n, jq_buf *out, const char *label, int number,
+              char *err, size_t errlen) {
+  enc e;
+  memset(&e, 0, sizeof e);
+  e.L = L;
+  e.b = out;
+  e.label = label;
+  e.err = err;
+  e.errlen = errlen;
+  int top = lua_gettop(L);
+  if (!lua_checkstack(L, 16)) {
+    snprintf(err, errlen, "out of Lua stack space");
+    return -1;
+  }
+  lua_newtable(L);
+  e.cache = lua_gettop(L);
+  lua_newtable(L);
+  e.upvals = lua_gettop(L);
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &DUMPS_KEY) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "k");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &DUMPS_KEY);
+  }
+  e.dumps = lua_gettop(L);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+  e.globals = lua_gettop(L);
+  lua_pushnil(L); /* the names table goes here when first needed */
+  e.names = lua_gettop(L);
+  int rc = 0;
+  for (int i = 0; i < n && rc == 0; i++) {
+    e.depth = 0;
+    e.path[0].kind = 'a';
+    e.path[0].i = number + i;
+    rc = encode_value(&e, first + i);
+  }
+  lua_settop(L, top);
+  if (rc == 0 && e.oom) {
+    snprintf(err, errlen, "out of memory");
+    rc = -1;
+  }
+  if (rc != 0) {
+    jq_buf_free(out);
+    return -1;
+  }
+  out->nvalues = n;
+  return 0;
+}
+
+/* ---- decoding ---- */
+
+typedef struct dec {
+  lua_State *L;
+  const jq_buf *b;
+  const char *p, *end;
+  int refs;  /* stack index: reference number -> value */
+  int nrefs;
+  int cache; /* stack index: bytecode -> shareable loaded function */
+} dec;
+
+static uint64_t get_u64(dec *d) {
+  uint64_t v;
+  memcpy(&v, d->p, sizeof v);
+  d->p += sizeof v;
+  return v;
+}
+
+static void add_ref(dec *d, int idx) {
+  lua_pushvalue(d->L, idx);
+  lua_rawseti(d->L, d->refs, ++d->nrefs);
+}
+
+/* Pushes package.loaded[name], requiring it if need be. */
+static void push_module(lua_State *L, const char *name, size_t len) {
+  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_pushlstring(L, name, len);
+  if (lua_rawget(L, -2) == LUA_TNIL) {
+    lua_pop(L, 1);
+    lua_getglobal(L, "require");
+    if (!lua_isfunction(L, -1))
+      luaL_error(L, "cannot load module '%s' here: no require", name);
+    lua_pushlstring(L, name, len);
+    lua_call(L, 1, 1);
+  }
+  lua_remove(L, -2);
+}
+
+static void decode_value(dec *d);
+
+static void decode_function(dec *d) {
+  lua_State *L = d->L;
+  size_t len = (size_t)get_u64(d);
+  const char *code = d->p;
+  d->p += len;
+  int nups = (unsigned char)*d->p++;
+  int shareable = *d->p++;
+  if (shareable) {
+    lua_pushlstring(L, code, len);
+    if (lua_rawget(L, d->cache) == LUA_TFUNCTION) {
+      add_ref(d, -1);
+      for (int i = 0; i < nups; i++) /* skip the globals (or joined) upvalues */
+        d->p += *d->p == T_JOIN ? 1 + sizeof(uint64_t) : 1;
+      return;
+    }
+    lua_pop(L, 1);
+  }
+  if (luaL_loadbufferx(L, code, len, "=job", "b") != LUA_OK)
+    lua_error(L);
+  int f = lua_gettop(L);
+  add_ref(d, f);
+  for (int i = 1; i <= nups; i++) {
+    if (*d->p == T_JOIN) {
+      d->p++;
+      uint64_t where = get_u64(d);
+      lua_rawgeti(L, d->refs, (lua_Integer)(where / 256) + 1);
+      lua_upvaluejoin(L, f, i, -1, (int)(where % 256));
+      lua_pop(L, 1);
+    } else {
+      decode_value(d);
+      lua_setupvalue(L, f, i);
+    }
+  }
+  if (shareable) {
+    lua_pushlstring(L, code, len);
+    lua_pushvalue(L, f);
+    lua_rawset(L, d->cache);
+    lua_rawgeti(L, d->cache, 1); /* [1] counts the entries */
+    lua_pushinteger(L, lua_tointeger(L, -1) + 1);
+    lua_rawseti(L, d->cache, 1);
+    lua_pop(L, 1);
+  }
+}
+
+static void decode_value(dec *d) {
+  lua_State *L = d->L;
+  luaL_checkstack(L, 8, "values nested too deeply");
+  char tag = *d->p++;
+  switch (tag) {
+  case T_NIL: lua_pushnil(L); break;
+  case T_FALSE: lua_pushboolean(L, 0); break;
+  case T_TRUE: lua_pushboolean(L, 1); break;
+  case T_INT: lua_pushinteger(L, (lua_Integer)get_u64(d)); break;
+  case T_FLOAT: {
+    lua_Number v;
+    memcpy(&v, d->p, sizeof v);
+    d->p += sizeof v;
+    lua_pushnumber(L, v);
+    break;
+  }
+  case T_STRING: {
+    size_t len = (size_t)get_u64(d);
+    lua_pushlstring(L, d->p, len);
+    d->p += len;
+    break;
+  }
+  case T_TABLE:
+    lua_newtable(L);
+    add_ref(d, -1);
+    while (*d->p != T_END) {
+      decode_value(d);
+      decode_value(d);
+      lua_rawset(L, -3);
+    }
+    d->p++;
+    break;
+  case T_REF: lua_rawgeti(L, d->refs, (lua_Integer)get_u64(d) + 1); break;
+  case T_LUAFN: decode_function(d); break;
+  case T_GLOBALS: lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS); break;
+  case T_JOB: jq_job_push(L, d->b->jobs[get_u64(d)]); break;
+  case T_MODULE: {
+    size_t len = (size_t)get_u64(d);
+    push_module(L, d->p, len);
+    d->p += len;
+    break;
+  }
+  case T_CFN: {
+    size_t len = (size_t)get_u64(d);
+    const char *name = d->p;
+    d->p += len;
+    size_t mlen = strlen(name); /* "module\0field" */
+    push_module(L, name, mlen);
+    lua_pushlstring(L, name + mlen + 1, len - mlen - 1);
+    if (!lua_istable(L, -2) || lua_rawget(L, -2) != LUA_TFUNCTION)
+      luaL_error(L, "C function '%s.%s' is not available here", name, name + mlen + 1);
+    lua_remove(L, -2);
+    break;
+  }
+  default:
+    luaL_error(L, "corrupt value record (tag %d)", tag);
+  }
+}
+
+int jq_decode(lua_State *L, const jq_buf *b) {
+  dec d;
+  d.L = L;
+  d.b = b;
+  d.p = b->data;
+  d.end = b->data + b->len;
+  d.nrefs = 0;
+  luaL_checkstack(L, b->nvalues + 8, "too many values");
+  lua_newtable(L);
+  d.refs = lua_gettop(L);
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &LOADED_FN_KEY) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &LOADED_FN_KEY);
+  }
+  d.cache = lua_gettop(L);
+  lua_rawgeti(L, d.cache, 1);
+  lua_Integer cached = lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  if (cached > JQ_FUNCTION_CACHE) { /* bounded: start afresh */
+    lua_newtable(L);
+    lua_replace(L, d.cache);
+    lua_pushvalue(L, d.cache);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &LOADED_FN_KEY);
+  }
+  for (int i = 0; i < b->nvalues; i++)
+    decode_value(&d);
+  lua_remove(L, d.cache);
+  lua_remove(L, d.refs);
+  return b->nvalues;
+}

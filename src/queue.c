@@ -1,0 +1,307 @@
+/*
+ * queue.c - jobs, their graph, and who runs what next.
+ *
+ * No Lua API. Everything marked (mu) in queue.h happens under q->mu; the
+ * trace events recorded here (arrows from a finished job to its waiters) go
+ * through the lock-free ring and take no lock of their own.
+ */
+#include "queue.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "trace.h"
+
+static _Atomic uint64_t next_job_id = 1; /* ids are never reused: flows key on them */
+static _Atomic uint32_t next_edge = 1;
+static _Atomic int next_queue_seq = 1;
+
+jq_queue *jq_queue_new(int nworkers, const char *name, const char *path, const char *cpath) {
+  jq_queue *q = calloc(1, sizeof *q);
+  if (!q)
+    return NULL;
+  q->workers = calloc((size_t)nworkers + 1, sizeof(jq_worker));
+  q->path = strdup(path);
+  q->cpath = strdup(cpath);
+  if (!q->workers || !q->path || !q->cpath) {
+    free(q->workers);
+    free(q->path);
+    free(q->cpath);
+    free(q);
+    return NULL;
+  }
+  atomic_init(&q->refs, 1);
+  pthread_mutex_init(&q->mu, NULL);
+  pthread_cond_init(&q->done_cv, NULL);
+  q->nworkers = nworkers;
+  q->seq = atomic_fetch_add(&next_queue_seq, 1);
+  snprintf(q->name, sizeof q->name, "%s", name ? name : "");
+  for (int i = 0; i <= nworkers; i++) {
+    q->workers[i].q = q;
+    q->workers[i].index = i;
+    pthread_cond_init(&q->workers[i].cv, NULL);
+  }
+  return q;
+}
+
+void jq_queue_ref(jq_queue *q) {
+  atomic_fetch_add_explicit(&q->refs, 1, memory_order_relaxed);
+}
+
+void jq_queue_unref(jq_queue *q) {
+  if (atomic_fetch_sub_explicit(&q->refs, 1, memory_order_acq_rel) != 1)
+    return;
+  for (int i = 0; i <= q->nworkers; i++)
+    pthread_cond_destroy(&q->workers[i].cv);
+  pthread_cond_destroy(&q->done_cv);
+  pthread_mutex_destroy(&q->mu);
+  jq_buf_free(&q->init);
+  free(q->workers);
+  free(q->path);
+  free(q->cpath);
+  free(q);
+}
+
+jq_job *jq_job_new(jq_queue *q, jq_buf *payload, const char *where) {
+  jq_job *job = calloc(1, sizeof *job);
+  if (!job)
+    return NULL;
+  atomic_init(&job->refs, 1);
+  jq_queue_ref(q);
+  job->q = q;
+  job->id = atomic_fetch_add_explicit(&next_job_id, 1, memory_order_relaxed);
+  job->tag = jq_self.tag;
+  job->worker = -1;
+  job->coref = LUA_NOREF;
+  snprintf(job->where, sizeof job->where, "%s", where ? where : "?");
+  job->payload = *payload;
+  memset(payload, 0, sizeof *payload);
+  return job;
+}
+
+void jq_job_ref(jq_job *job) {
+  atomic_fetch_add_explicit(&job->refs, 1, memory_order_relaxed);
+}
+
+void jq_job_unref(jq_job *job) {
+  if (atomic_fetch_sub_explicit(&job->refs, 1, memory_order_acq_rel) != 1)
+    return;
+  jq_buf_free(&job->payload);
+  jq_buf_free(&job->result);
+  if (job->failed_dep)
+    jq_job_unref(job->failed_dep);
+  free(job->dependants);
+  free(job->waiters);
+  jq_queue_unref(job->q);
+  free(job);
+}
+
+/* (mu) Wakes one parked worker, if any. */
+static void wake_one(jq_queue *q) {
+  for (int i = 0; i < q->nworkers; i++) {
+    jq_worker *w = &q->workers[i];
+    if (w->parked) {
+      w->parked = 0;
+      pthread_cond_signal(&w->cv);
+      return;
+    }
+  }
+}
+
+/* (mu) */
+static void push_ready(jq_queue *q, jq_job *job) {
+  job->state = JQ_JOB_READY;
+  job->next = NULL;
+  if (q->ready_tail)
+    q->ready_tail->next = job;
+  else
+    q->ready_head = job;
+  q->ready_tail = job;
+  if (q->nworkers == 0)
+    pthread_cond_broadcast(&q->done_cv); /* the caller runs everything */
+  else
+    wake_one(q);
+}
+
+/* (mu) Puts a job whose coroutine can continue on its worker's resume list. */
+static void push_resume(jq_queue *q, jq_job *job) {
+  jq_worker *w = &q->workers[job->worker];
+  job->next = NULL;
+  if (w->resume_tail)
+    w->resume_tail->next = job;
+  else
+    w->resume_head = job;
+  w->resume_tail = job;
+  if (w->index == q->nworkers) {
+    pthread_cond_broadcast(&q->done_cv);
+  } else if (w->parked) {
+    w->parked = 0;
+    pthread_cond_signal(&w->cv);
+  }
+}
+
+void jq_queue_requeue(jq_worker *w, jq_job *job) {
+  push_resume(w->q, job);
+}
+
+static int add_ptr(void **arr, int *n, int *cap, size_t size, const void *item) {
+  if (*n == *cap) {
+    int ncap = *cap ? *cap * 2 : 4;
+    void *p = realloc(*arr, size * (size_t)ncap);
+    if (!p)
+      return -1;
+    *arr = p;
+    *cap = ncap;
+  }
+  memcpy((char *)*arr + size * (size_t)*n, item, size);
+  (*n)++;
+  return 0;
+}
+
+int jq_queue_publish(jq_queue *q, jq_job *job, jq_job **deps, int ndeps) {
+  pthread_mutex_lock(&q->mu);
+  if (q->closing) {
+    pthread_mutex_unlock(&q->mu);
+    return -1;
+  }
+  jq_job_ref(job); /* the queue's reference, dropped when it finishes */
+  q->unfinished++;
+  job->state = JQ_JOB_WAITING;
+  for (int i = 0; i < ndeps; i++) {
+    jq_job *d = deps[i];
+    if (d->state == JQ_JOB_DONE)
+      continue;
+    if (d->state == JQ_JOB_FAILED || add_ptr((void **)&d->dependants, &d->ndependants,
+                                             &d->capdependants, sizeof job, &job) != 0) {
+      /* A failed dependency (or no memory to wait for one): fails without running. */
+      job->fail_reason = JQ_FAIL_DEPENDENCY;
+      jq_job_ref(d);
+      job->failed_dep = d;
+      break;
+    }
+    jq_job_ref(job);
+    job->deps_left++;
+  }
+  if (job->fail_reason) {
+    job->deps_left = 0; /* dependants lists may still name it: finish skips it then */
+    jq_queue_finish(q, job, JQ_JOB_FAILED);
+  } else if (job->deps_left == 0) {
+    push_ready(q, job);
+  }
+  pthread_mutex_unlock(&q->mu);
+  return 0;
+}
+
+jq_job *jq_queue_take(jq_queue *q, jq_worker *w, int *resume) {
+  jq_job *job = w->resume_head;
+  if (job) {
+    w->resume_head = job->next;
+    if (!w->resume_head)
+      w->resume_tail = NULL;
+    *resume = 1;
+    return job;
+  }
+  job = q->ready_head;
+  if (job) {
+    q->ready_head = job->next;
+    if (!q->ready_head)
+      q->ready_tail = NULL;
+    job->state = JQ_JOB_RUNNING;
+    job->worker = w->index;
+    *resume = 0;
+  }
+  return job;
+}
+
+/* (mu) One job reached its end; dependants and waiters are handled by the
+ * caller's worklist so a long chain does not recurse. */
+static void finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int *nwork,
+                       int *capwork) {
+  job->state = state;
+  q->unfinished--;
+  for (int i = 0; i < job->nwaiters; i++) {
+    jq_waiter *wt = &job->waiters[i];
+    jq_ring_put(JQ_EV_FLOW, 0, job->tag, wt->edge, (int64_t)wt->job->id, 0, 0);
+    push_resume(q, wt->job);
+    jq_job_unref(wt->job);
+  }
+  job->nwaiters = 0;
+  for (int i = 0; i < job->ndependants; i++) {
+    jq_job *d = job->dependants[i];
+    if (jq_job_finished(d) || d->state != JQ_JOB_WAITING) {
+      jq_job_unref(d);
+      continue;
+    }
+    if (state == JQ_JOB_FAILED) {
+      d->fail_reason = JQ_FAIL_DEPENDENCY;
+      jq_job_ref(job);
+      d->failed_dep = job;
+      if (add_ptr((void **)work, nwork, capwork, sizeof d, &d) != 0)
+        d->state = JQ_JOB_FAILED; /* no memory for the worklist: at least never runs */
+      else
+        continue; /* the worklist owns the reference now */
+    } else if (--d->deps_left == 0) {
+      if (!q->closing) {
+        push_ready(q, d);
+      } else {
+        d->fail_reason = JQ_FAIL_CLOSED; /* ready only now that its queue closes */
+        if (add_ptr((void **)work, nwork, capwork, sizeof d, &d) == 0)
+          continue;
+        d->state = JQ_JOB_FAILED;
+      }
+    }
+    jq_job_unref(d);
+  }
+  job->ndependants = 0;
+  if (q->caller_waiting)
+    pthread_cond_broadcast(&q->done_cv);
+}
+
+void jq_queue_finish(jq_queue *q, jq_job *job, int state) {
+  jq_job **work = NULL;
+  int nwork = 0, capwork = 0;
+  finish_one(q, job, state, &work, &nwork, &capwork);
+  jq_job_unref(job); /* the queue's reference */
+  while (nwork > 0) {
+    jq_job *d = work[--nwork];
+    if (d->state == JQ_JOB_WAITING) {
+      finish_one(q, d, JQ_JOB_FAILED, &work, &nwork, &capwork);
+      jq_job_unref(d); /* the queue's reference */
+    }
+    jq_job_unref(d); /* the worklist's */
+  }
+  free(work);
+}
+
+int jq_queue_await(jq_queue *q, jq_job *job, jq_job *waiter, jq_worker *w) {
+  (void)q;
+  (void)w;
+  if (jq_job_finished(job))
+    return 1;
+  jq_waiter wt = {waiter, atomic_fetch_add_explicit(&next_edge, 1, memory_order_relaxed)};
+  if (add_ptr((void **)&job->waiters, &job->nwaiters, &job->capwaiters, sizeof wt, &wt) != 0)
+    return -1;
+  jq_job_ref(waiter);
+  waiter->resume_edge = wt.edge;
+  waiter->awaited = job->id;
+  return 0;
+}
+
+void jq_queue_begin_close(jq_queue *q) {
+  q->closing = 1;
+  while (q->ready_head) { /* jobs that never started fail */
+    jq_job *job = q->ready_head;
+    q->ready_head = job->next;
+    job->fail_reason = JQ_FAIL_CLOSED;
+    jq_queue_finish(q, job, JQ_JOB_FAILED);
+  }
+  q->ready_tail = NULL;
+  for (int i = 0; i < q->nworkers; i++) {
+    q->workers[i].parked = 0;
+    pthread_cond_signal(&q->workers[i].cv);
+  }
+  pthread_cond_broadcast(&q->done_cv);
+}

@@ -1,0 +1,133 @@
+/*
+ * queue.h - the job graph and its scheduling.
+ *
+ * Owns: jobs (state, payload, result, dependants, waiters), the ready list,
+ * each worker's resume list, and the queue's single mutex.
+ * Must not: call Lua (worker.c runs jobs in lua_States; lua_queue.c is the
+ * binding) or allocate on the scheduling path beyond growing a job's
+ * dependant and waiter arrays.
+ * Thread safety: every field marked (mu) is read and written under q->mu;
+ * a job's refs are atomic; payloads are touched by one thread at a time.
+ */
+#ifndef JQ_QUEUE_H
+#define JQ_QUEUE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include <lua.h>
+
+#include "marshal.h"
+
+enum { JQ_JOB_WAITING, JQ_JOB_READY, JQ_JOB_RUNNING, JQ_JOB_DONE, JQ_JOB_FAILED };
+
+/* Why a job failed without an error value of its own. */
+enum { JQ_FAIL_NONE, JQ_FAIL_DEPENDENCY, JQ_FAIL_CLOSED };
+
+typedef struct jq_waiter {
+  struct jq_job *job; /* the job that awaits (holds a reference) */
+  uint32_t edge;      /* flow id of the arrow from the awaited job's end */
+} jq_waiter;
+
+typedef struct jq_job {
+  _Atomic int refs;
+  struct jq_queue *q;   /* holds a queue reference */
+  uint64_t id;          /* process-wide, never reused */
+  uint16_t tag;         /* op tag at submit */
+  char where[120];      /* "file:line" of the submit */
+  /* (mu) */
+  int state;
+  int fail_reason;       /* JQ_FAIL_* when it failed without running */
+  struct jq_job *failed_dep; /* for JQ_FAIL_DEPENDENCY (holds a reference) */
+  int deps_left;
+  struct jq_job **dependants; /* each holds a reference */
+  int ndependants, capdependants;
+  jq_waiter *waiters;
+  int nwaiters, capwaiters;
+  struct jq_job *next;   /* link in the ready list or a resume list */
+  int worker;            /* where its coroutine lives once started, else -1 */
+  /* Written by the thread running it, read by readers after it finished. */
+  jq_buf payload;        /* function and arguments, until it starts */
+  jq_buf result;         /* results, or the error value */
+  /* The worker that runs it only. */
+  int coref;             /* registry ref of its coroutine */
+  int started;
+  uint64_t yield_ticks;  /* when it last yielded to await */
+  uint64_t awaited;      /* job id it awaits */
+  uint32_t resume_edge;  /* flow into the slice that resumes it */
+} jq_job;
+
+typedef struct jq_worker {
+  struct jq_queue *q;
+  int index;             /* 0..n-1; n is the caller */
+  pthread_t thread;
+  int started;
+  /* (mu) */
+  pthread_cond_t cv;
+  int parked;
+  jq_job *resume_head, *resume_tail; /* jobs whose coroutine may continue */
+  int suspended;         /* coroutines alive in this state awaiting or yielded */
+  /* The worker's own thread only. */
+  lua_State *L;
+  jq_job *current;       /* job whose coroutine is running */
+  lua_State *current_co;
+  jq_job *awaiting;      /* set by wait() before it yields */
+} jq_worker;
+
+typedef struct jq_queue {
+  _Atomic int refs;
+  pthread_mutex_t mu;
+  pthread_cond_t done_cv; /* the caller waits here */
+  /* (mu) */
+  jq_job *ready_head, *ready_tail;
+  int closing;
+  long unfinished;       /* submitted and not finished */
+  int caller_waiting;
+  int inits_done;
+  char init_error[512];
+  /* Fixed at creation. */
+  int nworkers;
+  jq_worker *workers;    /* nworkers + 1 entries: the last is the caller */
+  jq_buf init;
+  char *path, *cpath;
+  char name[48];
+  int seq;               /* creation order, for lane order */
+  const void *owner;     /* main thread of the creating state */
+} jq_queue;
+
+/* Lifetime. */
+jq_queue *jq_queue_new(int nworkers, const char *name, const char *path, const char *cpath);
+void jq_queue_ref(jq_queue *q);
+void jq_queue_unref(jq_queue *q);
+
+/* A new job holding `payload` (taken), tagged with the caller's op tag. */
+jq_job *jq_job_new(jq_queue *q, jq_buf *payload, const char *where);
+
+/* Publishes a job: ready now, or once each of deps[0..n) finished. Returns 0,
+ * or -1 when the queue is closing (the job is then not published). */
+int jq_queue_publish(jq_queue *q, jq_job *job, jq_job **deps, int ndeps);
+
+/* (mu) Takes the next thing worker w should run: a job to resume (*resume =
+ * 1) or to start; NULL when there is none. */
+jq_job *jq_queue_take(jq_queue *q, jq_worker *w, int *resume);
+
+/* (mu) Records that `job` finished in `state` (DONE or FAILED): fails or
+ * readies its dependants, wakes its waiters. */
+void jq_queue_finish(jq_queue *q, jq_job *job, int state);
+
+/* (mu) Makes `waiter` (running on worker w) await `job`; returns 0, or 1 if
+ * `job` already finished. */
+int jq_queue_await(jq_queue *q, jq_job *job, jq_job *waiter, jq_worker *w);
+
+/* (mu) A job that yielded cooperatively goes to the back of w's resume list. */
+void jq_queue_requeue(jq_worker *w, jq_job *job);
+
+/* (mu) Starts closing: not-yet-started jobs fail, workers are woken. */
+void jq_queue_begin_close(jq_queue *q);
+
+static inline int jq_job_finished(const jq_job *job) {
+  return job->state == JQ_JOB_DONE || job->state == JQ_JOB_FAILED;
+}
+
+#endif

@@ -1,0 +1,328 @@
+/*
+ * worker.c - worker threads, each with its own lua_State, running jobs as
+ * coroutines, one slice (resume to yield or return) at a time.
+ *
+ * A worker takes from its own resume list first (coroutines that may
+ * continue: their awaited job ended, or they yielded), then from the queue's
+ * ready list; with nothing to run it parks on its condition variable. Each
+ * slice, each await and each park is recorded on the worker's lane when a
+ * trace session is armed (lock-free, see ring.h).
+ */
+#include "worker.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lualib.h>
+
+#include "trace.h"
+
+static const char WORKER_KEY = 0; /* registry: lightuserdata jq_worker* */
+
+jq_worker *jq_worker_current(lua_State *L) {
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
+  jq_worker *w = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  return w && w->current ? w : NULL;
+}
+
+static int traceback(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (msg)
+    luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+/* Decodes and calls the queue's init function: protected. */
+static int call_init(lua_State *L) {
+  jq_queue *q = lua_touserdata(L, 1);
+  jq_decode(L, &q->init);
+  lua_call(L, 0, 0);
+  return 0;
+}
+
+int jq_run_init(jq_queue *q, lua_State *L, char *err, size_t errlen) {
+  if (q->init.len == 0)
+    return 0;
+  lua_pushcfunction(L, traceback);
+  lua_pushcfunction(L, call_init);
+  lua_pushlightuserdata(L, q);
+  int rc = lua_pcall(L, 1, 0, -3);
+  if (rc != LUA_OK) {
+    const char *msg = lua_tostring(L, -1);
+    snprintf(err, errlen, "%s", msg ? msg : "(error object is not a string)");
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return rc == LUA_OK ? 0 : -1;
+}
+
+/* Decodes a job's function and arguments onto the coroutine: protected. */
+static int decode_payload(lua_State *L) {
+  jq_job *job = lua_touserdata(L, 1);
+  lua_pop(L, 1);
+  return jq_decode(L, &job->payload);
+}
+
+/* Stores the error at the top of co as the job's error value: a string gets
+ * the job's traceback and where it was submitted. Leaves co's stack as is. */
+static void store_error(lua_State *L, lua_State *co, jq_job *job, int with_traceback) {
+  char err[256];
+  if (lua_type(co, -1) == LUA_TSTRING) {
+    if (with_traceback)
+      luaL_traceback(L, co, lua_tostring(co, -1), 0);
+    else
+      lua_pushstring(L, lua_tostring(co, -1));
+    lua_pushfstring(L, "%s\n(in job #%I submitted at %s)", lua_tostring(L, -1),
+                    (LUAI_UACINT)job->id, job->where);
+    lua_remove(L, -2);
+  } else {
+    lua_pushvalue(co, -1);
+    lua_xmove(co, L, 1);
+  }
+  if (jq_encode(L, lua_gettop(L), 1, &job->result, "error", 1, err, sizeof err) != 0) {
+    lua_pushfstring(L, "job #%I failed with an error value that cannot be copied (%s)",
+                    (LUAI_UACINT)job->id, err);
+    jq_encode(L, lua_gettop(L), 1, &job->result, "error", 1, err, sizeof err);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+}
+
+static void drop_coroutine(lua_State *L, jq_job *job, lua_State *co) {
+  if (co)
+    lua_resetthread(co); /* closes its pending to-be-closed variables */
+  luaL_unref(L, LUA_REGISTRYINDEX, job->coref);
+  job->coref = LUA_NOREF;
+}
+
+/* A suspended job of a closing queue: it fails without resuming. */
+static void cancel_suspended(jq_worker *w, lua_State *L, jq_job *job) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, job->coref);
+  drop_coroutine(L, job, lua_tothread(L, -1));
+  lua_pop(L, 1);
+  pthread_mutex_lock(&w->q->mu);
+  job->fail_reason = JQ_FAIL_CLOSED;
+  jq_queue_finish(w->q, job, JQ_JOB_FAILED);
+  pthread_mutex_unlock(&w->q->mu);
+}
+
+/* Runs one slice of `job` on worker w, whose state is L (mu not held). */
+static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
+  jq_queue *q = w->q;
+  lua_State *co;
+  int nargs = 0, done_state = 0;
+  uint8_t flags = 0;
+  if (!resume) {
+    co = lua_newthread(L);
+    job->coref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_pushcfunction(co, decode_payload);
+    lua_pushlightuserdata(co, job);
+    int rc = lua_pcall(co, 1, LUA_MULTRET, 0);
+    jq_buf_free(&job->payload);
+    if (rc != LUA_OK) { /* e.g. a C function this state does not have */
+      store_error(L, co, job, 0);
+      drop_coroutine(L, job, co);
+      pthread_mutex_lock(&q->mu);
+      jq_queue_finish(q, job, JQ_JOB_FAILED);
+      pthread_mutex_unlock(&q->mu);
+      return;
+    }
+    nargs = lua_gettop(co) - 1;
+    job->started = 1;
+    flags |= JQ_SLICE_FIRST;
+  } else {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, job->coref);
+    co = lua_tothread(L, -1);
+    lua_pop(L, 1);
+  }
+  uint64_t t0 = jq_ring_armed() ? jq_clock_ticks() : 0;
+  uint32_t edge = 0;
+  if (job->resume_edge) { /* back from an await: its span, and the arrow in */
+    edge = job->resume_edge;
+    flags |= JQ_SLICE_RESUMED;
+    if (t0 && job->yield_ticks)
+      jq_ring_put(JQ_EV_AWAIT, 0, job->tag, (uint32_t)job->awaited, (int64_t)job->id,
+                  job->yield_ticks, t0);
+    job->resume_edge = 0;
+  }
+  /* Who runs in this state now: wait() and jobque.current() look here. */
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
+  void *outer = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  lua_pushlightuserdata(L, w);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
+  jq_job *outer_job = w->current;
+  lua_State *outer_co = w->current_co;
+  w->current = job;
+  w->current_co = co;
+  w->awaiting = NULL;
+
+  int nres = 0;
+  int status = lua_resume(co, L, nargs, &nres);
+
+  jq_job *awaiting = w->awaiting;
+  w->current = outer_job;
+  w->current_co = outer_co;
+  w->awaiting = NULL;
+  if (outer)
+    lua_pushlightuserdata(L, outer);
+  else
+    lua_pushnil(L);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
+  uint64_t t1 = t0 && jq_ring_armed() ? jq_clock_ticks() : 0;
+
+  if (status == LUA_YIELD) {
+    lua_pop(co, nres); /* values of a plain coroutine.yield() are dropped */
+    if (t1)
+      jq_ring_put(JQ_EV_SLICE, flags, job->tag, edge, (int64_t)job->id, t0, t1);
+    job->yield_ticks = t1;
+    pthread_mutex_lock(&q->mu);
+    w->suspended++;
+    if (!awaiting) /* a cooperative yield: run again after what is queued */
+      jq_queue_requeue(w, job);
+    pthread_mutex_unlock(&q->mu);
+    return;
+  }
+  if (status == LUA_OK) {
+    char err[256];
+    if (jq_encode(co, lua_gettop(co) - nres + 1, nres, &job->result, "result", 1, err,
+                  sizeof err) == 0) {
+      done_state = JQ_JOB_DONE;
+    } else {
+      lua_pushfstring(co, "job returned a value that cannot be copied back: %s", err);
+      store_error(L, co, job, 0);
+      done_state = JQ_JOB_FAILED;
+    }
+  } else {
+    store_error(L, co, job, 1);
+    done_state = JQ_JOB_FAILED;
+  }
+  if (t1)
+    jq_ring_put(JQ_EV_SLICE,
+                (uint8_t)(flags | JQ_SLICE_LAST | (done_state == JQ_JOB_FAILED ? JQ_SLICE_FAILED : 0)),
+                job->tag, edge, (int64_t)job->id, t0, t1);
+  drop_coroutine(L, job, co);
+  pthread_mutex_lock(&q->mu);
+  jq_queue_finish(q, job, done_state);
+  pthread_mutex_unlock(&q->mu);
+}
+
+/* Takes and runs one thing for w; with `block`, parks until there is one.
+ * Returns 0 when w should stop (closing and nothing of its own left), or
+ * when not blocking and nothing was runnable. */
+static int step(jq_worker *w, lua_State *L, int block) {
+  jq_queue *q = w->q;
+  int resume = 0;
+  pthread_mutex_lock(&q->mu);
+  jq_job *job;
+  for (;;) {
+    job = jq_queue_take(q, w, &resume);
+    if (job) {
+      if (resume)
+        w->suspended--;
+      break;
+    }
+    if (!block || (q->closing && w->suspended == 0)) {
+      pthread_mutex_unlock(&q->mu);
+      return 0;
+    }
+    uint64_t parked = jq_ring_armed() ? jq_clock_ticks() : 0;
+    w->parked = 1;
+    while (w->parked)
+      pthread_cond_wait(&w->cv, &q->mu);
+    if (parked && jq_ring_armed())
+      jq_ring_put(JQ_EV_PARK, 0, 0, 0, 0, parked, jq_clock_ticks());
+  }
+  int closing = q->closing;
+  pthread_mutex_unlock(&q->mu);
+  if (closing && resume)
+    cancel_suspended(w, L, job);
+  else
+    run_slice(w, L, job, resume);
+  return 1;
+}
+
+int jq_caller_run_one(jq_queue *q, lua_State *L) {
+  return step(&q->workers[q->nworkers], L, 0);
+}
+
+static void *worker_main(void *arg) {
+  jq_worker *w = arg;
+  jq_queue *q = w->q;
+  char name[64], err[512];
+  if (q->name[0])
+    snprintf(name, sizeof name, "%s %d", q->name, w->index);
+  else
+    snprintf(name, sizeof name, "worker %d", w->index);
+  jq_trace_name_thread(name, q->seq * 1024 + w->index + 1);
+  lua_State *L = luaL_newstate();
+  int ok = L != NULL;
+  if (!ok) {
+    snprintf(err, sizeof err, "worker %d: cannot create a lua_State: out of memory", w->index);
+  } else {
+    luaL_openlibs(L);
+    lua_getglobal(L, "package");
+    lua_pushstring(L, q->path);
+    lua_setfield(L, -2, "path");
+    lua_pushstring(L, q->cpath);
+    lua_setfield(L, -2, "cpath");
+    luaL_getsubtable(L, -1, "preload"); /* this very library: one trace session */
+    lua_pushcfunction(L, luaopen_jobque_core);
+    lua_setfield(L, -2, "jobque.core");
+    lua_pop(L, 2);
+    lua_pushlightuserdata(L, w);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
+    ok = jq_run_init(q, L, err, sizeof err) == 0;
+  }
+  w->L = L;
+  pthread_mutex_lock(&q->mu);
+  if (!ok && !q->init_error[0])
+    snprintf(q->init_error, sizeof q->init_error, "%s", err);
+  q->inits_done++;
+  pthread_cond_broadcast(&q->done_cv);
+  pthread_mutex_unlock(&q->mu);
+  if (L) {
+    while (step(w, L, 1))
+      ;
+    lua_close(L);
+  }
+  return NULL;
+}
+
+int jq_workers_start(jq_queue *q) {
+  for (int i = 0; i < q->nworkers; i++) {
+    jq_worker *w = &q->workers[i];
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+      pthread_mutex_lock(&q->mu);
+      snprintf(q->init_error, sizeof q->init_error, "cannot start worker thread %d", i);
+      q->inits_done += q->nworkers - i; /* these never start */
+      pthread_mutex_unlock(&q->mu);
+      break;
+    }
+    w->started = 1;
+  }
+  pthread_mutex_lock(&q->mu);
+  while (q->inits_done < q->nworkers)
+    pthread_cond_wait(&q->done_cv, &q->mu);
+  int rc = q->init_error[0] ? -1 : 0;
+  pthread_mutex_unlock(&q->mu);
+  return rc;
+}
+
+void jq_queue_close(jq_queue *q, lua_State *L) {
+  pthread_mutex_lock(&q->mu);
+  jq_queue_begin_close(q);
+  pthread_mutex_unlock(&q->mu);
+  for (int i = 0; i < q->nworkers; i++)
+    if (q->workers[i].started) {
+      pthread_join(q->workers[i].thread, NULL);
+      q->workers[i].started = 0;
+    }
+  /* The caller's own suspended jobs (a queue without workers). */
+  jq_worker *w = &q->workers[q->nworkers];
+  while (step(w, L, 0))
+    ;
+}
