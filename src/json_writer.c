@@ -20,7 +20,7 @@
 #if !defined(JQ_WRITE_BUFFER)
 #define JQ_WRITE_BUFFER (1048576)
 #endif
-#define EVENT_MAX 256 /* an event's bytes, less its escaped name */
+#define EVENT_MAX 400 /* an event's bytes, less its escaped names */
 
 typedef struct wbuf {
   char *p, *end; /* next byte, end of buffer */
@@ -295,8 +295,106 @@ static void put_lane_meta(wbuf *b, const jq_save_lane *lane, int tid) {
   PUT_LIT(b, "}}");
 }
 
-static void put_lane_events(wbuf *b, const jq_save_view *v, const jq_save_lane *lane, int tid,
-                            const fragments *marks) {
+/* What events of several lanes need: category names, and which flow
+ * starts were recorded (an arrow is written only when both ends were). */
+typedef struct context {
+  const jq_save_view *v;
+  const fragments *marks;
+  fragments cats;          /* escaped category names, in view order */
+  uint16_t *cat_index;     /* tag -> 1 + index in v->categories, 0: none */
+  uint64_t *submits;       /* job ids with a recorded submit, sorted */
+  size_t nsubmits;
+  uint64_t *wakes;         /* flow edges with a recorded start, sorted */
+  size_t nwakes;
+} context;
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int has(const uint64_t *sorted, size_t n, uint64_t key) {
+  return n && bsearch(&key, sorted, n, sizeof key, cmp_u64) != NULL;
+}
+
+static int context_init(context *c, const jq_save_view *v, const fragments *marks) {
+  memset(c, 0, sizeof *c);
+  c->v = v;
+  c->marks = marks;
+  size_t bytes = COPY_CHUNK;
+  for (int i = 0; i < v->ncategories; i++)
+    bytes += ESCAPED_MAX(v->categories[i].len);
+  c->cats.text = malloc(bytes);
+  c->cats.off = malloc(sizeof(size_t) * ((size_t)v->ncategories + 1));
+  c->cat_index = calloc(65536, sizeof(uint16_t));
+  size_t ns = 0, nw = 0;
+  for (int l = 0; l < v->nlanes; l++)
+    for (uint64_t i = 0; i < v->lanes[l].count; i++) {
+      ns += v->lanes[l].events[i].kind == JQ_EV_SUBMIT;
+      nw += v->lanes[l].events[i].kind == JQ_EV_FLOW;
+    }
+  c->submits = malloc(sizeof(uint64_t) * (ns ? ns : 1));
+  c->wakes = malloc(sizeof(uint64_t) * (nw ? nw : 1));
+  if (!c->cats.text || !c->cats.off || !c->cat_index || !c->submits || !c->wakes)
+    return ENOMEM;
+  char *p = c->cats.text;
+  for (int i = 0; i < v->ncategories; i++) {
+    c->cats.off[i] = (size_t)(p - c->cats.text);
+    p = json_escape(p, v->categories[i].name, v->categories[i].len);
+    c->cat_index[v->categories[i].id & 0xffff] = (uint16_t)(i + 1);
+  }
+  c->cats.off[v->ncategories] = (size_t)(p - c->cats.text);
+  for (int l = 0; l < v->nlanes; l++)
+    for (uint64_t i = 0; i < v->lanes[l].count; i++) {
+      const jq_event *e = &v->lanes[l].events[i];
+      if (e->kind == JQ_EV_SUBMIT)
+        c->submits[c->nsubmits++] = (uint64_t)e->arg;
+      else if (e->kind == JQ_EV_FLOW)
+        c->wakes[c->nwakes++] = e->id;
+    }
+  qsort(c->submits, c->nsubmits, sizeof(uint64_t), cmp_u64);
+  qsort(c->wakes, c->nwakes, sizeof(uint64_t), cmp_u64);
+  return 0;
+}
+
+static void context_free(context *c) {
+  free(c->cats.text);
+  free(c->cats.off);
+  free(c->cat_index);
+  free(c->submits);
+  free(c->wakes);
+}
+
+/* The name of tag `cat`, escaped: its category's, "job" untagged, "tag N". */
+static char *put_cat(char *p, const context *c, uint16_t cat) {
+  int i = c->cat_index[cat];
+  if (i) {
+    size_t n = c->cats.off[i] - c->cats.off[i - 1];
+    memcpy(p, c->cats.text + c->cats.off[i - 1], n);
+    return p + n;
+  }
+  if (cat == 0)
+    return LIT(p, "job");
+  p = LIT(p, "tag ");
+  return put_u64(p, cat);
+}
+
+static size_t cat_len(const context *c, uint16_t cat) {
+  int i = c->cat_index[cat];
+  return i ? c->cats.off[i] - c->cats.off[i - 1] : 16;
+}
+
+/* ts and dur of a span, from ticks. */
+static char *put_span(char *p, const jq_clock_scale *s, const jq_event *e) {
+  uint64_t a = jq_clock_to_ns(s, e->t0), z = jq_clock_to_ns(s, e->t1);
+  p = put_us(p, a);
+  p = LIT(p, ",\"dur\":");
+  return put_us(p, z > a ? z - a : 0);
+}
+
+static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane, int tid) {
+  const jq_save_view *v = c->v;
+  const fragments *marks = c->marks;
   char head[COPY_CHUNK] = {0}; /* the part of an event between ts and the name */
   char *h = LIT(head, ",\"pid\":1,\"tid\":");
   h = put_u64(h, (uint64_t)tid);
@@ -304,17 +402,128 @@ static void put_lane_events(wbuf *b, const jq_save_view *v, const jq_save_lane *
   size_t headlen = (size_t)(h - head);
   for (uint64_t i = 0; i < lane->count; i++) {
     const jq_event *e = &lane->events[i];
-    if (e->kind != JQ_EV_MARKER || e->id == 0 || e->id > (uint32_t)v->nmarkers)
+    char *p;
+    switch (e->kind) {
+    case JQ_EV_MARKER: {
+      if (e->id == 0 || e->id > (uint32_t)v->nmarkers)
+        continue;
+      size_t flen = marks->off[e->id] - marks->off[e->id - 1];
+      p = wbuf_room(b, EVENT_MAX + flen);
+      p = LIT(p, ",\n{\"ph\":\"i\",\"s\":\"g\",\"ts\":");
+      p = put_us(p, jq_clock_to_ns(&v->scale, e->t0));
+      memcpy(p, head, COPY_CHUNK); /* headlen <= COPY_CHUNK: one fixed-size copy */
+      p += headlen;
+      p = copy_fragment(p, marks->text + marks->off[e->id - 1], flen);
+      p = put_i64(p, e->arg);
+      p = LIT(p, "}}");
+      break;
+    }
+    case JQ_EV_SUBMIT:
+      p = wbuf_room(b, EVENT_MAX + cat_len(c, e->cat));
+      p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
+      p = put_span(p, &v->scale, e);
+      memcpy(p, head, COPY_CHUNK);
+      p += headlen;
+      p = LIT(p, "submit\",\"cat\":\"");
+      p = put_cat(p, c, e->cat);
+      p = LIT(p, "\",\"args\":{\"job\":");
+      p = put_i64(p, e->arg);
+      p = LIT(p, "},\"bind_id\":");
+      p = put_u64(p, (uint64_t)e->arg * 2);
+      p = LIT(p, ",\"flow_out\":true}");
+      break;
+    case JQ_EV_SLICE:
+      p = wbuf_room(b, EVENT_MAX + cat_len(c, e->cat));
+      p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
+      p = put_span(p, &v->scale, e);
+      memcpy(p, head, COPY_CHUNK);
+      p += headlen;
+      p = put_cat(p, c, e->cat);
+      p = LIT(p, "\",\"cat\":\"job\",\"args\":{\"job\":");
+      p = put_i64(p, e->arg);
+      if (e->flags & JQ_SLICE_FAILED)
+        p = LIT(p, ",\"failed\":true");
+      p = LIT(p, "}");
+      if ((e->flags & JQ_SLICE_FIRST) && has(c->submits, c->nsubmits, (uint64_t)e->arg)) {
+        p = LIT(p, ",\"bind_id\":");
+        p = put_u64(p, (uint64_t)e->arg * 2);
+        p = LIT(p, ",\"flow_in\":true");
+      } else if ((e->flags & JQ_SLICE_RESUMED) && has(c->wakes, c->nwakes, e->id)) {
+        p = LIT(p, ",\"bind_id\":");
+        p = put_u64(p, (uint64_t)e->id * 2 + 1);
+        p = LIT(p, ",\"flow_in\":true");
+      }
+      p = LIT(p, "}");
+      break;
+    case JQ_EV_FLOW:
+      p = wbuf_room(b, EVENT_MAX);
+      p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
+      p = put_us(p, jq_clock_to_ns(&v->scale, e->t0));
+      p = LIT(p, ",\"dur\":0");
+      memcpy(p, head, COPY_CHUNK);
+      p += headlen;
+      p = LIT(p, "wake job\",\"cat\":\"flow\",\"args\":{\"job\":");
+      p = put_i64(p, e->arg);
+      p = LIT(p, "},\"bind_id\":");
+      p = put_u64(p, (uint64_t)e->id * 2 + 1);
+      p = LIT(p, ",\"flow_out\":true}");
+      break;
+    case JQ_EV_AWAIT:
+      p = wbuf_room(b, 2 * EVENT_MAX);
+      for (int end = 0; end < 2; end++) {
+        p = LIT(p, ",\n{\"ph\":\"");
+        *p++ = end ? 'e' : 'b';
+        p = LIT(p, "\",\"ts\":");
+        p = put_us(p, jq_clock_to_ns(&v->scale, end ? e->t1 : e->t0));
+        memcpy(p, head, COPY_CHUNK);
+        p += headlen;
+        p = LIT(p, "await\",\"cat\":\"await\",\"id2\":{\"local\":\"0x");
+        static const char hex[] = "0123456789abcdef";
+        char tmp[16];
+        int n = 0;
+        uint64_t id = (uint64_t)e->arg;
+        do {
+          tmp[n++] = hex[id & 15];
+          id >>= 4;
+        } while (id);
+        while (n)
+          *p++ = tmp[--n];
+        p = LIT(p, "\"},\"args\":{\"job\":");
+        p = put_i64(p, e->arg);
+        p = LIT(p, ",\"awaits\":");
+        p = put_u64(p, e->id);
+        p = LIT(p, "}}");
+      }
+      break;
+    case JQ_EV_WAIT:
+      p = wbuf_room(b, EVENT_MAX);
+      p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
+      p = put_span(p, &v->scale, e);
+      memcpy(p, head, COPY_CHUNK);
+      p += headlen;
+      if (e->arg) {
+        p = LIT(p, "wait\",\"cat\":\"wait\",\"args\":{\"job\":");
+        p = put_i64(p, e->arg);
+        p = LIT(p, "}}");
+      } else {
+        p = LIT(p, "wait all\",\"cat\":\"wait\"}");
+      }
+      break;
+    case JQ_EV_PARK: {
+      p = wbuf_room(b, EVENT_MAX);
+      uint64_t a = jq_clock_to_ns(&v->scale, e->t0), z = jq_clock_to_ns(&v->scale, e->t1);
+      p = LIT(p, ",\n{\"ph\":\"i\",\"s\":\"t\",\"ts\":");
+      p = put_us(p, z);
+      memcpy(p, head, COPY_CHUNK);
+      p += headlen;
+      p = LIT(p, "wake\",\"cat\":\"worker\",\"args\":{\"parked_us\":");
+      p = put_us(p, z > a ? z - a : 0);
+      p = LIT(p, "}}");
+      break;
+    }
+    default:
       continue;
-    size_t flen = marks->off[e->id] - marks->off[e->id - 1];
-    char *p = wbuf_room(b, EVENT_MAX + flen);
-    p = LIT(p, ",\n{\"ph\":\"i\",\"s\":\"g\",\"ts\":");
-    p = put_us(p, jq_clock_to_ns(&v->scale, e->t0));
-    memcpy(p, head, COPY_CHUNK); /* headlen <= COPY_CHUNK: one fixed-size copy */
-    p += headlen;
-    p = copy_fragment(p, marks->text + marks->off[e->id - 1], flen);
-    p = put_i64(p, e->arg);
-    p = LIT(p, "}}");
+    }
     b->p = p;
   }
   if (lane->dropped > 0) { /* mark where the lane stopped recording */
@@ -385,13 +594,14 @@ static void put_profile(wbuf *b, const jq_save_view *v) {
   PUT_LIT(b, "]}}\n");
 }
 
-static void write_trace(wbuf *b, const jq_save_view *v, const fragments *marks) {
+static void write_trace(wbuf *b, const context *c) {
+  const jq_save_view *v = c->v;
   PUT_LIT(b, "{\"traceEvents\":[\n"
              "{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":\"jobque_profile\"}}");
   for (int i = 0; i < v->nlanes; i++)
     put_lane_meta(b, &v->lanes[i], i + 1);
   for (int i = 0; i < v->nlanes && !b->err; i++)
-    put_lane_events(b, v, &v->lanes[i], i + 1, marks);
+    put_lane_events(b, c, &v->lanes[i], i + 1);
   put_profile(b, v);
   wbuf_flush(b);
 }
@@ -414,12 +624,14 @@ static int open_temp(const char *path, char *tmp, size_t tmplen) {
 
 int jq_json_save(const jq_save_view *v, const char *path, char *err, size_t errlen) {
   fragments marks = {NULL, NULL};
+  context ctx;
+  memset(&ctx, 0, sizeof ctx);
   wbuf b = {NULL, NULL, NULL, -1, 0};
   size_t tmplen = strlen(path) + 64;
   char *tmp = malloc(tmplen);
   int rc = ENOMEM;
   if (!tmp || marker_fragments(&marks, v->markers, v->nmarkers) != 0 ||
-      !(b.base = malloc(JQ_WRITE_BUFFER))) {
+      context_init(&ctx, v, &marks) != 0 || !(b.base = malloc(JQ_WRITE_BUFFER))) {
     snprintf(err, errlen, "cannot save trace to '%s': out of memory", path);
     goto done;
   }
@@ -431,7 +643,7 @@ int jq_json_save(const jq_save_view *v, const char *path, char *err, size_t errl
     snprintf(err, errlen, "cannot write trace to '%s': %s", path, strerror(rc));
     goto done;
   }
-  write_trace(&b, v, &marks);
+  write_trace(&b, &ctx);
   rc = b.err;
   if (close(b.fd) != 0 && rc == 0)
     rc = errno;
@@ -442,6 +654,7 @@ int jq_json_save(const jq_save_view *v, const char *path, char *err, size_t errl
     snprintf(err, errlen, "cannot write trace to '%s': %s", path, strerror(rc));
   }
 done:
+  context_free(&ctx);
   free(tmp);
   free(marks.text);
   free(marks.off);

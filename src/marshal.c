@@ -7,7 +7,8 @@
  * plus their upvalues; upvalues shared between closures are re-joined.
  * Values that are loaded modules (package.loaded[name]), and C functions
  * found in them, travel by name and are looked up (or required) on the other
- * side; the globals table travels as "the globals over there".
+ * side; the globals table, and any upvalue named _ENV, travel as "the
+ * globals over there".
  *
  * Encoding never raises: it returns -1 with a message that names where the
  * bad value sits (argument #2, field "conn", ...). Decoding raises, and runs
@@ -259,7 +260,7 @@ static int encode_function(enc *e, int idx) {
   int nups = 0, shareable = 1;
   const char *name;
   while ((name = lua_getupvalue(L, idx, nups + 1)) != NULL) {
-    if (!lua_rawequal(L, -1, e->globals))
+    if (!lua_rawequal(L, -1, e->globals) && strcmp(name, "_ENV") != 0)
       shareable = 0;
     lua_pop(L, 1);
     nups++;
@@ -292,6 +293,10 @@ static int encode_function(enc *e, int idx) {
     lua_pushlightuserdata(L, id);
     lua_pushinteger(L, (lua_Integer)ref * 256 + i);
     lua_rawset(L, e->upvals);
+    if (s->s && strcmp(s->s, "_ENV") == 0) { /* a job sees the globals of where it runs */
+      put_byte(e, T_GLOBALS);
+      continue;
+    }
     lua_getupvalue(L, idx, i);
     if (encode_value(e, lua_gettop(L)) != 0)
       return -1;

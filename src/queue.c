@@ -169,6 +169,11 @@ int jq_queue_publish(jq_queue *q, jq_job *job, jq_job **deps, int ndeps) {
   }
   jq_job_ref(job); /* the queue's reference, dropped when it finishes */
   q->unfinished++;
+  job->all_prev = NULL;
+  job->all_next = q->all_head;
+  if (q->all_head)
+    q->all_head->all_prev = job;
+  q->all_head = job;
   job->state = JQ_JOB_WAITING;
   for (int i = 0; i < ndeps; i++) {
     jq_job *d = deps[i];
@@ -222,10 +227,19 @@ static void finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int 
                        int *capwork) {
   job->state = state;
   q->unfinished--;
+  if (job->all_prev)
+    job->all_prev->all_next = job->all_next;
+  else
+    q->all_head = job->all_next;
+  if (job->all_next)
+    job->all_next->all_prev = job->all_prev;
+  job->all_prev = job->all_next = NULL;
   for (int i = 0; i < job->nwaiters; i++) {
     jq_waiter *wt = &job->waiters[i];
-    jq_ring_put(JQ_EV_FLOW, 0, job->tag, wt->edge, (int64_t)wt->job->id, 0, 0);
-    push_resume(q, wt->job);
+    if (!jq_job_finished(wt->job)) { /* a waiter cancelled by a close is gone */
+      jq_ring_put(JQ_EV_FLOW, 0, job->tag, wt->edge, (int64_t)wt->job->id, 0, 0);
+      push_resume(q, wt->job);
+    }
     jq_job_unref(wt->job);
   }
   job->nwaiters = 0;
@@ -304,4 +318,19 @@ void jq_queue_begin_close(jq_queue *q) {
     pthread_cond_signal(&q->workers[i].cv);
   }
   pthread_cond_broadcast(&q->done_cv);
+}
+
+jq_job *jq_queue_suspended_on(jq_queue *q, jq_worker *w) {
+  for (jq_job *job = q->all_head; job; job = job->all_next)
+    if (job->state == JQ_JOB_RUNNING && job->worker == w->index && job != w->current)
+      return job;
+  return NULL;
+}
+
+void jq_queue_fail_rest(jq_queue *q) {
+  while (q->all_head) {
+    jq_job *job = q->all_head;
+    job->fail_reason = JQ_FAIL_CLOSED;
+    jq_queue_finish(q, job, JQ_JOB_FAILED);
+  }
 }

@@ -46,6 +46,7 @@ typedef struct jq_job {
   jq_waiter *waiters;
   int nwaiters, capwaiters;
   struct jq_job *next;   /* link in the ready list or a resume list */
+  struct jq_job *all_prev, *all_next; /* the queue's unfinished jobs */
   int worker;            /* where its coroutine lives once started, else -1 */
   /* Written by the thread running it, read by readers after it finished. */
   jq_buf payload;        /* function and arguments, until it starts */
@@ -81,6 +82,7 @@ typedef struct jq_queue {
   pthread_cond_t done_cv; /* the caller waits here */
   /* (mu) */
   jq_job *ready_head, *ready_tail;
+  jq_job *all_head;      /* every published, unfinished job */
   int closing;
   long unfinished;       /* submitted and not finished */
   int caller_waiting;
@@ -125,6 +127,12 @@ void jq_queue_requeue(jq_worker *w, jq_job *job);
 
 /* (mu) Starts closing: not-yet-started jobs fail, workers are woken. */
 void jq_queue_begin_close(jq_queue *q);
+
+/* (mu) An unfinished job whose coroutine is suspended on w (not running). */
+jq_job *jq_queue_suspended_on(jq_queue *q, jq_worker *w);
+
+/* (mu) Fails every job still unfinished (the end of a close). */
+void jq_queue_fail_rest(jq_queue *q);
 
 static inline int jq_job_finished(const jq_job *job) {
   return job->state == JQ_JOB_DONE || job->state == JQ_JOB_FAILED;

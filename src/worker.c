@@ -160,8 +160,11 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
   w->current_co = co;
   w->awaiting = NULL;
 
+  uint16_t outer_tag = jq_self.tag; /* work a job submits carries its category */
+  jq_self.tag = job->tag;
   int nres = 0;
   int status = lua_resume(co, L, nargs, &nres);
+  jq_self.tag = outer_tag;
 
   jq_job *awaiting = w->awaiting;
   w->current = outer_job;
@@ -225,7 +228,20 @@ static int step(jq_worker *w, lua_State *L, int block) {
         w->suspended--;
       break;
     }
-    if (!block || (q->closing && w->suspended == 0)) {
+    if (q->closing) {
+      /* Suspended jobs nothing will wake any more (their awaited job is on
+       * another queue, or in a cycle with them): cancel them. */
+      job = w->suspended > 0 ? jq_queue_suspended_on(q, w) : NULL;
+      if (job) {
+        w->suspended--;
+        pthread_mutex_unlock(&q->mu);
+        cancel_suspended(w, L, job);
+        return 1;
+      }
+      pthread_mutex_unlock(&q->mu);
+      return 0;
+    }
+    if (!block) {
       pthread_mutex_unlock(&q->mu);
       return 0;
     }
@@ -273,6 +289,8 @@ static void *worker_main(void *arg) {
     lua_pushcfunction(L, luaopen_jobque_core);
     lua_setfield(L, -2, "jobque.core");
     lua_pop(L, 2);
+    luaL_requiref(L, "jobque.core", luaopen_jobque_core, 0); /* job handles need it */
+    lua_pop(L, 1);
     lua_pushlightuserdata(L, w);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
     ok = jq_run_init(q, L, err, sizeof err) == 0;
@@ -325,4 +343,7 @@ void jq_queue_close(jq_queue *q, lua_State *L) {
   jq_worker *w = &q->workers[q->nworkers];
   while (step(w, L, 0))
     ;
+  pthread_mutex_lock(&q->mu);
+  jq_queue_fail_rest(q); /* waiting on jobs that can no longer run */
+  pthread_mutex_unlock(&q->mu);
 }
