@@ -25,6 +25,27 @@ for size = 8, 64, 28 do
   assert(p.profile_save(file))
   os.remove(file)
 end
+-- The queue: workers' states, jobs, failures, awaits, a close with work left.
+local jobque = require "jobque"
+p.profile_start(4096)
+for _, workers in ipairs {0, 2} do
+  jobque.with_job_que({workers = workers, init = function() INIT = true end}, function(q) -- luacheck: ignore
+    local a = q:submit(function(t) return #t end, {1, 2, {3}})
+    local b = q:after({a}, function(x) return x:wait() * 2 end, a)
+    assert(b:wait() == 6)
+    assert(not q:submit(function() error({code = 1}) end):pwait())
+    local parent = q:submit(function()
+      local c = require("jobque").current():submit(function() return 5 end)
+      return c:wait()
+    end)
+    assert(parent:wait() == 5)
+    q:parallel_for(1, 10, function(lo) return lo end)
+    q:submit(function() while true do coroutine.yield() end end) -- cancelled by the close
+    for i = 1, 5 do q:submit(function() return i end) end
+  end)
+end
+p.profile_stop()
+assert(p.profile_save(S.tmpfile()))
 assert(not p.profile_save("/nonexistent/dir/x.json"))
 assert(not pcall(p.profile_start, 1 << 50))
 os.execute("rm -rf '" .. S.tmpdir .. "'")

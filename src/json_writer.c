@@ -424,9 +424,9 @@ static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane,
       p = put_span(p, &v->scale, e);
       memcpy(p, head, COPY_CHUNK);
       p += headlen;
-      p = LIT(p, "submit\",\"cat\":\"");
+      p = LIT(p, "submit ");
       p = put_cat(p, c, e->cat);
-      p = LIT(p, "\",\"args\":{\"job\":");
+      p = LIT(p, "\",\"cat\":\"submit\",\"args\":{\"job\":");
       p = put_i64(p, e->arg);
       p = LIT(p, "},\"bind_id\":");
       p = put_u64(p, (uint64_t)e->arg * 2);
