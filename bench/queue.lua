@@ -18,31 +18,46 @@ local function median(t)
   return c[(#c + 1) // 2]
 end
 
-local function throughput()
-  local JOBS, TRIPS = 100000, 2000
+local function luv_round(jobs, trips)
   local handle = assert(io.popen(("UV_THREADPOOL_SIZE=%d lua5.4 bench/luv_work.lua %d %d")
-    :format(WORKERS, JOBS, TRIPS)))
+    :format(WORKERS, jobs, trips)))
   local out = handle:read("a")
   handle:close()
-  local luv_rate = tonumber(out:match("throughput (%S+)"))
-  local luv_lat = tonumber(out:match("latency (%S+)"))
-  assert(luv_rate and luv_lat, "luv baseline failed (is lua-luv installed?): " .. out)
+  local rate, lat = tonumber(out:match("throughput (%S+)")), tonumber(out:match("latency (%S+)"))
+  assert(rate and lat, "luv baseline failed (is lua-luv installed?): " .. out)
+  return rate, lat
+end
+
+local function jobque_round(jobs, trips)
   local rate, lat
   jobque.with_job_que({workers = WORKERS}, function(q)
     local empty = function() end
     q:submit(empty):wait() -- warm up
     local t0 = now()
-    for _ = 1, JOBS do q:submit(empty) end
+    for _ = 1, jobs do q:submit(empty) end
     q:wait_all()
-    rate = JOBS / ((now() - t0) / 1e9)
+    rate = jobs / ((now() - t0) / 1e9)
     t0 = now()
-    for _ = 1, TRIPS do q:submit(empty):wait() end
-    lat = (now() - t0) / 1e3 / TRIPS
+    for _ = 1, trips do q:submit(empty):wait() end
+    lat = (now() - t0) / 1e3 / trips
   end)
-  print(("empty jobs, %d workers/threads (%d jobs; %d round trips)"):format(WORKERS, JOBS, TRIPS))
-  print(("  jobque   %9.0f jobs/s   %7.2f us/round trip"):format(rate, lat))
-  print(("  luv      %9.0f jobs/s   %7.2f us/round trip"):format(luv_rate, luv_lat))
-  print(("  ratio    %9.2fx jobs/s (target >= 2x)   %.2fx latency"):format(rate / luv_rate, luv_lat / lat))
+  return rate, lat
+end
+
+local function throughput()
+  local JOBS, TRIPS, ROUNDS = 100000, 2000, 5
+  local r = {ours = {}, luv = {}, ours_lat = {}, luv_lat = {}, ratio = {}, lat_ratio = {}}
+  for i = 1, ROUNDS do -- interleaved: this VM's speed drifts from second to second
+    r.luv[i], r.luv_lat[i] = luv_round(JOBS, TRIPS)
+    r.ours[i], r.ours_lat[i] = jobque_round(JOBS, TRIPS)
+    r.ratio[i], r.lat_ratio[i] = r.ours[i] / r.luv[i], r.luv_lat[i] / r.ours_lat[i]
+  end
+  print(("empty jobs, %d workers/threads (%d jobs; %d round trips; medians of %d interleaved rounds)")
+    :format(WORKERS, JOBS, TRIPS, ROUNDS))
+  print(("  jobque   %9.0f jobs/s   %7.2f us/round trip"):format(median(r.ours), median(r.ours_lat)))
+  print(("  luv      %9.0f jobs/s   %7.2f us/round trip"):format(median(r.luv), median(r.luv_lat)))
+  print(("  ratio    %9.2fx jobs/s (target >= 2x)   %.2fx shorter round trips")
+    :format(median(r.ratio), median(r.lat_ratio)))
 end
 
 -- About `us` microseconds of Lua arithmetic.

@@ -15,7 +15,7 @@ busted_run() {
   label=$1 build=$2 interp=$3
   shift 3
   echo "== specs ($label)"
-  env "$@" JQ_BUILD="$build" JQ_LUA="$interp" "$interp" "$BUSTED" --output=plainTerminal >"$log" 2>&1
+  timeout 900 env "$@" JQ_BUILD="$build" JQ_LUA="$interp" "$interp" "$BUSTED" --output=plainTerminal >"$log" 2>&1
   rc=$?
   sed -n '/^Failure ->\|^Error ->/,/^$/p' "$log" | head -200
   grep -E '^[0-9]+ success' "$log" | tail -n 1

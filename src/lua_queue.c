@@ -155,6 +155,23 @@ static void block_until(lua_State *L, jq_queue *q, jq_job *job) {
                       "run (does it wait for itself?)", (LUAI_UACINT)job->id);
       luaL_error(L, "jobs can never finish: the queue has no workers and nothing left to run");
     }
+    /* Spin a little first: a short job is often done before a futex sleep
+     * and wake-up would be. */
+    unsigned gen = atomic_load_explicit(&q->finished_gen, memory_order_relaxed);
+    pthread_mutex_unlock(&q->mu);
+    uint64_t until = jq_clock_monotonic_ns() + 20000;
+    int changed = 0;
+    for (int i = 0; !changed; i++) {
+      changed = atomic_load_explicit(&q->finished_gen, memory_order_relaxed) != gen;
+      if (!changed && (i & 63) == 63 && jq_clock_monotonic_ns() > until)
+        break;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    pthread_mutex_lock(&q->mu);
+    if (changed || atomic_load_explicit(&q->finished_gen, memory_order_relaxed) != gen)
+      continue; /* (a finish between the last look and the lock: exact under mu) */
     q->caller_waiting++;
     pthread_cond_wait(&q->done_cv, &q->mu);
     q->caller_waiting--;
@@ -303,17 +320,14 @@ static int l_queue_is_closed(lua_State *L) {
 static int submit(lua_State *L, jq_queue *q, int fn_idx, int number, jq_job **deps, int ndeps) {
   uint64_t t0 = jq_ring_armed() ? jq_clock_ticks() : 0;
   char err[512];
-  jq_buf payload = JQ_BUF_INIT;
+  char stack[1024]; /* most payloads fit: then the job block is the only allocation */
+  jq_buf payload = jq_buf_on(stack, sizeof stack);
   int nvals = lua_gettop(L) - fn_idx + 1;
   if (jq_encode(L, fn_idx, nvals, &payload, "argument", number, err, sizeof err) != 0)
     return luaL_error(L, "cannot submit: %s", err);
-  luaL_where(L, 1);
-  size_t wl;
-  const char *where = lua_tolstring(L, -1, &wl);
-  char site[120];
-  snprintf(site, sizeof site, "%.*s", (int)(wl > 2 ? wl - 2 : 0), where); /* drop ": " */
-  lua_pop(L, 1);
-  jq_job *job = jq_job_new(q, &payload, site[0] ? site : "?");
+  lua_Debug ar; /* where it was submitted, kept unformatted until an error needs it */
+  int known = lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sl", &ar) && ar.currentline > 0;
+  jq_job *job = jq_job_new(q, &payload, known ? ar.short_src : "?", known ? ar.currentline : -1);
   if (!job) {
     jq_buf_free(&payload);
     return luaL_error(L, "cannot submit: out of memory");

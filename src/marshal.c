@@ -38,13 +38,15 @@ enum {
 /* Registry keys (their addresses). */
 static const char NAMES_KEY = 0;   /* value -> "module\0field" or "module" */
 static const char DUMPS_KEY = 0;   /* function -> bytecode (weak keys) */
-static const char LOADED_FN_KEY = 0; /* bytecode -> loaded function */
+static const char LOADED_FN_KEY = 0; /* bytecode hash -> loaded function */
+static const char REFS_KEY = 0;      /* the decoder's reference table, reused */
 
 void jq_buf_free(jq_buf *b) {
   for (int i = 0; i < b->njobs; i++)
     jq_job_unref(b->jobs[i]);
   free(b->jobs);
-  free(b->data);
+  if (!b->borrowed)
+    free(b->data);
   memset(b, 0, sizeof *b);
 }
 
@@ -60,9 +62,9 @@ typedef struct segment {
 typedef struct enc {
   lua_State *L;
   jq_buf *b;
-  int cache;    /* stack index: value -> reference number */
+  int cache;    /* stack index: value -> reference number (nil until needed) */
   int names;    /* stack index: value -> name (nil until needed) */
-  int upvals;   /* stack index: upvalue id -> reference * 256 + index */
+  int upvals;   /* stack index: upvalue id -> reference * 256 + index (nil until needed) */
   int dumps;    /* stack index: function -> bytecode */
   int globals;  /* stack index: this state's globals */
   int nrefs;
@@ -82,11 +84,14 @@ static void put(enc *e, const void *p, size_t n) {
     size_t cap = b->cap ? b->cap : 256;
     while (cap - b->len < n)
       cap *= 2;
-    char *d = realloc(b->data, cap);
+    char *d = b->borrowed ? malloc(cap) : realloc(b->data, cap);
     if (!d) {
       e->oom = 1;
       return;
     }
+    if (b->borrowed && b->len)
+      memcpy(d, b->data, b->len);
+    b->borrowed = 0;
     b->data = d;
     b->cap = cap;
   }
@@ -187,6 +192,24 @@ static int lookup_name(enc *e, int idx, int rebuild) {
   return lookup_name(e, idx, 0);
 }
 
+/* The scratch table at stack slot `slot`, made on first use. */
+static int scratch(lua_State *L, int slot) {
+  if (lua_isnil(L, slot)) {
+    lua_newtable(L);
+    lua_replace(L, slot);
+  }
+  return slot;
+}
+
+/* Gives the table or function at idx the next reference number. */
+static int new_ref(enc *e, int idx) {
+  lua_State *L = e->L;
+  lua_pushvalue(L, idx);
+  lua_pushinteger(L, e->nrefs);
+  lua_rawset(L, scratch(L, e->cache));
+  return e->nrefs++;
+}
+
 static int encode_value(enc *e, int idx);
 
 static int encode_table(enc *e, int idx) {
@@ -231,7 +254,8 @@ static int dump_writer(lua_State *L, const void *p, size_t n, void *ud) {
   return 0;
 }
 
-/* Pushes the bytecode of the function at idx (cached per function). */
+/* Pushes the bytecode of the function at idx, behind an 8-byte hash of it
+ * that the decoder's function cache keys on (cached per function). */
 static void push_bytecode(enc *e, int idx) {
   lua_State *L = e->L;
   lua_pushvalue(L, idx);
@@ -246,6 +270,17 @@ static void push_bytecode(enc *e, int idx) {
     luaL_buffinit(L, &d.b);
   luaL_pushresult(&d.b);
   lua_remove(L, -2);
+  size_t len;
+  const char *code = lua_tolstring(L, -1, &len);
+  uint64_t h = 14695981039346656037u; /* FNV-1a, 64 bits */
+  for (size_t i = 0; i < len; i++)
+    h = (h ^ (unsigned char)code[i]) * 1099511628211u;
+  luaL_Buffer b;
+  char *out = luaL_buffinitsize(L, &b, len + sizeof h);
+  memcpy(out, &h, sizeof h);
+  memcpy(out + sizeof h, code, len);
+  luaL_pushresultsize(&b, len + sizeof h);
+  lua_remove(L, -2);
   lua_pushvalue(L, idx);
   lua_pushvalue(L, -2);
   lua_rawset(L, e->dumps);
@@ -253,10 +288,6 @@ static void push_bytecode(enc *e, int idx) {
 
 static int encode_function(enc *e, int idx) {
   lua_State *L = e->L;
-  int ref = e->nrefs++;
-  lua_pushvalue(L, idx);
-  lua_pushinteger(L, ref);
-  lua_rawset(L, e->cache);
   int nups = 0, shareable = 1;
   const char *name;
   while ((name = lua_getupvalue(L, idx, nups + 1)) != NULL) {
@@ -265,6 +296,9 @@ static int encode_function(enc *e, int idx) {
     lua_pop(L, 1);
     nups++;
   }
+  /* A function that sees nothing but globals cannot be part of a cycle, and
+   * the decoder hands out one closure per bytecode for it: no reference. */
+  int ref = shareable ? -1 : new_ref(e, idx);
   if (nups > 255)
     return fail(e, "function has more than 255 upvalues");
   push_bytecode(e, idx);
@@ -279,10 +313,15 @@ static int encode_function(enc *e, int idx) {
     segment *s = &e->path[e->depth];
     s->kind = 'u';
     s->s = lua_getupvalue(L, idx, i);
+    int globals = lua_rawequal(L, -1, e->globals) || (s->s && strcmp(s->s, "_ENV") == 0);
     lua_pop(L, 1);
+    if (globals) { /* a job sees the globals of where it runs */
+      put_byte(e, T_GLOBALS);
+      continue;
+    }
     void *id = lua_upvalueid(L, idx, i);
     lua_pushlightuserdata(L, id);
-    if (lua_rawget(L, e->upvals) == LUA_TNUMBER) { /* shared with an earlier closure */
+    if (lua_rawget(L, scratch(L, e->upvals)) == LUA_TNUMBER) { /* shared with an earlier closure */
       lua_Integer where = lua_tointeger(L, -1);
       lua_pop(L, 1);
       put_byte(e, T_JOIN);
@@ -293,10 +332,6 @@ static int encode_function(enc *e, int idx) {
     lua_pushlightuserdata(L, id);
     lua_pushinteger(L, (lua_Integer)ref * 256 + i);
     lua_rawset(L, e->upvals);
-    if (s->s && strcmp(s->s, "_ENV") == 0) { /* a job sees the globals of where it runs */
-      put_byte(e, T_GLOBALS);
-      continue;
-    }
     lua_getupvalue(L, idx, i);
     if (encode_value(e, lua_gettop(L)) != 0)
       return -1;
@@ -367,16 +402,19 @@ static int encode_value(enc *e, int idx) {
     put_byte(e, T_GLOBALS);
     return 0;
   }
-  lua_pushvalue(L, idx);
-  if (lua_rawget(L, e->cache) == LUA_TNUMBER) {
-    put_byte(e, T_REF);
-    put_u64(e, (uint64_t)lua_tointeger(L, -1));
+  if (!lua_isnil(L, e->cache)) {
+    lua_pushvalue(L, idx);
+    if (lua_rawget(L, e->cache) == LUA_TNUMBER) {
+      put_byte(e, T_REF);
+      put_u64(e, (uint64_t)lua_tointeger(L, -1));
+      lua_pop(L, 1);
+      return 0;
+    }
     lua_pop(L, 1);
-    return 0;
   }
-  lua_pop(L, 1);
   int is_c = lua_iscfunction(L, idx);
-  if (lookup_name(e, idx, 0) || (is_c && lookup_name(e, idx, 1))) {
+  int is_lua_fn = !is_c && lua_type(L, idx) == LUA_TFUNCTION; /* never a module member by name */
+  if (!is_lua_fn && (lookup_name(e, idx, 0) || (is_c && lookup_name(e, idx, 1)))) {
     size_t len;
     const char *name = lua_tolstring(L, -1, &len);
     put_byte(e, is_c ? T_CFN : T_MODULE);
@@ -394,9 +432,7 @@ static int encode_value(enc *e, int idx) {
   if (lua_type(L, idx) == LUA_TFUNCTION) {
     rc = encode_function(e, idx);
   } else {
-    lua_pushvalue(L, idx);
-    lua_pushinteger(L, e->nrefs++);
-    lua_rawset(L, e->cache);
+    new_ref(e, idx);
     rc = encode_table(e, idx);
   }
   if (rc == 0)
@@ -406,8 +442,10 @@ static int encode_value(enc *e, int idx) {
 
 int jq_encode(lua_State *L, int first, int n, jq_buf *out, const char *label, int number,
               char *err, size_t errlen) {
-  enc e;
-  memset(&e, 0, sizeof e);
+  enc e; /* not zeroed whole: path[] is written before it is read */
+  e.nrefs = 0;
+  e.oom = 0;
+  e.depth = 0;
   e.L = L;
   e.b = out;
   e.label = label;
@@ -418,9 +456,9 @@ int jq_encode(lua_State *L, int first, int n, jq_buf *out, const char *label, in
     snprintf(err, errlen, "out of Lua stack space");
     return -1;
   }
-  lua_newtable(L);
+  lua_pushnil(L);
   e.cache = lua_gettop(L);
-  lua_newtable(L);
+  lua_pushnil(L);
   e.upvals = lua_gettop(L);
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &DUMPS_KEY) != LUA_TTABLE) {
     lua_pop(L, 1);
@@ -450,7 +488,7 @@ int jq_encode(lua_State *L, int first, int n, jq_buf *out, const char *label, in
     rc = -1;
   }
   if (rc != 0) {
-    jq_buf_free(out);
+    jq_buf_free(out); /* leaves it empty and unborrowed */
     return -1;
   }
   out->nvalues = n;
@@ -465,7 +503,7 @@ typedef struct dec {
   const char *p, *end;
   int refs;  /* stack index: reference number -> value */
   int nrefs;
-  int cache; /* stack index: bytecode -> shareable loaded function */
+  int cache; /* stack index: hash -> shareable loaded function; [-hash] its bytecode */
 } dec;
 
 static uint64_t get_u64(dec *d) {
@@ -497,27 +535,39 @@ static void push_module(lua_State *L, const char *name, size_t len) {
 
 static void decode_value(dec *d);
 
+/* The cached function for this hash, if its bytecode is this one. */
+static int cached_function(dec *d, lua_Integer key, const char *code, size_t len) {
+  lua_State *L = d->L;
+  if (lua_rawgeti(L, d->cache, key) != LUA_TFUNCTION) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  size_t n;
+  lua_rawgeti(L, d->cache, -key);
+  const char *s = lua_tolstring(L, -1, &n);
+  int same = s && n == len && memcmp(s, code, len) == 0;
+  lua_pop(L, same ? 1 : 2);
+  return same;
+}
+
 static void decode_function(dec *d) {
   lua_State *L = d->L;
-  size_t len = (size_t)get_u64(d);
+  size_t len = (size_t)get_u64(d) - sizeof(uint64_t);
+  uint64_t hash = get_u64(d);
+  lua_Integer key = (lua_Integer)(hash >> 2) + 2; /* > 1: [1] counts entries */
   const char *code = d->p;
   d->p += len;
   int nups = (unsigned char)*d->p++;
   int shareable = *d->p++;
-  if (shareable) {
-    lua_pushlstring(L, code, len);
-    if (lua_rawget(L, d->cache) == LUA_TFUNCTION) {
-      add_ref(d, -1);
-      for (int i = 0; i < nups; i++) /* skip the globals (or joined) upvalues */
-        d->p += *d->p == T_JOIN ? 1 + sizeof(uint64_t) : 1;
-      return;
-    }
-    lua_pop(L, 1);
+  if (shareable && cached_function(d, key, code, len)) {
+    d->p += nups; /* its upvalues are all T_GLOBALS records */
+    return;
   }
   if (luaL_loadbufferx(L, code, len, "=job", "b") != LUA_OK)
     lua_error(L);
   int f = lua_gettop(L);
-  add_ref(d, f);
+  if (!shareable)
+    add_ref(d, f);
   for (int i = 1; i <= nups; i++) {
     if (*d->p == T_JOIN) {
       d->p++;
@@ -531,9 +581,10 @@ static void decode_function(dec *d) {
     }
   }
   if (shareable) {
-    lua_pushlstring(L, code, len);
     lua_pushvalue(L, f);
-    lua_rawset(L, d->cache);
+    lua_rawseti(L, d->cache, key);
+    lua_pushlstring(L, code, len);
+    lua_rawseti(L, d->cache, -key);
     lua_rawgeti(L, d->cache, 1); /* [1] counts the entries */
     lua_pushinteger(L, lua_tointeger(L, -1) + 1);
     lua_rawseti(L, d->cache, 1);
@@ -608,7 +659,14 @@ int jq_decode(lua_State *L, const jq_buf *b) {
   d.end = b->data + b->len;
   d.nrefs = 0;
   luaL_checkstack(L, b->nvalues + 8, "too many values");
-  lua_newtable(L);
+  /* Borrow the reusable reference table (a decode nested inside a require
+   * that this decode triggered finds none and makes its own). */
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &REFS_KEY) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+  }
+  lua_pushnil(L);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &REFS_KEY);
   d.refs = lua_gettop(L);
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &LOADED_FN_KEY) != LUA_TTABLE) {
     lua_pop(L, 1);
@@ -628,6 +686,12 @@ int jq_decode(lua_State *L, const jq_buf *b) {
   }
   for (int i = 0; i < b->nvalues; i++)
     decode_value(&d);
+  for (int i = 1; i <= d.nrefs; i++) { /* empty it for the next decode */
+    lua_pushnil(L);
+    lua_rawseti(L, d.refs, i);
+  }
+  lua_pushvalue(L, d.refs);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &REFS_KEY); /* give it back */
   lua_remove(L, d.cache);
   lua_remove(L, d.refs);
   return b->nvalues;

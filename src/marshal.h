@@ -25,9 +25,17 @@ typedef struct jq_buf {
   struct jq_job **jobs; /* job handles inside, each holding a reference */
   int njobs, capjobs;
   int nvalues;          /* how many values were encoded */
+  int borrowed;         /* data is not ours to free (a stack buffer, a job's block) */
 } jq_buf;
 
-#define JQ_BUF_INIT {NULL, 0, 0, NULL, 0, 0, 0}
+#define JQ_BUF_INIT {NULL, 0, 0, NULL, 0, 0, 0, 0}
+
+/* A buffer that starts in caller-provided memory and moves to the heap only
+ * if it outgrows it. */
+static inline jq_buf jq_buf_on(char *mem, size_t size) {
+  jq_buf b = {mem, 0, size, NULL, 0, 0, 0, 1};
+  return b;
+}
 
 /* Releases the buffer and the job references it holds. */
 void jq_buf_free(jq_buf *b);

@@ -34,7 +34,13 @@ jq_queue *jq_queue_new(int nworkers, const char *name, const char *path, const c
     return NULL;
   }
   atomic_init(&q->refs, 1);
-  pthread_mutex_init(&q->mu, NULL);
+  pthread_mutexattr_t attr; /* held for a few hundred ns at a time: spin before sleeping */
+  pthread_mutexattr_init(&attr);
+#if defined(PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP)
+  pthread_mutexattr_settype(&attr, PTHREAD_MUTEX_ADAPTIVE_NP);
+#endif
+  pthread_mutex_init(&q->mu, &attr);
+  pthread_mutexattr_destroy(&attr);
   pthread_cond_init(&q->done_cv, NULL);
   q->nworkers = nworkers;
   q->seq = atomic_fetch_add(&next_queue_seq, 1);
@@ -65,10 +71,12 @@ void jq_queue_unref(jq_queue *q) {
   free(q);
 }
 
-jq_job *jq_job_new(jq_queue *q, jq_buf *payload, const char *where) {
-  jq_job *job = calloc(1, sizeof *job);
+jq_job *jq_job_new(jq_queue *q, jq_buf *payload, const char *src, int line) {
+  size_t extra = payload->borrowed ? payload->len : 0;
+  jq_job *job = malloc(sizeof *job + extra);
   if (!job)
     return NULL;
+  memset(job, 0, sizeof *job);
   atomic_init(&job->refs, 1);
   jq_queue_ref(q);
   job->q = q;
@@ -76,8 +84,18 @@ jq_job *jq_job_new(jq_queue *q, jq_buf *payload, const char *where) {
   job->tag = jq_self.tag;
   job->worker = -1;
   job->coref = LUA_NOREF;
-  snprintf(job->where, sizeof job->where, "%s", where ? where : "?");
+  size_t n = strlen(src);
+  if (n >= sizeof job->src)
+    n = sizeof job->src - 1;
+  memcpy(job->src, src, n);
+  job->src[n] = '\0';
+  job->line = line;
   job->payload = *payload;
+  if (payload->borrowed) { /* one block for the job and its payload */
+    memcpy(job->inline_payload, payload->data, payload->len);
+    job->payload.data = job->inline_payload;
+    job->payload.cap = payload->len;
+  }
   memset(payload, 0, sizeof *payload);
   return job;
 }
@@ -120,9 +138,10 @@ static void push_ready(jq_queue *q, jq_job *job) {
   else
     q->ready_head = job;
   q->ready_tail = job;
+  atomic_store_explicit(&q->ready_hint, 1, memory_order_relaxed);
   if (q->nworkers == 0)
     pthread_cond_broadcast(&q->done_cv); /* the caller runs everything */
-  else
+  else if (!q->spinning) /* a spinning worker will take it: no wake-up call */
     wake_one(q);
 }
 
@@ -135,6 +154,7 @@ static void push_resume(jq_queue *q, jq_job *job) {
   else
     w->resume_head = job;
   w->resume_tail = job;
+  atomic_store_explicit(&w->resume_hint, 1, memory_order_relaxed);
   if (w->index == q->nworkers) {
     pthread_cond_broadcast(&q->done_cv);
   } else if (w->parked) {
@@ -204,19 +224,25 @@ jq_job *jq_queue_take(jq_queue *q, jq_worker *w, int *resume) {
   jq_job *job = w->resume_head;
   if (job) {
     w->resume_head = job->next;
-    if (!w->resume_head)
+    if (!w->resume_head) {
       w->resume_tail = NULL;
+      atomic_store_explicit(&w->resume_hint, 0, memory_order_relaxed);
+    }
     *resume = 1;
     return job;
   }
   job = q->ready_head;
   if (job) {
     q->ready_head = job->next;
-    if (!q->ready_head)
+    if (!q->ready_head) {
       q->ready_tail = NULL;
+      atomic_store_explicit(&q->ready_hint, 0, memory_order_relaxed);
+    }
     job->state = JQ_JOB_RUNNING;
     job->worker = w->index;
     *resume = 0;
+    if (q->ready_head && !q->spinning)
+      wake_one(q); /* more work than this worker: pass the wake-up on */
   }
   return job;
 }
@@ -227,6 +253,7 @@ static void finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int 
                        int *capwork) {
   job->state = state;
   q->unfinished--;
+  atomic_fetch_add_explicit(&q->finished_gen, 1, memory_order_relaxed);
   if (job->all_prev)
     job->all_prev->all_next = job->all_next;
   else
@@ -313,6 +340,7 @@ void jq_queue_begin_close(jq_queue *q) {
     jq_queue_finish(q, job, JQ_JOB_FAILED);
   }
   q->ready_tail = NULL;
+  atomic_store_explicit(&q->ready_hint, 0, memory_order_relaxed);
   for (int i = 0; i < q->nworkers; i++) {
     q->workers[i].parked = 0;
     pthread_cond_signal(&q->workers[i].cv);

@@ -35,7 +35,8 @@ typedef struct jq_job {
   struct jq_queue *q;   /* holds a queue reference */
   uint64_t id;          /* process-wide, never reused */
   uint16_t tag;         /* op tag at submit */
-  char where[120];      /* "file:line" of the submit */
+  char src[60];         /* where it was submitted: chunk (short_src) */
+  int line;             /* ... and line, or -1 */
   /* (mu) */
   int state;
   int fail_reason;       /* JQ_FAIL_* when it failed without running */
@@ -57,6 +58,7 @@ typedef struct jq_job {
   uint64_t yield_ticks;  /* when it last yielded to await */
   uint64_t awaited;      /* job id it awaits */
   uint32_t resume_edge;  /* flow into the slice that resumes it */
+  char inline_payload[]; /* a small payload lives in the job's own block */
 } jq_job;
 
 typedef struct jq_worker {
@@ -68,6 +70,7 @@ typedef struct jq_worker {
   pthread_cond_t cv;
   int parked;
   jq_job *resume_head, *resume_tail; /* jobs whose coroutine may continue */
+  _Atomic int resume_hint; /* resume list non-empty (read without mu) */
   int suspended;         /* coroutines alive in this state awaiting or yielded */
   /* The worker's own thread only. */
   lua_State *L;
@@ -82,10 +85,13 @@ typedef struct jq_queue {
   pthread_cond_t done_cv; /* the caller waits here */
   /* (mu) */
   jq_job *ready_head, *ready_tail;
+  _Atomic int ready_hint; /* ready list non-empty (read without mu by spinners) */
   jq_job *all_head;      /* every published, unfinished job */
   int closing;
   long unfinished;       /* submitted and not finished */
   int caller_waiting;
+  int spinning;          /* a worker is spinning for work */
+  _Atomic unsigned finished_gen; /* bumped at each finish (read without mu) */
   int inits_done;
   char init_error[512];
   /* Fixed at creation. */
@@ -103,8 +109,10 @@ jq_queue *jq_queue_new(int nworkers, const char *name, const char *path, const c
 void jq_queue_ref(jq_queue *q);
 void jq_queue_unref(jq_queue *q);
 
-/* A new job holding `payload` (taken), tagged with the caller's op tag. */
-jq_job *jq_job_new(jq_queue *q, jq_buf *payload, const char *where);
+/* A new job holding `payload` (taken: a borrowed one is copied into the
+ * job's own block), tagged with the caller's op tag,
+ * submitted at src:line. */
+jq_job *jq_job_new(jq_queue *q, jq_buf *payload, const char *src, int line);
 
 /* Publishes a job: ready now, or once each of deps[0..n) finished. Returns 0,
  * or -1 when the queue is closing (the job is then not published). */

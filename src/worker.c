@@ -20,6 +20,46 @@
 #include "trace.h"
 
 static const char WORKER_KEY = 0; /* registry: lightuserdata jq_worker* */
+static const char POOL_KEY = 0;   /* registry: finished coroutines to reuse */
+
+#if !defined(JQ_COROUTINE_POOL)
+#define JQ_COROUTINE_POOL 64 /* idle coroutines kept per state */
+#endif
+
+/* Pushes a coroutine to run a job in: a pooled one, or a new one. */
+static lua_State *new_coroutine(lua_State *L) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &POOL_KEY) == LUA_TTABLE) {
+    lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
+    if (n > 0) {
+      lua_rawgeti(L, -1, n);
+      lua_pushnil(L);
+      lua_rawseti(L, -3, n);
+      lua_remove(L, -2);
+      return lua_tothread(L, -1);
+    }
+  }
+  lua_pop(L, 1);
+  return lua_newthread(L);
+}
+
+/* Returns a finished coroutine (its stack reset) to the pool. */
+static void pool_coroutine(lua_State *L, lua_State *co) {
+  lua_resetthread(co); /* closes pending to-be-closed variables; status OK again */
+  lua_settop(co, 0);
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &POOL_KEY) != LUA_TTABLE) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &POOL_KEY);
+  }
+  lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
+  if (n < JQ_COROUTINE_POOL) {
+    lua_pushthread(co);
+    lua_xmove(co, L, 1);
+    lua_rawseti(L, -2, n + 1);
+  }
+  lua_pop(L, 1);
+}
 
 jq_worker *jq_worker_current(lua_State *L) {
   lua_rawgetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
@@ -75,8 +115,8 @@ static void store_error(lua_State *L, lua_State *co, jq_job *job, int with_trace
       luaL_traceback(L, co, lua_tostring(co, -1), 0);
     else
       lua_pushstring(L, lua_tostring(co, -1));
-    lua_pushfstring(L, "%s\n(in job #%I submitted at %s)", lua_tostring(L, -1),
-                    (LUAI_UACINT)job->id, job->where);
+    lua_pushfstring(L, "%s\n(in job #%I submitted at %s:%d)", lua_tostring(L, -1),
+                    (LUAI_UACINT)job->id, job->src, job->line);
     lua_remove(L, -2);
   } else {
     lua_pushvalue(co, -1);
@@ -93,7 +133,7 @@ static void store_error(lua_State *L, lua_State *co, jq_job *job, int with_trace
 
 static void drop_coroutine(lua_State *L, jq_job *job, lua_State *co) {
   if (co)
-    lua_resetthread(co); /* closes its pending to-be-closed variables */
+    pool_coroutine(L, co);
   luaL_unref(L, LUA_REGISTRYINDEX, job->coref);
   job->coref = LUA_NOREF;
 }
@@ -116,7 +156,7 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
   int nargs = 0, done_state = 0;
   uint8_t flags = 0;
   if (!resume) {
-    co = lua_newthread(L);
+    co = new_coroutine(L);
     job->coref = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_pushcfunction(co, decode_payload);
     lua_pushlightuserdata(co, job);
@@ -213,12 +253,45 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
   pthread_mutex_unlock(&q->mu);
 }
 
+#if !defined(JQ_SPIN_NS)
+#define JQ_SPIN_NS 20000 /* how long an idle worker looks for work before it parks */
+#endif
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* Called and returns with mu held: drops it and watches for work for a
+ * short while, so a steady stream of jobs does not cost a futex wake-up
+ * each (publishers skip the wake-up while a worker spins). The caller must
+ * look for work again afterwards. */
+static void spin_for_work(jq_worker *w) {
+  jq_queue *q = w->q;
+  if (q->spinning) /* one spinner is enough: the others leave the cores be */
+    return;
+  q->spinning = 1;
+  pthread_mutex_unlock(&q->mu);
+  uint64_t until = jq_clock_monotonic_ns() + JQ_SPIN_NS;
+  int found = 0;
+  for (int i = 0; !found; i++) {
+    found = atomic_load_explicit(&q->ready_hint, memory_order_relaxed) ||
+            atomic_load_explicit(&w->resume_hint, memory_order_relaxed);
+    if (!found && (i & 63) == 63 && jq_clock_monotonic_ns() > until)
+      break;
+    cpu_relax();
+  }
+  pthread_mutex_lock(&q->mu);
+  q->spinning = 0;
+}
+
 /* Takes and runs one thing for w; with `block`, parks until there is one.
  * Returns 0 when w should stop (closing and nothing of its own left), or
  * when not blocking and nothing was runnable. */
 static int step(jq_worker *w, lua_State *L, int block) {
   jq_queue *q = w->q;
-  int resume = 0;
+  int resume = 0, spun = 0;
   pthread_mutex_lock(&q->mu);
   jq_job *job;
   for (;;) {
@@ -245,6 +318,12 @@ static int step(jq_worker *w, lua_State *L, int block) {
       pthread_mutex_unlock(&q->mu);
       return 0;
     }
+    if (!spun) { /* look again after spinning, whatever it saw: a job published */
+      spun = 1;  /* while we spun did not wake anyone */
+      spin_for_work(w);
+      continue;
+    }
+    spun = 0;
     uint64_t parked = jq_ring_armed() ? jq_clock_ticks() : 0;
     w->parked = 1;
     while (w->parked)
