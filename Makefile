@@ -44,6 +44,7 @@ test: build build-sanitizers
 bench: build
 	LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" $(LUA) bench/record.lua
 	LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" $(LUA) bench/save.lua
+	LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" $(LUA) bench/queue.lua
 
 clean:
 	rm -rf build build-address build-thread trace.json

@@ -1,33 +1,75 @@
--- The seed page's example in Lua: a category, a marker kind, four tokens.
+-- A token-by-token pipeline on the job queue, traced: the seed page's
+-- example grown into something worth looking at.
 --
---   lua5.4 examples/tokens.lua [trace.json]
+--   lua5.4 examples/tokens.lua [trace.json]        (make demo)
 --
--- Until the job queue lands (`require "jobque"`, with_job_que), the caller
--- does each token's "heavy op" work itself, so the trace shows one lane with
--- a token marker at each unit boundary.
+-- Per token: an "embed" job; "attention" spread over the workers with
+-- parallel_for (one chunk per head); two "mlp" jobs that run after embed; a
+-- "sample" job after both. Each category is stamped with profile_tag before
+-- its work is dispatched, and a "token" marker opens every token.
+local jobque = require "jobque"
 local p = require "jobque_profile"
 
 local out = arg[1] or "trace.json"
+local TOKENS, HEADS = 8, 8
 
-local heavy = p.profile_category("heavy op")      -- auto id + palette colour
+local embed = p.profile_category("embed", p.PROFILE_COLOR_BLUE)
+local attention = p.profile_category("attention", p.PROFILE_COLOR_CORAL)
+local mlp = p.profile_category("mlp", p.PROFILE_COLOR_GREEN)
+local sample = p.profile_category("sample", p.PROFILE_COLOR_PURPLE)
 local tok = p.profile_marker_id("token")
-p.profile_start(65536)
-for i = 0, 3 do
-  p.profile_marker(tok, i)                          -- unit boundary
-  p.profile_tag(heavy)
-  local x = 0                                       -- ... the token's work ...
-  for k = 1, 300000 do x = x + k % 7 end
+
+-- Some arithmetic standing in for real work: about `units` thousand steps.
+local function work(units, seed)
+  local x = seed or 0
+  for i = 1, units * 1000 do x = (x + i * 7) % 1000003 end
+  return x
 end
+
+p.profile_start(65536)
+local last = jobque.with_job_que(function(q) -- as many workers as hardware threads
+  local state = 1
+  for t = 1, TOKENS do
+    p.profile_marker(tok, t)                        -- unit boundary
+
+    p.profile_tag(embed)
+    local e = q:submit(work, 300, state)
+
+    p.profile_tag(attention)
+    local heads = q:parallel_for(1, HEADS, function(lo, hi)
+      local s = 0
+      for h = lo, hi do s = s + work(150, h) end
+      return s
+    end, HEADS)
+
+    p.profile_tag(mlp)
+    local up = q:after({e}, function(job) return work(200, job:wait()) end, e)
+    local gate = q:after({e}, function(job) return work(200, job:wait() + 1) end, e)
+
+    p.profile_tag(sample)
+    local s = q:after({up, gate}, function(a, b, h)
+      return work(100, a:wait() + b:wait() + h[1])
+    end, up, gate, heads)
+    state = s:wait()
+  end
+  return state
+end)
 p.profile_stop()
 
-local ok, err = p.profile_save(out)                -- open in Perfetto
+local ok, err = p.profile_save(out)
 if not ok then
   io.stderr:write("tokens: ", err, "\n")
   os.exit(1)
 end
 local dir = os.getenv("PWD")
 local where = out:sub(1, 1) == "/" and out or ((dir and dir .. "/" or "") .. out)
-print(("wrote %s: 4 token markers on the caller lane, category 'heavy op' (id %d)"):format(where, heavy))
-print("open it: go to https://ui.perfetto.dev, choose 'Open trace file' and pick that file;")
-print("the token markers sit on the global instant track at the top, the lane is 'caller'.")
-print("the category and marker tables are under the file's \"jobqueProfile\" key.")
+print(("ran %d tokens (last state %d) on %d workers; wrote %s"):format(
+  TOKENS, last, require("jobque.core").hardware_threads(), where))
+print([[
+Open it: go to https://ui.perfetto.dev, choose "Open trace file" and pick that file.
+  - lanes "worker 0".."worker N-1" run the jobs; "caller" (last) submits and waits;
+  - each job slice is named by its category: embed, attention, mlp, sample;
+  - click a slice and look at "Flow events": arrows run from each submit to the
+    job's first slice, and from an awaited job's end to where its waiter resumed;
+  - the "token" markers sit on the global instant track at the top; the
+    category colours and marker kinds are in the file's "jobqueProfile" key.]])
