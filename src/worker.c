@@ -10,6 +10,7 @@
  */
 #include "worker.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,7 +139,8 @@ static void drop_coroutine(lua_State *L, jq_job *job, lua_State *co) {
   job->coref = LUA_NOREF;
 }
 
-/* A suspended job of a closing queue: it fails without resuming. */
+/* A suspended job of a closing queue: it fails without resuming. Called
+ * without mu; returns with it held. */
 static void cancel_suspended(jq_worker *w, lua_State *L, jq_job *job) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, job->coref);
   drop_coroutine(L, job, lua_tothread(L, -1));
@@ -146,10 +148,11 @@ static void cancel_suspended(jq_worker *w, lua_State *L, jq_job *job) {
   pthread_mutex_lock(&w->q->mu);
   job->fail_reason = JQ_FAIL_CLOSED;
   jq_queue_finish(w->q, job, JQ_JOB_FAILED);
-  pthread_mutex_unlock(&w->q->mu);
 }
 
-/* Runs one slice of `job` on worker w, whose state is L (mu not held). */
+/* Runs one slice of `job` on worker w, whose state is L. Called without mu;
+ * returns with it held, so the caller can take the next job in the same
+ * critical section as this one's bookkeeping. */
 static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
   jq_queue *q = w->q;
   lua_State *co;
@@ -167,7 +170,6 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
       drop_coroutine(L, job, co);
       pthread_mutex_lock(&q->mu);
       jq_queue_finish(q, job, JQ_JOB_FAILED);
-      pthread_mutex_unlock(&q->mu);
       return;
     }
     nargs = lua_gettop(co) - 1;
@@ -226,7 +228,6 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
     w->suspended++;
     if (!awaiting) /* a cooperative yield: run again after what is queued */
       jq_queue_requeue(w, job);
-    pthread_mutex_unlock(&q->mu);
     return;
   }
   if (status == LUA_OK) {
@@ -250,7 +251,6 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
   drop_coroutine(L, job, co);
   pthread_mutex_lock(&q->mu);
   jq_queue_finish(q, job, done_state);
-  pthread_mutex_unlock(&q->mu);
 }
 
 #if !defined(JQ_SPIN_NS)
@@ -280,19 +280,22 @@ static void spin_for_work(jq_worker *w) {
             atomic_load_explicit(&w->resume_hint, memory_order_relaxed);
     if (!found && (i & 63) == 63 && jq_clock_monotonic_ns() > until)
       break;
-    cpu_relax();
+    if ((i & 15) == 15)
+      sched_yield(); /* let a thread waiting for this core (the submitter) run */
+    else
+      cpu_relax();
   }
   pthread_mutex_lock(&q->mu);
   q->spinning = 0;
 }
 
 /* Takes and runs one thing for w; with `block`, parks until there is one.
- * Returns 0 when w should stop (closing and nothing of its own left), or
- * when not blocking and nothing was runnable. */
+ * Called and returns with mu held. Returns 0 when w should stop (closing
+ * and nothing of its own left), or when not blocking and nothing was
+ * runnable. */
 static int step(jq_worker *w, lua_State *L, int block) {
   jq_queue *q = w->q;
   int resume = 0, spun = 0;
-  pthread_mutex_lock(&q->mu);
   jq_job *job;
   for (;;) {
     job = jq_queue_take(q, w, &resume);
@@ -305,19 +308,15 @@ static int step(jq_worker *w, lua_State *L, int block) {
       /* Suspended jobs nothing will wake any more (their awaited job is on
        * another queue, or in a cycle with them): cancel them. */
       job = w->suspended > 0 ? jq_queue_suspended_on(q, w) : NULL;
-      if (job) {
-        w->suspended--;
-        pthread_mutex_unlock(&q->mu);
-        cancel_suspended(w, L, job);
-        return 1;
-      }
+      if (!job)
+        return 0;
+      w->suspended--;
       pthread_mutex_unlock(&q->mu);
-      return 0;
+      cancel_suspended(w, L, job);
+      return 1;
     }
-    if (!block) {
-      pthread_mutex_unlock(&q->mu);
+    if (!block)
       return 0;
-    }
     if (!spun) { /* look again after spinning, whatever it saw: a job published */
       spun = 1;  /* while we spun did not wake anyone */
       spin_for_work(w);
@@ -341,7 +340,10 @@ static int step(jq_worker *w, lua_State *L, int block) {
 }
 
 int jq_caller_run_one(jq_queue *q, lua_State *L) {
-  return step(&q->workers[q->nworkers], L, 0);
+  pthread_mutex_lock(&q->mu);
+  int ran = step(&q->workers[q->nworkers], L, 0);
+  pthread_mutex_unlock(&q->mu);
+  return ran;
 }
 
 static void *worker_main(void *arg) {
@@ -382,8 +384,10 @@ static void *worker_main(void *arg) {
   pthread_cond_broadcast(&q->done_cv);
   pthread_mutex_unlock(&q->mu);
   if (L) {
+    pthread_mutex_lock(&q->mu);
     while (step(w, L, 1))
       ;
+    pthread_mutex_unlock(&q->mu);
     lua_close(L);
   }
   return NULL;
@@ -420,9 +424,9 @@ void jq_queue_close(jq_queue *q, lua_State *L) {
     }
   /* The caller's own suspended jobs (a queue without workers). */
   jq_worker *w = &q->workers[q->nworkers];
+  pthread_mutex_lock(&q->mu);
   while (step(w, L, 0))
     ;
-  pthread_mutex_lock(&q->mu);
   jq_queue_fail_rest(q); /* waiting on jobs that can no longer run */
   pthread_mutex_unlock(&q->mu);
 }
