@@ -392,6 +392,15 @@ static char *put_span(char *p, const jq_clock_scale *s, const jq_event *e) {
   return put_us(p, z > a ? z - a : 0);
 }
 
+/* The start of a complete slice, up to its name: ph, ts, dur, pid, tid. */
+static char *put_span_head(char *p, const jq_clock_scale *s, const jq_event *e, const char *head,
+                           size_t headlen) {
+  p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
+  p = put_span(p, s, e);
+  memcpy(p, head, COPY_CHUNK); /* headlen <= COPY_CHUNK: one fixed-size copy */
+  return p + headlen;
+}
+
 static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane, int tid) {
   const jq_save_view *v = c->v;
   const fragments *marks = c->marks;
@@ -420,10 +429,7 @@ static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane,
     }
     case JQ_EV_SUBMIT:
       p = wbuf_room(b, EVENT_MAX + cat_len(c, e->cat));
-      p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
-      p = put_span(p, &v->scale, e);
-      memcpy(p, head, COPY_CHUNK);
-      p += headlen;
+      p = put_span_head(p, &v->scale, e, head, headlen);
       p = LIT(p, "submit ");
       p = put_cat(p, c, e->cat);
       p = LIT(p, "\",\"cat\":\"submit\",\"args\":{\"job\":");
@@ -434,10 +440,7 @@ static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane,
       break;
     case JQ_EV_SLICE:
       p = wbuf_room(b, EVENT_MAX + cat_len(c, e->cat));
-      p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
-      p = put_span(p, &v->scale, e);
-      memcpy(p, head, COPY_CHUNK);
-      p += headlen;
+      p = put_span_head(p, &v->scale, e, head, headlen);
       p = put_cat(p, c, e->cat);
       p = LIT(p, "\",\"cat\":\"job\",\"args\":{\"job\":");
       p = put_i64(p, e->arg);
@@ -497,10 +500,7 @@ static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane,
       break;
     case JQ_EV_WAIT:
       p = wbuf_room(b, EVENT_MAX);
-      p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
-      p = put_span(p, &v->scale, e);
-      memcpy(p, head, COPY_CHUNK);
-      p += headlen;
+      p = put_span_head(p, &v->scale, e, head, headlen);
       if (e->arg) {
         p = LIT(p, "wait\",\"cat\":\"wait\",\"args\":{\"job\":");
         p = put_i64(p, e->arg);

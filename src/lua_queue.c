@@ -190,7 +190,7 @@ static int job_wait(lua_State *L, int protected) {
       return luaL_error(L, "job #%I cannot wait for itself", (LUAI_UACINT)job->id);
     /* Inside a job of the same queue: yield, so the worker runs other work. */
     pthread_mutex_lock(&q->mu);
-    int rc = jq_queue_await(q, job, w->current, w);
+    int rc = jq_queue_await(job, w->current);
     if (rc == 0)
       w->awaiting = job;
     pthread_mutex_unlock(&q->mu);

@@ -317,9 +317,7 @@ void jq_queue_finish(jq_queue *q, jq_job *job, int state) {
   free(work);
 }
 
-int jq_queue_await(jq_queue *q, jq_job *job, jq_job *waiter, jq_worker *w) {
-  (void)q;
-  (void)w;
+int jq_queue_await(jq_job *job, jq_job *waiter) {
   if (jq_job_finished(job))
     return 1;
   jq_waiter wt = {waiter, atomic_fetch_add_explicit(&next_edge, 1, memory_order_relaxed)};

@@ -126,9 +126,9 @@ jq_job *jq_queue_take(jq_queue *q, jq_worker *w, int *resume);
  * readies its dependants, wakes its waiters. */
 void jq_queue_finish(jq_queue *q, jq_job *job, int state);
 
-/* (mu) Makes `waiter` (running on worker w) await `job`; returns 0, or 1 if
- * `job` already finished. */
-int jq_queue_await(jq_queue *q, jq_job *job, jq_job *waiter, jq_worker *w);
+/* (mu) Makes `waiter` (a job suspending on its worker) await `job`; returns
+ * 0, 1 if `job` already finished, or -1 without memory. */
+int jq_queue_await(jq_job *job, jq_job *waiter);
 
 /* (mu) A job that yielded cooperatively goes to the back of w's resume list. */
 void jq_queue_requeue(jq_worker *w, jq_job *job);

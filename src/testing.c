@@ -20,6 +20,7 @@
 
 #include "bindings.h"
 #include "trace.h"
+#include "worker.h"
 
 #define HANDLE "jobque.test.threads"
 
@@ -49,15 +50,7 @@ static char *dup_string(const char *s) {
 
 static int run_chunk(lua_State *L) {
   worker *w = lua_touserdata(L, 1);
-  luaL_openlibs(L);
-  lua_getglobal(L, "package");
-  lua_pushstring(L, w->path);
-  lua_setfield(L, -2, "path");
-  lua_pushstring(L, w->cpath);
-  lua_setfield(L, -2, "cpath");
-  luaL_getsubtable(L, -1, "preload");
-  lua_pushcfunction(L, luaopen_jobque_core);
-  lua_setfield(L, -2, "jobque.core");
+  jq_prepare_state(L, w->path, w->cpath);
   if (luaL_loadstring(L, w->chunk) != LUA_OK)
     return lua_error(L);
   lua_pushinteger(L, w->index);

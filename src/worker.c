@@ -346,6 +346,21 @@ int jq_caller_run_one(jq_queue *q, lua_State *L) {
   return ran;
 }
 
+void jq_prepare_state(lua_State *L, const char *path, const char *cpath) {
+  luaL_openlibs(L);
+  lua_getglobal(L, "package");
+  lua_pushstring(L, path);
+  lua_setfield(L, -2, "path");
+  lua_pushstring(L, cpath);
+  lua_setfield(L, -2, "cpath");
+  luaL_getsubtable(L, -1, "preload"); /* this very library: one trace session */
+  lua_pushcfunction(L, luaopen_jobque_core);
+  lua_setfield(L, -2, "jobque.core");
+  lua_pop(L, 2);
+  luaL_requiref(L, "jobque.core", luaopen_jobque_core, 0); /* job handles need it */
+  lua_pop(L, 1);
+}
+
 static void *worker_main(void *arg) {
   jq_worker *w = arg;
   jq_queue *q = w->q;
@@ -360,18 +375,7 @@ static void *worker_main(void *arg) {
   if (!ok) {
     snprintf(err, sizeof err, "worker %d: cannot create a lua_State: out of memory", w->index);
   } else {
-    luaL_openlibs(L);
-    lua_getglobal(L, "package");
-    lua_pushstring(L, q->path);
-    lua_setfield(L, -2, "path");
-    lua_pushstring(L, q->cpath);
-    lua_setfield(L, -2, "cpath");
-    luaL_getsubtable(L, -1, "preload"); /* this very library: one trace session */
-    lua_pushcfunction(L, luaopen_jobque_core);
-    lua_setfield(L, -2, "jobque.core");
-    lua_pop(L, 2);
-    luaL_requiref(L, "jobque.core", luaopen_jobque_core, 0); /* job handles need it */
-    lua_pop(L, 1);
+    jq_prepare_state(L, q->path, q->cpath);
     lua_pushlightuserdata(L, w);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
     ok = jq_run_init(q, L, err, sizeof err) == 0;

@@ -32,6 +32,10 @@ int jq_caller_run_one(jq_queue *q, lua_State *L);
 /* Runs `init` (if any) in L: for a queue without workers, the creator. */
 int jq_run_init(jq_queue *q, lua_State *L, char *err, size_t errlen);
 
+/* Opens the standard libraries in a new state, gives it these search paths,
+ * and opens jobque.core from this very library (never a second copy). */
+void jq_prepare_state(lua_State *L, const char *path, const char *cpath);
+
 int luaopen_jobque_core(lua_State *L);
 
 #endif
