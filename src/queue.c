@@ -7,6 +7,7 @@
  */
 #include "queue.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,8 +130,8 @@ static void wake_one(jq_queue *q) {
   }
 }
 
-/* (mu) */
-static void push_ready(jq_queue *q, jq_job *job) {
+/* (mu) Appends to the ready list. */
+static void append_ready(jq_queue *q, jq_job *job) {
   job->state = JQ_JOB_READY;
   job->next = NULL;
   if (q->ready_tail)
@@ -139,6 +140,11 @@ static void push_ready(jq_queue *q, jq_job *job) {
     q->ready_head = job;
   q->ready_tail = job;
   atomic_store_explicit(&q->ready_hint, 1, memory_order_relaxed);
+}
+
+/* (mu) Makes a job ready and sees that someone will run it. */
+static void push_ready(jq_queue *q, jq_job *job) {
+  append_ready(q, job);
   if (q->nworkers == 0)
     pthread_cond_broadcast(&q->done_cv); /* the caller runs everything */
   else if (!q->spinning) /* a spinning worker will take it: no wake-up call */
@@ -181,7 +187,63 @@ static int add_ptr(void **arr, int *n, int *cap, size_t size, const void *item) 
   return 0;
 }
 
+/* (mu) Moves lock-free submissions to the ready list, oldest first. */
+static void drain_incoming(jq_queue *q) {
+  if (!atomic_load_explicit(&q->incoming, memory_order_relaxed))
+    return;
+  jq_job *list = atomic_exchange_explicit(&q->incoming, NULL, memory_order_acquire);
+  jq_job *fifo = NULL;
+  while (list) { /* the stack is newest first */
+    jq_job *next = list->next;
+    list->next = fifo;
+    fifo = list;
+    list = next;
+  }
+  while (fifo) {
+    jq_job *job = fifo;
+    fifo = fifo->next;
+    job->all_prev = NULL;
+    job->all_next = q->all_head;
+    if (q->all_head)
+      q->all_head->all_prev = job;
+    q->all_head = job;
+    append_ready(q, job); /* the drainer takes work next; take() passes wake-ups on */
+  }
+}
+
+/* A job without dependencies on a queue with workers: no mutex. The
+ * publishers count and the closing flag (both seq_cst) make sure that a
+ * close either sees this push and drains it, or this publish sees the close. */
+static int publish_lock_free(jq_queue *q, jq_job *job) {
+  atomic_fetch_add(&q->publishers, 1);
+  if (atomic_load(&q->closing)) {
+    atomic_fetch_sub(&q->publishers, 1);
+    return -1;
+  }
+  jq_job_ref(job); /* the queue's reference, dropped when it finishes */
+  atomic_fetch_add_explicit(&q->unfinished, 1, memory_order_relaxed);
+  job->state = JQ_JOB_READY;
+  jq_job *head = atomic_load_explicit(&q->incoming, memory_order_relaxed);
+  do
+    job->next = head;
+  while (!atomic_compare_exchange_weak_explicit(&q->incoming, &head, job, memory_order_seq_cst,
+                                                memory_order_relaxed));
+  atomic_fetch_sub(&q->publishers, 1);
+  /* Wake a parked worker only if no worker is awake and idle: an awake one
+   * that runs nothing is spinning or about to look for work, and a worker
+   * going to park re-checks `incoming` after counting itself parked. */
+  int parked = atomic_load(&q->nparked);
+  if (parked > 0 && q->nworkers - parked - atomic_load(&q->running) <= 0) {
+    pthread_mutex_lock(&q->mu);
+    wake_one(q);
+    pthread_mutex_unlock(&q->mu);
+  }
+  return 0;
+}
+
 int jq_queue_publish(jq_queue *q, jq_job *job, jq_job **deps, int ndeps) {
+  if (ndeps == 0 && q->nworkers > 0)
+    return publish_lock_free(q, job);
   pthread_mutex_lock(&q->mu);
   if (q->closing) {
     pthread_mutex_unlock(&q->mu);
@@ -221,6 +283,7 @@ int jq_queue_publish(jq_queue *q, jq_job *job, jq_job **deps, int ndeps) {
 }
 
 jq_job *jq_queue_take(jq_queue *q, jq_worker *w, int *resume) {
+  drain_incoming(q);
   jq_job *job = w->resume_head;
   if (job) {
     w->resume_head = job->next;
@@ -330,7 +393,10 @@ int jq_queue_await(jq_job *job, jq_job *waiter) {
 }
 
 void jq_queue_begin_close(jq_queue *q) {
-  q->closing = 1;
+  atomic_store(&q->closing, 1);
+  while (atomic_load(&q->publishers) > 0) /* a lock-free publish is mid-push */
+    sched_yield();
+  drain_incoming(q);
   while (q->ready_head) { /* jobs that never started fail */
     jq_job *job = q->ready_head;
     q->ready_head = job->next;

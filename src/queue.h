@@ -86,11 +86,17 @@ typedef struct jq_queue {
   /* (mu) */
   jq_job *ready_head, *ready_tail;
   _Atomic int ready_hint; /* ready list non-empty (read without mu by spinners) */
+  /* Jobs submitted without dependencies, pushed without mu (a LIFO stack);
+   * whoever takes work under mu moves them to the ready list in order. */
+  _Atomic(jq_job *) incoming;
+  _Atomic int publishers; /* lock-free publishers between their check and push */
+  _Atomic int nparked;    /* workers parked (a hint for lock-free publishers) */
+  _Atomic int running;    /* workers running a job slice (the same kind of hint) */
   jq_job *all_head;      /* every published, unfinished job */
-  int closing;
-  long unfinished;       /* submitted and not finished */
+  _Atomic int closing;   /* written under mu; read without it too */
+  _Atomic long unfinished; /* submitted and not finished */
   int caller_waiting;
-  int spinning;          /* a worker is spinning for work */
+  _Atomic int spinning;  /* a worker is spinning for work (written under mu) */
   _Atomic unsigned finished_gen; /* bumped at each finish (read without mu) */
   int inits_done;
   char init_error[512];

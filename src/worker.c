@@ -277,6 +277,7 @@ static void spin_for_work(jq_worker *w) {
   int found = 0;
   for (int i = 0; !found; i++) {
     found = atomic_load_explicit(&q->ready_hint, memory_order_relaxed) ||
+            atomic_load_explicit(&q->incoming, memory_order_relaxed) ||
             atomic_load_explicit(&w->resume_hint, memory_order_relaxed);
     if (!found && (i & 63) == 63 && jq_clock_monotonic_ns() > until)
       break;
@@ -325,17 +326,26 @@ static int step(jq_worker *w, lua_State *L, int block) {
     spun = 0;
     uint64_t parked = jq_ring_armed() ? jq_clock_ticks() : 0;
     w->parked = 1;
+    atomic_fetch_add(&q->nparked, 1);
+    if (atomic_load(&q->incoming)) /* pushed before it could see us parked */
+      w->parked = 0;
     while (w->parked)
       pthread_cond_wait(&w->cv, &q->mu);
+    atomic_fetch_sub(&q->nparked, 1);
     if (parked && jq_ring_armed())
       jq_ring_put(JQ_EV_PARK, 0, 0, 0, 0, parked, jq_clock_ticks());
   }
   int closing = q->closing;
+  int counted = w->index < q->nworkers; /* a worker thread, not the caller */
+  if (counted)
+    atomic_fetch_add(&q->running, 1);
   pthread_mutex_unlock(&q->mu);
   if (closing && resume)
     cancel_suspended(w, L, job);
   else
     run_slice(w, L, job, resume);
+  if (counted)
+    atomic_fetch_sub(&q->running, 1);
   return 1;
 }
 
