@@ -344,7 +344,7 @@ static int context_init(context *c, const jq_save_view *v, const fragments *mark
     c->cat_index[v->categories[i].id & 0xffff] = (uint16_t)(i + 1);
   }
   c->cats.off[v->ncategories] = (size_t)(p - c->cats.text);
-  for (int l = 0; l < v->nlanes; l++)
+  for (int l = 0; l < v->nlanes && ns + nw > 0; l++) /* a marker-only trace skips this */
     for (uint64_t i = 0; i < v->lanes[l].count; i++) {
       const jq_event *e = &v->lanes[l].events[i];
       if (e->kind == JQ_EV_SUBMIT)
