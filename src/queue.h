@@ -54,7 +54,6 @@ typedef struct jq_job {
   jq_buf result;         /* results, or the error value */
   /* The worker that runs it only. */
   int coref;             /* registry ref of its coroutine */
-  int started;
   uint64_t yield_ticks;  /* when it last yielded to await */
   uint64_t awaited;      /* job id it awaits */
   uint32_t resume_edge;  /* flow into the slice that resumes it */
@@ -73,7 +72,6 @@ typedef struct jq_worker {
   _Atomic int resume_hint; /* resume list non-empty (read without mu) */
   int suspended;         /* coroutines alive in this state awaiting or yielded */
   /* The worker's own thread only. */
-  lua_State *L;
   jq_job *current;       /* job whose coroutine is running */
   lua_State *current_co;
   jq_job *awaiting;      /* set by wait() before it yields */

@@ -173,7 +173,6 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
       return;
     }
     nargs = lua_gettop(co) - 1;
-    job->started = 1;
     flags |= JQ_SLICE_FIRST;
   } else {
     lua_rawgeti(L, LUA_REGISTRYINDEX, job->coref);
@@ -390,7 +389,6 @@ static void *worker_main(void *arg) {
     lua_rawsetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
     ok = jq_run_init(q, L, err, sizeof err) == 0;
   }
-  w->L = L;
   pthread_mutex_lock(&q->mu);
   if (!ok && !q->init_error[0])
     snprintf(q->init_error, sizeof q->init_error, "%s", err);
