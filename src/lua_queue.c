@@ -132,6 +132,17 @@ static int wait_k(lua_State *L, int status, lua_KContext ctx) {
   return deliver(L, check_job(L, 1), (int)ctx);
 }
 
+/* A job of q finished since the generation `gen` was read. */
+struct since {
+  jq_queue *q;
+  unsigned gen;
+};
+
+static int finished_since(void *arg) {
+  struct since *s = arg;
+  return atomic_load_explicit(&s->q->finished_gen, memory_order_relaxed) != s->gen;
+}
+
 /* Blocks the calling thread until `job` (or, job NULL, every job of q)
  * finished. The state that made a queue without workers runs its jobs here. */
 static void block_until(lua_State *L, jq_queue *q, jq_job *job) {
@@ -157,18 +168,10 @@ static void block_until(lua_State *L, jq_queue *q, jq_job *job) {
     }
     /* Spin a little first: a short job is often done before a futex sleep
      * and wake-up would be. */
-    unsigned gen = atomic_load_explicit(&q->finished_gen, memory_order_relaxed);
+    struct since sn = {q, atomic_load_explicit(&q->finished_gen, memory_order_relaxed)};
+    unsigned gen = sn.gen;
     pthread_mutex_unlock(&q->mu);
-    uint64_t until = jq_clock_monotonic_ns() + 20000;
-    int changed = 0;
-    for (int i = 0; !changed; i++) {
-      changed = atomic_load_explicit(&q->finished_gen, memory_order_relaxed) != gen;
-      if (!changed && (i & 63) == 63 && jq_clock_monotonic_ns() > until)
-        break;
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
-    }
+    int changed = jq_spin_until(finished_since, &sn, 0);
     pthread_mutex_lock(&q->mu);
     if (changed || atomic_load_explicit(&q->finished_gen, memory_order_relaxed) != gen)
       continue; /* (a finish between the last look and the lock: exact under mu) */

@@ -187,6 +187,16 @@ static int add_ptr(void **arr, int *n, int *cap, size_t size, const void *item) 
   return 0;
 }
 
+/* (mu) Puts a published job on the list of unfinished ones (close cancels
+ * what is left there). */
+static void link_unfinished(jq_queue *q, jq_job *job) {
+  job->all_prev = NULL;
+  job->all_next = q->all_head;
+  if (q->all_head)
+    q->all_head->all_prev = job;
+  q->all_head = job;
+}
+
 /* (mu) Moves lock-free submissions to the ready list, oldest first. */
 static void drain_incoming(jq_queue *q) {
   if (!atomic_load_explicit(&q->incoming, memory_order_relaxed))
@@ -202,11 +212,7 @@ static void drain_incoming(jq_queue *q) {
   while (fifo) {
     jq_job *job = fifo;
     fifo = fifo->next;
-    job->all_prev = NULL;
-    job->all_next = q->all_head;
-    if (q->all_head)
-      q->all_head->all_prev = job;
-    q->all_head = job;
+    link_unfinished(q, job);
     append_ready(q, job); /* the drainer takes work next; take() passes wake-ups on */
   }
 }
@@ -251,11 +257,7 @@ int jq_queue_publish(jq_queue *q, jq_job *job, jq_job **deps, int ndeps) {
   }
   jq_job_ref(job); /* the queue's reference, dropped when it finishes */
   q->unfinished++;
-  job->all_prev = NULL;
-  job->all_next = q->all_head;
-  if (q->all_head)
-    q->all_head->all_prev = job;
-  q->all_head = job;
+  link_unfinished(q, job);
   job->state = JQ_JOB_WAITING;
   for (int i = 0; i < ndeps; i++) {
     jq_job *d = deps[i];
@@ -424,5 +426,22 @@ void jq_queue_fail_rest(jq_queue *q) {
     jq_job *job = q->all_head;
     job->fail_reason = JQ_FAIL_CLOSED;
     jq_queue_finish(q, job, JQ_JOB_FAILED);
+  }
+}
+
+int jq_spin_until(int (*ready)(void *), void *arg, int yield_core) {
+  uint64_t until = jq_clock_monotonic_ns() + JQ_SPIN_NS;
+  for (int i = 0;; i++) {
+    if (ready(arg))
+      return 1;
+    if ((i & 63) == 63 && jq_clock_monotonic_ns() > until)
+      return 0;
+    if (yield_core && (i & 15) == 15) {
+      sched_yield(); /* let a thread waiting for this core (the submitter) run */
+    } else {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
   }
 }

@@ -146,6 +146,15 @@ jq_job *jq_queue_suspended_on(jq_queue *q, jq_worker *w);
 /* (mu) Fails every job still unfinished (the end of a close). */
 void jq_queue_fail_rest(jq_queue *q);
 
+#if !defined(JQ_SPIN_NS)
+#define JQ_SPIN_NS 20000 /* how long a thread looks for work or a result before it sleeps */
+#endif
+
+/* Without mu: polls ready(arg), pausing (and, with yield_core, now and then
+ * giving the core away) for up to JQ_SPIN_NS. Returns whether it became
+ * ready. Saves a futex sleep and wake-up when the answer comes quickly. */
+int jq_spin_until(int (*ready)(void *), void *arg, int yield_core);
+
 static inline int jq_job_finished(const jq_job *job) {
   return job->state == JQ_JOB_DONE || job->state == JQ_JOB_FAILED;
 }

@@ -10,7 +10,6 @@
  */
 #include "worker.h"
 
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,14 +251,11 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
   jq_queue_finish(q, job, done_state);
 }
 
-#if !defined(JQ_SPIN_NS)
-#define JQ_SPIN_NS 20000 /* how long an idle worker looks for work before it parks */
-#endif
-
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
+static int work_showed_up(void *arg) {
+  jq_worker *w = arg;
+  return atomic_load_explicit(&w->q->ready_hint, memory_order_relaxed) ||
+         atomic_load_explicit(&w->q->incoming, memory_order_relaxed) ||
+         atomic_load_explicit(&w->resume_hint, memory_order_relaxed);
 }
 
 /* Called and returns with mu held: drops it and watches for work for a
@@ -272,19 +268,7 @@ static void spin_for_work(jq_worker *w) {
     return;
   q->spinning = 1;
   pthread_mutex_unlock(&q->mu);
-  uint64_t until = jq_clock_monotonic_ns() + JQ_SPIN_NS;
-  int found = 0;
-  for (int i = 0; !found; i++) {
-    found = atomic_load_explicit(&q->ready_hint, memory_order_relaxed) ||
-            atomic_load_explicit(&q->incoming, memory_order_relaxed) ||
-            atomic_load_explicit(&w->resume_hint, memory_order_relaxed);
-    if (!found && (i & 63) == 63 && jq_clock_monotonic_ns() > until)
-      break;
-    if ((i & 15) == 15)
-      sched_yield(); /* let a thread waiting for this core (the submitter) run */
-    else
-      cpu_relax();
-  }
+  jq_spin_until(work_showed_up, w, 1);
   pthread_mutex_lock(&q->mu);
   q->spinning = 0;
 }
