@@ -1,11 +1,7 @@
 -- Every public function given bad arguments raises an error naming the argument.
 local p = require "jobque_profile"
 
-local function err_of(f, ...)
-  local ok, err = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return err
-end
+local err_of = require("support").err_of
 
 local function raises(fragment, f, ...)
   local err = err_of(f, ...)

@@ -2,11 +2,7 @@
 local jobque = require "jobque"
 local core = require "jobque.core"
 
-local function err_of(f, ...)
-  local ok, err = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return err
-end
+local err_of = require("support").err_of
 
 describe("jobque.with_job_que", function()
   it("calls fn with a queue and returns fn's results", function()

@@ -46,6 +46,13 @@ function S.record_n(p, name, ring, n)
   return S.save(p)
 end
 
+-- The error f(...) raises; fails the spec if it raises none.
+function S.err_of(f, ...)
+  local ok, err = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  return err
+end
+
 -- The events of a decoded trace that satisfy pred(ev).
 function S.events(trace, pred)
   local out = {}
