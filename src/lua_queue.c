@@ -151,14 +151,14 @@ static void block_until(lua_State *L, jq_queue *q, jq_job *job) {
   lua_pop(L, 1);
   uint64_t t0 = jq_ring_armed() ? jq_clock_ticks() : 0;
   pthread_mutex_lock(&q->mu);
-  while (job ? !jq_job_finished(job) : q->unfinished > 0) {
+  while (job ? !jq_job_finished(job) : jq_queue_unfinished(q) > 0) {
     if (runs_jobs) {
       pthread_mutex_unlock(&q->mu);
       int ran = jq_caller_run_one(q, L);
       pthread_mutex_lock(&q->mu);
       if (ran)
         continue;
-      if (job ? jq_job_finished(job) : q->unfinished == 0)
+      if (job ? jq_job_finished(job) : jq_queue_unfinished(q) == 0)
         break;
       pthread_mutex_unlock(&q->mu);
       if (job)

@@ -20,10 +20,17 @@ static _Atomic uint64_t next_job_id = 1; /* ids are never reused: flows key on t
 static _Atomic uint32_t next_edge = 1;
 static _Atomic int next_queue_seq = 1;
 
+/* q->incoming once the queue closes: lock-free publishers see it in the
+ * same compare-and-swap that would push their job. */
+static jq_job closed_marker;
+#define JQ_CLOSED (&closed_marker)
+
 jq_queue *jq_queue_new(int nworkers, const char *name, const char *path, const char *cpath) {
-  jq_queue *q = calloc(1, sizeof *q);
+  size_t size = (sizeof(jq_queue) + 63) & ~(size_t)63;
+  jq_queue *q = aligned_alloc(64, size); /* its cache-line groups stay apart */
   if (!q)
     return NULL;
+  memset(q, 0, size);
   q->workers = calloc((size_t)nworkers + 1, sizeof(jq_worker));
   q->path = strdup(path);
   q->cpath = strdup(cpath);
@@ -197,11 +204,8 @@ static void link_unfinished(jq_queue *q, jq_job *job) {
   q->all_head = job;
 }
 
-/* (mu) Moves lock-free submissions to the ready list, oldest first. */
-static void drain_incoming(jq_queue *q) {
-  if (!atomic_load_explicit(&q->incoming, memory_order_relaxed))
-    return;
-  jq_job *list = atomic_exchange_explicit(&q->incoming, NULL, memory_order_acquire);
+/* (mu) Moves a list taken off `incoming` to the ready list, oldest first. */
+static void move_incoming(jq_queue *q, jq_job *list) {
   jq_job *fifo = NULL;
   while (list) { /* the stack is newest first */
     jq_job *next = list->next;
@@ -217,24 +221,34 @@ static void drain_incoming(jq_queue *q) {
   }
 }
 
-/* A job without dependencies on a queue with workers: no mutex. The
- * publishers count and the closing flag (both seq_cst) make sure that a
- * close either sees this push and drains it, or this publish sees the close. */
-static int publish_lock_free(jq_queue *q, jq_job *job) {
-  atomic_fetch_add(&q->publishers, 1);
-  if (atomic_load(&q->closing)) {
-    atomic_fetch_sub(&q->publishers, 1);
-    return -1;
-  }
-  jq_job_ref(job); /* the queue's reference, dropped when it finishes */
-  atomic_fetch_add_explicit(&q->unfinished, 1, memory_order_relaxed);
-  job->state = JQ_JOB_READY;
+/* (mu) Moves lock-free submissions to the ready list. */
+static void drain_incoming(jq_queue *q) {
   jq_job *head = atomic_load_explicit(&q->incoming, memory_order_relaxed);
-  do
+  if (!head || head == JQ_CLOSED) /* JQ_CLOSED is only set under mu */
+    return;
+  move_incoming(q, atomic_exchange_explicit(&q->incoming, NULL, memory_order_acquire));
+}
+
+/* A job without dependencies on a queue with workers: no mutex. A close
+ * swaps JQ_CLOSED into `incoming` (draining what was there), so the push
+ * either lands before the close and is drained by it, or sees JQ_CLOSED. */
+static int publish_lock_free(jq_queue *q, jq_job *job) {
+  jq_job *head = atomic_load_explicit(&q->incoming, memory_order_relaxed);
+  if (head == JQ_CLOSED)
+    return -1;
+  jq_job_ref(job); /* the queue's reference, dropped when it finishes */
+  atomic_fetch_add_explicit(&q->submitted, 1, memory_order_relaxed);
+  job->state = JQ_JOB_READY;
+  do {
+    if (head == JQ_CLOSED) { /* closed meanwhile: take it all back */
+      atomic_fetch_sub_explicit(&q->submitted, 1, memory_order_relaxed);
+      job->state = JQ_JOB_WAITING;
+      jq_job_unref(job);
+      return -1;
+    }
     job->next = head;
-  while (!atomic_compare_exchange_weak_explicit(&q->incoming, &head, job, memory_order_seq_cst,
-                                                memory_order_relaxed));
-  atomic_fetch_sub(&q->publishers, 1);
+  } while (!atomic_compare_exchange_weak_explicit(&q->incoming, &head, job, memory_order_seq_cst,
+                                                  memory_order_relaxed));
   /* Wake a parked worker only if no worker is awake and idle: an awake one
    * that runs nothing is spinning or about to look for work, and a worker
    * going to park re-checks `incoming` after counting itself parked. */
@@ -256,7 +270,7 @@ int jq_queue_publish(jq_queue *q, jq_job *job, jq_job **deps, int ndeps) {
     return -1;
   }
   jq_job_ref(job); /* the queue's reference, dropped when it finishes */
-  q->unfinished++;
+  atomic_fetch_add_explicit(&q->submitted, 1, memory_order_relaxed);
   link_unfinished(q, job);
   job->state = JQ_JOB_WAITING;
   for (int i = 0; i < ndeps; i++) {
@@ -317,7 +331,7 @@ jq_job *jq_queue_take(jq_queue *q, jq_worker *w, int *resume) {
 static void finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int *nwork,
                        int *capwork) {
   job->state = state;
-  q->unfinished--;
+  q->finished++;
   atomic_fetch_add_explicit(&q->finished_gen, 1, memory_order_relaxed);
   if (job->all_prev)
     job->all_prev->all_next = job->all_next;
@@ -396,9 +410,9 @@ int jq_queue_await(jq_job *job, jq_job *waiter) {
 
 void jq_queue_begin_close(jq_queue *q) {
   atomic_store(&q->closing, 1);
-  while (atomic_load(&q->publishers) > 0) /* a lock-free publish is mid-push */
-    sched_yield();
-  drain_incoming(q);
+  jq_job *pushed = atomic_exchange(&q->incoming, JQ_CLOSED); /* no more pushes after these */
+  if (pushed != JQ_CLOSED)
+    move_incoming(q, pushed);
   while (q->ready_head) { /* jobs that never started fail */
     jq_job *job = q->ready_head;
     q->ready_head = job->next;

@@ -13,6 +13,7 @@
 #define JQ_QUEUE_H
 
 #include <pthread.h>
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -31,32 +32,34 @@ typedef struct jq_waiter {
 } jq_waiter;
 
 typedef struct jq_job {
-  _Atomic int refs;
+  /* Set by the submitter, then only read. */
   struct jq_queue *q;   /* holds a queue reference */
   uint64_t id;          /* process-wide, never reused */
-  uint16_t tag;         /* op tag at submit */
+  jq_buf payload;       /* function and arguments, until it starts */
   char src[60];         /* where it was submitted: chunk (short_src) */
   int line;             /* ... and line, or -1 */
+  /* Written after publishing, by whoever runs or finishes it. */
+  _Atomic int refs;
+  uint16_t tag;         /* op tag at submit */
   /* (mu) */
   int state;
   int fail_reason;       /* JQ_FAIL_* when it failed without running */
-  struct jq_job *failed_dep; /* for JQ_FAIL_DEPENDENCY (holds a reference) */
+  int worker;            /* where its coroutine lives once started, else -1 */
   int deps_left;
+  struct jq_job *failed_dep; /* for JQ_FAIL_DEPENDENCY (holds a reference) */
+  struct jq_job *next;   /* link in the ready list or a resume list */
+  struct jq_job *all_prev, *all_next; /* the queue's unfinished jobs */
   struct jq_job **dependants; /* each holds a reference */
   int ndependants, capdependants;
   jq_waiter *waiters;
   int nwaiters, capwaiters;
-  struct jq_job *next;   /* link in the ready list or a resume list */
-  struct jq_job *all_prev, *all_next; /* the queue's unfinished jobs */
-  int worker;            /* where its coroutine lives once started, else -1 */
   /* Written by the thread running it, read by readers after it finished. */
-  jq_buf payload;        /* function and arguments, until it starts */
   jq_buf result;         /* results, or the error value */
   /* The worker that runs it only. */
   int coref;             /* registry ref of its coroutine */
+  uint32_t resume_edge;  /* flow into the slice that resumes it */
   uint64_t yield_ticks;  /* when it last yielded to await */
   uint64_t awaited;      /* job id it awaits */
-  uint32_t resume_edge;  /* flow into the slice that resumes it */
   char inline_payload[]; /* a small payload lives in the job's own block */
 } jq_job;
 
@@ -78,21 +81,25 @@ typedef struct jq_worker {
 } jq_worker;
 
 typedef struct jq_queue {
-  _Atomic int refs;
+  /* Publishers' line: lock-free submits touch only this one, so a submit
+   * does not miss in the cache on what the workers write per job. */
+  alignas(64) _Atomic(jq_job *) incoming; /* jobs submitted without dependencies,
+                                      * pushed without mu (a LIFO stack); whoever
+                                      * takes work under mu moves them to the ready
+                                      * list in order. JQ_CLOSED once closing. */
+  _Atomic long submitted; /* jobs ever published */
+  /* Hints read by publishers, written by workers when they park or run. */
+  alignas(64) _Atomic int nparked; /* workers parked */
+  _Atomic int running;    /* workers running a job slice */
+  alignas(64) _Atomic int refs;
   pthread_mutex_t mu;
   pthread_cond_t done_cv; /* the caller waits here */
   /* (mu) */
   jq_job *ready_head, *ready_tail;
   _Atomic int ready_hint; /* ready list non-empty (read without mu by spinners) */
-  /* Jobs submitted without dependencies, pushed without mu (a LIFO stack);
-   * whoever takes work under mu moves them to the ready list in order. */
-  _Atomic(jq_job *) incoming;
-  _Atomic int publishers; /* lock-free publishers between their check and push */
-  _Atomic int nparked;    /* workers parked (a hint for lock-free publishers) */
-  _Atomic int running;    /* workers running a job slice (the same kind of hint) */
   jq_job *all_head;      /* every published, unfinished job */
   _Atomic int closing;   /* written under mu; read without it too */
-  _Atomic long unfinished; /* submitted and not finished */
+  long finished;         /* jobs finished: submitted - finished are unfinished */
   int caller_waiting;
   _Atomic int spinning;  /* a worker is spinning for work (written under mu) */
   _Atomic unsigned finished_gen; /* bumped at each finish (read without mu) */
@@ -154,6 +161,11 @@ void jq_queue_fail_rest(jq_queue *q);
  * giving the core away) for up to JQ_SPIN_NS. Returns whether it became
  * ready. Saves a futex sleep and wake-up when the answer comes quickly. */
 int jq_spin_until(int (*ready)(void *), void *arg, int yield_core);
+
+/* (mu) Jobs published and not finished yet. */
+static inline long jq_queue_unfinished(jq_queue *q) {
+  return atomic_load_explicit(&q->submitted, memory_order_relaxed) - q->finished;
+}
 
 static inline int jq_job_finished(const jq_job *job) {
   return job->state == JQ_JOB_DONE || job->state == JQ_JOB_FAILED;
