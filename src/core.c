@@ -2,7 +2,7 @@
  * core.c - luaopen_jobque_core, the one exported symbol of jobque.core.
  *
  * Returns { profile = {...}, clock_source = "tsc"|"monotonic",
- * noop = <C function>, monotonic_ns = <C function> } (and `_test` in test
+ * noop, monotonic_ns, palette_color, queue functions } (and `_test` in test
  * builds). The profile functions
  * sit one level down so that Lua's error messages name them after the module
  * users require ('jobque_profile.profile_marker'), not after the core.
@@ -24,6 +24,16 @@ static int l_monotonic_ns(lua_State *L) {
   return 1;
 }
 
+/* palette_color(name) -> the colour profile_category gives `name` when it
+ * is registered without one (0xRRGGBB); trace readers colour categories a
+ * trace did not register the same way. */
+static int l_palette_color(lua_State *L) {
+  size_t len;
+  const char *name = luaL_checklstring(L, 1, &len);
+  lua_pushinteger(L, (lua_Integer)jq_palette_color(name, len));
+  return 1;
+}
+
 __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   jq_trace_init();
   lua_createtable(L, 0, 8);
@@ -36,6 +46,8 @@ __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   lua_setfield(L, -2, "noop");
   lua_pushcfunction(L, l_monotonic_ns);
   lua_setfield(L, -2, "monotonic_ns");
+  lua_pushcfunction(L, l_palette_color);
+  lua_setfield(L, -2, "palette_color");
 #ifdef JQ_TESTING
   jq_open_testing(L);
   lua_setfield(L, -2, "_test");

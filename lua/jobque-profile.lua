@@ -1,0 +1,95 @@
+#!/usr/bin/env lua5.4
+-- jobque-profile: reads traces saved by jobque_profile (or any Chrome-trace JSON).
+--   jobque-profile report trace.json [--from US --to US] [--json]
+--   jobque-profile compare a.json b.json [--from US --to US] [--json]
+--   jobque-profile html trace.json [-o timeline.html]
+-- Exit status: 0 done, 1 a file could not be read or written, 2 bad usage.
+
+-- Run from a checkout: find the modules beside this script and the core in build/.
+local here = arg and arg[0] and arg[0]:match("^(.*)/[^/]*$")
+if here and not package.searchpath("jobque_profile.trace", package.path) then
+  package.path = here .. "/?.lua;" .. package.path
+  package.cpath = here .. "/../build/?.so;" .. package.cpath
+end
+
+local argparse = require "argparse"
+
+local parser = argparse("jobque-profile", "Reads traces saved by jobque_profile (or any Chrome-trace JSON).")
+  :epilog("Times are microseconds on the trace's own clock (the ts values in the file). "
+          .. "Exit status: 0 done, 1 a file could not be read or written, 2 bad usage.")
+parser:command_target("command")
+parser:require_command(true)
+
+local function microseconds(option)
+  return function(s)
+    local n = tonumber(s)
+    if not n or n ~= n then
+      return nil, ("%s needs a time in microseconds, not '%s'"):format(option, s)
+    end
+    return n
+  end
+end
+
+local function times(cmd)
+  cmd:option("--from", "Start of the range, in microseconds."):convert(microseconds("--from")):argname("US")
+  cmd:option("--to", "End of the range, in microseconds."):convert(microseconds("--to")):argname("US")
+end
+
+local report_cmd = parser:command("report", "Busy, wait and idle time per lane, categories, marker units.")
+report_cmd:argument("trace", "A saved trace (JSON).")
+times(report_cmd)
+report_cmd:flag("--json", "Print the figures as JSON.")
+
+local compare_cmd = parser:command("compare", "Two traces' figures side by side, with differences.")
+compare_cmd:argument("a", "The trace before.")
+compare_cmd:argument("b", "The trace after.")
+times(compare_cmd)
+compare_cmd:flag("--json", "Print the rows as JSON.")
+
+local html_cmd = parser:command("html", "Write a self-contained HTML timeline of a trace.")
+html_cmd:argument("trace", "A saved trace (JSON).")
+html_cmd:option("-o --output", "Where to write the page (default: the trace's name with .html).")
+  :argname("FILE")
+
+local ok, args = parser:pparse()
+if not ok then
+  io.stderr:write(parser:get_usage(), "\n\njobque-profile: ", args, "\n(see jobque-profile --help)\n")
+  os.exit(2)
+end
+if args.from and args.to and args.from >= args.to then
+  io.stderr:write("jobque-profile: --from must be before --to\n")
+  os.exit(2)
+end
+
+local trace = require "jobque_profile.trace"
+local stats = require "jobque_profile.stats"
+local report = require "jobque_profile.report"
+
+local function load(path)
+  local model, err = trace.load(path)
+  if not model then
+    io.stderr:write("jobque-profile: ", err, "\n")
+    os.exit(1)
+  end
+  return model
+end
+
+if args.command == "report" then
+  local model = load(args.trace)
+  local f = stats.compute(model, args.from, args.to)
+  io.write(args.json and (report.json(f) .. "\n") or report.text(f, model))
+elseif args.command == "compare" then
+  local a, b = load(args.a), load(args.b)
+  local rows = stats.compare(stats.compute(a, args.from, args.to), stats.compute(b, args.from, args.to))
+  io.write(args.json and (report.json(rows) .. "\n") or report.compare_text(rows, args.a, args.b))
+elseif args.command == "html" then
+  local model = load(args.trace)
+  local out = args.output or (args.trace:gsub("%.json$", "") .. ".html")
+  local wrote, err = require("jobque_profile.html").write(model, out)
+  if not wrote then
+    io.stderr:write("jobque-profile: ", err, "\n")
+    os.exit(1)
+  end
+  print(("wrote %s (%d lanes, %d events, %d markers): open it in a browser"):format(
+    out, #model.lanes, model.nevents, #model.markers))
+end

@@ -1,0 +1,405 @@
+--- jobque_profile.html: a trace model as one self-contained HTML timeline.
+--
+-- render(model) -> the page: inline CSS and JavaScript, the trace as JSON in
+-- a script element, nothing fetched. The page draws on a canvas and, after
+-- each draw, publishes what it shows in window.timelineState and in
+-- document.body.dataset.state (lanes, legend entries, markers, the selected
+-- range's figures), which the specs read. A URL fragment
+-- "#from=US&to=US" (the file's own timestamps) selects a range on load.
+local report = require "jobque_profile.report"
+
+local M = {}
+
+local quote, json = report.quote, report.json
+
+local function num(x)
+  local i = math.tointeger(x)
+  if i then return tostring(i) end
+  return (("%.3f"):format(x):gsub("0+$", ""):gsub("%.$", ""))
+end
+
+-- The trace as the page's data: times relative to model.t0.
+local function data(model)
+  local t0 = model.t0
+  local cat_index, names, name_index, args, arg_index = {}, {}, {}, {}, {}
+  local cats = {}
+  for i, c in ipairs(model.categories) do
+    cat_index[c.name] = i - 1
+    cats[i] = ("[%s,%s]"):format(quote(c.name), quote(c.color))
+  end
+  local function intern(list, index, s)
+    local k = index[s]
+    if not k then
+      k = #list
+      list[k + 1] = s
+      index[s] = k
+    end
+    return k
+  end
+  local lanes = {}
+  for li, lane in ipairs(model.lanes) do
+    local ts, dur, c, n, a = {}, {}, {}, {}, {}
+    for i = 1, lane.n do
+      local e = lane.ev[i]
+      ts[i] = num(lane.ts[i] - t0)
+      dur[i] = num(lane.dur[i])
+      c[i] = cat_index[lane.cat[i]]
+      n[i] = intern(names, name_index, type(e.name) == "string" and e.name or "?")
+      a[i] = type(e.args) == "table" and next(e.args) ~= nil and intern(args, arg_index, json(e.args)) or -1
+    end
+    lanes[li] = ('{"name":%s,"maxdur":%s,"dropped":%d,"full":%s,"ts":[%s],"dur":[%s],"c":[%s],"n":[%s],"a":[%s]}')
+      :format(quote(lane.name), num(lane.maxdur), lane.dropped or 0,
+              lane.full_at and num(lane.full_at - t0) or "null",
+              table.concat(ts, ","), table.concat(dur, ","), table.concat(c, ","),
+              table.concat(n, ","), table.concat(a, ","))
+  end
+  local kinds, kind_index, markers = {}, {}, {}
+  for i, m in ipairs(model.markers) do
+    local k = intern(kinds, kind_index, m.kind)
+    markers[i] = ("[%s,%d,%s]"):format(num(m.ts - t0), k, m.arg ~= nil and quote(tostring(m.arg)) or "null")
+  end
+  for i, s in ipairs(names) do names[i] = quote(s) end
+  for i, s in ipairs(args) do args[i] = quote(s) end
+  for i, s in ipairs(kinds) do kinds[i] = quote(s) end
+  local text = ('{"title":%s,"format":%s,"t0":%s,"span":%s,"cats":[%s],"names":[%s],"args":[%s],'
+                .. '"kinds":[%s],"markers":[%s],"lanes":[%s]}')
+    :format(quote(model.path or "trace"), quote(model.format), num(t0), num(model.t1 - t0),
+            table.concat(cats, ","), table.concat(names, ","), table.concat(args, ","),
+            table.concat(kinds, ","), table.concat(markers, ","), table.concat(lanes, ",\n"))
+  return (text:gsub("</", "<\\/")) -- never closes the script element early
+end
+
+local PAGE = [==[
+<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>@TITLE@ - jobque-profile timeline</title>
+<style>
+  body { margin: 0; font: 13px/1.4 system-ui, sans-serif; color: #222; background: #fafafa; }
+  header { padding: 8px 12px 4px; }
+  h1 { font-size: 15px; margin: 0 0 4px; }
+  #help { color: #666; }
+  #stats { margin-top: 4px; font-family: ui-monospace, monospace; font-size: 12px; min-height: 1.4em; }
+  #legend { padding: 2px 12px 6px; display: flex; flex-wrap: wrap; gap: 4px 14px; }
+  .entry { display: inline-flex; align-items: center; gap: 5px; }
+  .swatch { width: 12px; height: 12px; border-radius: 2px; border: 1px solid rgba(0,0,0,.25); }
+  #wrap { position: relative; margin: 0 12px 12px; border: 1px solid #ccc; background: #fff; }
+  canvas { display: block; width: 100%; cursor: grab; }
+  #tip { position: fixed; pointer-events: none; background: rgba(30,30,30,.92); color: #fff;
+         padding: 6px 8px; border-radius: 4px; font-size: 12px; white-space: pre; display: none;
+         font-family: ui-monospace, monospace; z-index: 2; }
+</style>
+</head>
+<body>
+<header>
+  <h1 id="title"></h1>
+  <div id="help">Wheel: zoom at the cursor. Drag: pan. Shift+drag: select a range.
+    Double-click: fit the whole trace. Hover a slice or a marker for details.</div>
+  <div id="stats"></div>
+</header>
+<div id="legend"></div>
+<div id="wrap"><canvas id="tl"></canvas></div>
+<div id="tip"></div>
+<script type="application/json" id="data">@DATA@</script>
+<script>
+"use strict";
+(function () {
+  const D = JSON.parse(document.getElementById("data").textContent);
+  const LABEL = 130, AXIS = 26, ROW = 22, DROPS = 20;
+  const lanes = D.lanes.map(l => ({ name: l.name, maxdur: l.maxdur, dropped: l.dropped, full: l.full,
+    ts: Float64Array.from(l.ts), dur: Float64Array.from(l.dur), c: Int32Array.from(l.c),
+    n: Int32Array.from(l.n), a: Int32Array.from(l.a) }));
+  const cats = D.cats.map(c => ({ name: c[0], color: c[1] }));
+  const waitCat = cats.findIndex(c => c.name === "wait");
+  const markers = D.markers.map(m => ({ t: m[0], kind: D.kinds[m[1]], arg: m[2] }));
+  const span = D.span > 0 ? D.span : 1;
+  const canvas = document.getElementById("tl"), ctx = canvas.getContext("2d");
+  const tip = document.getElementById("tip"), statsEl = document.getElementById("stats");
+  let v0 = 0, v1 = span, sel = null, drawMs = 0, width = 0;
+  const height = AXIS + lanes.length * ROW + DROPS;
+
+  document.getElementById("title").textContent = D.title + " (" + (D.format === "jobque" ? "jobque" : "Chrome") +
+    " trace, " + lanes.length + " lanes, " + markers.length + " markers)";
+  const legend = document.getElementById("legend");
+  for (const c of cats) {
+    const e = document.createElement("span");
+    e.className = "entry";
+    const s = document.createElement("span");
+    s.className = "swatch";
+    s.style.background = c.color;
+    e.appendChild(s);
+    e.appendChild(document.createTextNode(c.name));
+    legend.appendChild(e);
+  }
+
+  function fmt(us) {
+    const a = Math.abs(us);
+    if (a >= 1e6) return (us / 1e6).toPrecision(4) + " s";
+    if (a >= 1e3) return (us / 1e3).toPrecision(4) + " ms";
+    return (a >= 10 ? us.toFixed(0) : us.toPrecision(3)) + " us";
+  }
+  const X = t => LABEL + (t - v0) / (v1 - v0) * (width - LABEL);
+  const T = x => v0 + (x - LABEL) / (width - LABEL) * (v1 - v0);
+
+  // First slice that may end after t: starts at or after t - maxdur.
+  function firstFrom(l, t) {
+    let lo = 0, hi = l.ts.length;
+    const from = t - l.maxdur;
+    while (lo < hi) { const m = (lo + hi) >> 1; if (l.ts[m] < from) lo = m + 1; else hi = m; }
+    return lo;
+  }
+
+  // The figures of jobque_profile.stats over [a, b): busy and wait per lane
+  // (each moment once, under the outermost slice), idle, parallelism, categories.
+  function rangeStats(a, b) {
+    const acc = new Map();
+    let busy = 0, wait = 0;
+    for (const l of lanes) {
+      let be = -Infinity, we = -Infinity;
+      for (let i = firstFrom(l, a); i < l.ts.length; i++) {
+        const s = l.ts[i];
+        if (s >= b) break;
+        const e = s + l.dur[i];
+        if (e <= a) continue;
+        const x = s < a ? a : s, y = e > b ? b : e;
+        if (l.c[i] === waitCat) {
+          if (y > we) { wait += y - (x > we ? x : we); we = y; }
+        } else if (y > be) {
+          const st = x > be ? x : be;
+          busy += y - st;
+          const name = cats[l.c[i]].name;
+          acc.set(name, (acc.get(name) || 0) + (y - st));
+          be = y;
+        }
+      }
+    }
+    const dur = b - a;
+    const top = [...acc].map(([name, t]) => ({ name, busy: t }))
+      .sort((p, q) => q.busy - p.busy || (p.name < q.name ? -1 : 1));
+    return { from: a + D.t0, to: b + D.t0, duration: dur, busy, wait,
+      idle: dur > 0 && lanes.length ? 1 - busy / (dur * lanes.length) : 0,
+      parallelism: dur > 0 ? busy / dur : 0, top };
+  }
+
+  function showStats() {
+    const a = sel ? Math.min(sel[0], sel[1]) : 0, b = sel ? Math.max(sel[0], sel[1]) : span;
+    const s = rangeStats(a, b);
+    const top = s.top.slice(0, 3).map(c => c.name + " " + (100 * c.busy / (s.busy || 1)).toFixed(1) + "%").join(", ");
+    statsEl.textContent = (sel ? "selection " : "whole trace ") + fmt(s.duration) + " from " + s.from.toFixed(3) +
+      " us: idle " + (100 * s.idle).toFixed(1) + "%, parallelism " + s.parallelism.toFixed(2) +
+      (top ? ", top: " + top : "");
+    return s;
+  }
+
+  function niceStep(range, px) {
+    const raw = range / Math.max(1, px / 90), p = Math.pow(10, Math.floor(Math.log10(raw)));
+    for (const m of [1, 2, 5, 10]) if (m * p >= raw) return m * p;
+    return 10 * p;
+  }
+
+  function draw() {
+    const t0 = performance.now();
+    width = canvas.clientWidth || 1000;
+    const dpr = window.devicePixelRatio || 1;
+    canvas.width = Math.round(width * dpr);
+    canvas.height = Math.round(height * dpr);
+    canvas.style.height = height + "px";
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.clearRect(0, 0, width, height);
+    ctx.font = "11px system-ui, sans-serif";
+    ctx.textBaseline = "middle";
+    // Axis.
+    const step = niceStep(v1 - v0, width - LABEL);
+    ctx.fillStyle = "#666";
+    ctx.strokeStyle = "#eee";
+    for (let t = Math.ceil(v0 / step) * step; t <= v1; t += step) {
+      const x = X(t);
+      ctx.beginPath(); ctx.moveTo(x, AXIS - 6); ctx.lineTo(x, height); ctx.stroke();
+      ctx.fillText(fmt(t), x + 3, 9);
+    }
+    // Lanes: a slice narrower than a pixel shares its pixel column with the others there.
+    let drawn = 0;
+    lanes.forEach((l, li) => {
+      const y = AXIS + li * ROW;
+      ctx.fillStyle = li % 2 ? "#f6f6f6" : "#fff";
+      ctx.fillRect(LABEL, y, width - LABEL, ROW);
+      let last = -1, color = -2;
+      for (let i = firstFrom(l, v0); i < l.ts.length; i++) {
+        const s = l.ts[i];
+        if (s > v1) break;
+        const e = s + l.dur[i];
+        if (e < v0) continue;
+        let x0 = X(s), x1 = X(e);
+        if (x0 < LABEL) x0 = LABEL;
+        if (x1 > width) x1 = width;
+        const wait = l.c[i] === waitCat;
+        if (x1 - x0 < 1) {
+          const px = Math.floor(x0);
+          if (px === last) continue;
+          last = px; x0 = px; x1 = px + 1;
+        } else {
+          last = Math.floor(x1);
+        }
+        if (l.c[i] !== color) { color = l.c[i]; ctx.fillStyle = cats[color] ? cats[color].color : "#888"; }
+        if (wait) ctx.fillRect(x0, y + 8, x1 - x0, ROW - 16);
+        else ctx.fillRect(x0, y + 3, x1 - x0, ROW - 6);
+        drawn++;
+      }
+      ctx.fillStyle = "#fff";
+      ctx.fillRect(0, y, LABEL, ROW);
+      ctx.fillStyle = "#222";
+      ctx.fillText(l.name, 6, y + ROW / 2, LABEL - 10);
+    });
+    // Dropped events: where each full lane stopped recording.
+    const dy = AXIS + lanes.length * ROW;
+    ctx.fillStyle = "#fff"; ctx.fillRect(0, dy, width, DROPS);
+    ctx.fillStyle = "#222"; ctx.fillText("dropped", 6, dy + DROPS / 2);
+    for (const l of lanes) {
+      if (l.full === null || l.full === undefined) continue;
+      const x = X(l.full);
+      if (x < LABEL || x > width) continue;
+      ctx.fillStyle = "#d32f2f";
+      ctx.beginPath(); ctx.moveTo(x, dy + 3); ctx.lineTo(x + 6, dy + DROPS - 3); ctx.lineTo(x - 6, dy + DROPS - 3); ctx.fill();
+      ctx.fillText(l.name + ": " + l.dropped + " dropped", x + 8, dy + DROPS / 2);
+    }
+    // Markers across every lane, labelled where there is room.
+    let lastLabel = -Infinity;
+    ctx.strokeStyle = "rgba(40,40,40,.55)";
+    for (const m of markers) {
+      if (m.t < v0 || m.t > v1) continue;
+      const x = Math.round(X(m.t)) + 0.5;
+      ctx.beginPath(); ctx.moveTo(x, AXIS - 8); ctx.lineTo(x, dy); ctx.stroke();
+      if (x - lastLabel > 60) {
+        ctx.fillStyle = "#000";
+        ctx.fillText(m.kind + (m.arg !== null ? " " + m.arg : ""), x + 3, AXIS - 8);
+        lastLabel = x;
+      }
+    }
+    // The selection.
+    if (sel) {
+      const a = X(Math.min(sel[0], sel[1])), b = X(Math.max(sel[0], sel[1]));
+      ctx.fillStyle = "rgba(33,150,243,.15)";
+      ctx.fillRect(Math.max(a, LABEL), 0, Math.min(b, width) - Math.max(a, LABEL), height);
+    }
+    const stats = showStats();
+    drawMs = performance.now() - t0;
+    publish(stats, drawn);
+  }
+
+  function publish(stats, drawn) {
+    const state = { lanes: lanes.length, legend: legend.children.length, markers: markers.length,
+      events: lanes.reduce((n, l) => n + l.ts.length, 0), drawn, drawMs, view: [v0 + D.t0, v1 + D.t0],
+      selection: sel ? stats : null, whole: sel ? null : stats };
+    window.timelineState = state;
+    document.body.dataset.state = JSON.stringify(state);
+  }
+
+  // Hover: the slice under the cursor (or within two pixels), else a marker.
+  function hit(x, y) {
+    const li = Math.floor((y - AXIS) / ROW);
+    const t = T(x), slack = 2 * (v1 - v0) / (width - LABEL);
+    if (li >= 0 && li < lanes.length && x >= LABEL) {
+      const l = lanes[li];
+      let best = -1, bestGap = Infinity;
+      for (let i = firstFrom(l, t - slack); i < l.ts.length && l.ts[i] <= t + slack; i++) {
+        const s = l.ts[i], e = s + l.dur[i];
+        const gap = t < s ? s - t : t > e ? t - e : 0;
+        if (gap <= slack && gap <= bestGap) { best = i; bestGap = gap; }
+      }
+      if (best >= 0) {
+        const c = cats[l.c[best]];
+        return [D.names[l.n[best]], "category " + (c ? c.name : "?"), "lane     " + l.name,
+          "start    " + (l.ts[best] + D.t0).toFixed(3) + " us", "duration " + fmt(l.dur[best]),
+          l.a[best] >= 0 ? "args     " + D.args[l.a[best]] : ""].filter(Boolean).join("\n");
+      }
+    }
+    for (const m of markers) {
+      if (Math.abs(X(m.t) - x) <= 3) {
+        return "marker " + m.kind + (m.arg !== null ? "\narg    " + m.arg : "") +
+          "\nat     " + (m.t + D.t0).toFixed(3) + " us";
+      }
+    }
+    return null;
+  }
+
+  let drag = null;
+  canvas.addEventListener("mousedown", ev => {
+    const x = ev.offsetX;
+    drag = { x, v0, v1, select: ev.shiftKey };
+    if (ev.shiftKey) sel = [T(x), T(x)];
+  });
+  window.addEventListener("mouseup", () => { drag = null; canvas.style.cursor = "grab"; });
+  canvas.addEventListener("mousemove", ev => {
+    if (drag) {
+      if (drag.select) {
+        sel[1] = T(ev.offsetX);
+      } else {
+        const dt = (ev.offsetX - drag.x) / (width - LABEL) * (drag.v1 - drag.v0);
+        v0 = drag.v0 - dt; v1 = drag.v1 - dt;
+        canvas.style.cursor = "grabbing";
+      }
+      tip.style.display = "none";
+      draw();
+      return;
+    }
+    const text = hit(ev.offsetX, ev.offsetY);
+    if (text) {
+      tip.textContent = text;
+      tip.style.display = "block";
+      tip.style.left = (ev.clientX + 14) + "px";
+      tip.style.top = (ev.clientY + 14) + "px";
+    } else {
+      tip.style.display = "none";
+    }
+  });
+  canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
+  canvas.addEventListener("wheel", ev => {
+    ev.preventDefault();
+    const x = Math.max(LABEL, ev.offsetX), t = T(x);
+    const k = Math.exp(Math.max(-1, Math.min(1, ev.deltaY * 0.002)));
+    const w = Math.max((v1 - v0) * k, 1e-3);
+    v0 = t - (x - LABEL) / (width - LABEL) * w; v1 = v0 + w;
+    draw();
+  }, { passive: false });
+  canvas.addEventListener("dblclick", () => { v0 = 0; v1 = span; draw(); });
+  window.addEventListener("resize", draw);
+
+  const m = /from=([-0-9.e]+)&to=([-0-9.e]+)/.exec(location.hash);
+  if (m) sel = [parseFloat(m[1]) - D.t0, parseFloat(m[2]) - D.t0];
+  draw();
+})();
+</script>
+</body>
+</html>
+]==]
+
+--- The page for a model, as a string.
+function M.render(model)
+  local title = (model.path or "trace"):gsub("[&<>\"]", {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;",
+                                                         ['"'] = "&quot;"})
+  local page = PAGE:gsub("@TITLE@", function() return title end)
+  return (page:gsub("@DATA@", function() return data(model) end))
+end
+
+--- Writes the page for a model to `path`: true, or nil and a message.
+function M.write(model, path)
+  local page = M.render(model)
+  local tmp = path .. ".tmp"
+  local f, err = io.open(tmp, "wb")
+  if not f then return nil, ("cannot write %s"):format(err) end
+  local ok, werr = f:write(page)
+  local cok, cerr = f:close()
+  if not ok or not cok then
+    os.remove(tmp)
+    return nil, ("cannot write %s: %s"):format(path, tostring(werr or cerr))
+  end
+  local rok, rerr = os.rename(tmp, path)
+  if not rok then
+    os.remove(tmp)
+    return nil, ("cannot write %s: %s"):format(path, tostring(rerr))
+  end
+  return true
+end
+
+return M

@@ -1,0 +1,197 @@
+--- jobque_profile.report: figures (jobque_profile.stats) as text or JSON.
+local M = {}
+
+--- A duration in microseconds, readable: "850 us", "12.3 ms", "1.25 s".
+function M.us(t)
+  if t == nil then return "-" end
+  local a = math.abs(t)
+  if a >= 1e6 then return ("%.3g s"):format(t / 1e6) end
+  if a >= 1e3 then return ("%.4g ms"):format(t / 1e3) end
+  if a >= 10 then return ("%.0f us"):format(t) end
+  return ("%.3g us"):format(t)
+end
+
+local function pct(x)
+  return ("%.1f%%"):format(100 * x)
+end
+
+local function bar(share, width)
+  local n = math.floor(share * width + 0.5)
+  return ("#"):rep(n)
+end
+
+local function pad(s, n)
+  s = tostring(s)
+  if #s >= n then return s end
+  return s .. (" "):rep(n - #s)
+end
+
+local function lpad(s, n)
+  s = tostring(s)
+  if #s >= n then return s end
+  return (" "):rep(n - #s) .. s
+end
+
+local function top_categories(by, n)
+  local parts = {}
+  for i = 1, math.min(n, #by) do
+    parts[i] = ("%s %s"):format(by[i].name, M.us(by[i].busy))
+  end
+  return table.concat(parts, ", ")
+end
+
+local MAX_UNITS = 20
+
+--- The report of one trace: figures from stats.compute, model from trace.load.
+function M.text(f, model)
+  local out = {}
+  local function say(fmt, ...) out[#out + 1] = fmt:format(...) end
+  local r = f.range
+  say("%s: %s trace%s, %d lanes, %d events", model.path or "trace",
+      model.format == "jobque" and "jobque" or "Chrome",
+      model.clock and (" (clock " .. model.clock .. ")") or "", #model.lanes, f.events)
+  say("range %.3f .. %.3f us (%s)", r.from, r.to, M.us(r.duration))
+  if f.dropped.events > 0 or (f.dropped.lost or 0) > 0 then
+    say("")
+    say("WARNING: the trace is truncated: %d events were dropped because lanes filled%s.",
+        f.dropped.events, (f.dropped.lost or 0) > 0 and (", %d more were lost"):format(f.dropped.lost) or "")
+    for _, l in ipairs(f.dropped.lanes) do
+      say("  %s filled at %.3f us and dropped %d events: it is not idle after that,",
+          l.name, l.full_at or 0, l.dropped)
+    end
+    say("  only unrecorded. Record fewer events or pass a larger size to profile_start.")
+  end
+  say("")
+  local w = 8
+  for _, l in ipairs(f.lanes) do w = math.max(w, #l.name) end
+  say("%s  %10s  %10s  %7s  %8s", pad("lane", w), "busy", "wait", "idle", "events")
+  for _, l in ipairs(f.lanes) do
+    say("%s  %10s  %10s  %7s  %8d", pad(l.name, w), M.us(l.busy), M.us(l.wait), pct(l.idle), l.events)
+  end
+  say("%s  %10s  %10s  %7s  %8d", pad("all", w), M.us(f.total.busy), M.us(f.total.wait), pct(f.total.idle), f.events)
+  say("parallelism %.2f (busy lanes on average, of %d)", f.total.parallelism, f.total.lanes)
+  if f.awaits.count > 0 then
+    say("awaits %d, %s in all (jobs suspended on other jobs; their workers stay free)",
+        f.awaits.count, M.us(f.awaits.time))
+  end
+  if #f.categories > 0 then
+    say("")
+    local cw = 8
+    for _, c in ipairs(f.categories) do cw = math.max(cw, #c.name) end
+    say("%s  %10s  %6s", pad("category", cw), "busy", "share")
+    for _, c in ipairs(f.categories) do
+      say("%s  %10s  %6s  %s", pad(c.name, cw), M.us(c.busy), pct(c.share), bar(c.share, 30))
+    end
+  end
+  for _, m in ipairs(f.markers) do
+    say("")
+    if m.count == 0 then
+      say("marker %q: no units in range", m.kind)
+    else
+      say("marker %q: %d units; duration min %s, median %s, p95 %s, max %s", m.kind, m.count,
+          M.us(m.min), M.us(m.median), M.us(m.p95), M.us(m.max))
+      say("  %5s  %8s  %14s  %10s  %s", "unit", "arg", "start (us)", "duration", "busy by category")
+      for i = 1, math.min(#m.units, MAX_UNITS) do
+        local u = m.units[i]
+        say("  %5d  %8s  %14.3f  %10s  %s", u.index, u.arg ~= nil and tostring(u.arg) or "-", u.from,
+            M.us(u.duration), top_categories(u.by_category, 3))
+      end
+      if #m.units > MAX_UNITS then
+        say("  ... %d more units (--json lists them all)", #m.units - MAX_UNITS)
+      end
+    end
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
+--- Two traces side by side: rows from stats.compare.
+function M.compare_text(rows, a_name, b_name)
+  local out = {}
+  local w = 12
+  for _, r in ipairs(rows) do w = math.max(w, #r.label) end
+  local function fmt(v, unit)
+    if v == nil then return "-" end
+    if unit == "us" then return M.us(v) end
+    if unit == "%" then return pct(v) end
+    if unit == "x" then return ("%.2f"):format(v) end
+    return tostring(math.tointeger(v) or v)
+  end
+  out[#out + 1] = ("a: %s\nb: %s\n"):format(a_name, b_name)
+  out[#out + 1] = ("%s  %12s  %12s  %12s  %8s"):format(pad("", w), "a", "b", "b - a", "b / a")
+  for _, r in ipairs(rows) do
+    local diff
+    if r.unit == "%" then
+      diff = ("%+.1f pt"):format(100 * r.diff)
+    elseif r.unit == "us" then
+      diff = (r.diff >= 0 and "+" or "-") .. M.us(math.abs(r.diff))
+    else
+      diff = (r.diff >= 0 and "+" or "") .. fmt(r.diff, r.unit)
+    end
+    out[#out + 1] = ("%s  %12s  %12s  %12s  %8s"):format(pad(r.label, w), fmt(r.a, r.unit), fmt(r.b, r.unit),
+                                                       diff, r.ratio and ("%.2fx"):format(r.ratio) or "-")
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
+-- JSON: numbers, strings, booleans, lists and string-keyed objects. An
+-- empty table is written as a list (every object of ours has fields).
+local escapes = {['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f', ['\n'] = '\\n',
+                 ['\r'] = '\\r', ['\t'] = '\\t'}
+
+local function quote(s)
+  return '"' .. s:gsub('[%c"\\]', function(c)
+    return escapes[c] or ("\\u%04x"):format(c:byte())
+  end) .. '"'
+end
+M.quote = quote
+
+local function encode(v, out)
+  local t = type(v)
+  if t == "string" then
+    out[#out + 1] = quote(v)
+  elseif t == "number" then
+    if v ~= v or v == math.huge or v == -math.huge then
+      out[#out + 1] = "null"
+    elseif math.type(v) == "integer" then
+      out[#out + 1] = tostring(v)
+    else
+      out[#out + 1] = ("%.14g"):format(v)
+    end
+  elseif t == "boolean" then
+    out[#out + 1] = tostring(v)
+  elseif t == "table" then
+    if next(v) == nil or v[1] ~= nil then
+      out[#out + 1] = "["
+      for i = 1, #v do
+        if i > 1 then out[#out + 1] = "," end
+        encode(v[i], out)
+      end
+      out[#out + 1] = "]"
+    else
+      local keys = {}
+      for k in pairs(v) do
+        if type(k) == "string" then keys[#keys + 1] = k end
+      end
+      table.sort(keys)
+      out[#out + 1] = "{"
+      for i, k in ipairs(keys) do
+        if i > 1 then out[#out + 1] = "," end
+        out[#out + 1] = quote(k)
+        out[#out + 1] = ":"
+        encode(v[k], out)
+      end
+      out[#out + 1] = "}"
+    end
+  else
+    out[#out + 1] = "null"
+  end
+end
+
+--- `v` as JSON text.
+function M.json(v)
+  local out = {}
+  encode(v, out)
+  return table.concat(out)
+end
+
+return M

@@ -1,0 +1,234 @@
+--- jobque_profile.stats: figures over a trace model (see jobque_profile.trace).
+--
+-- compute(model [, from, to]) -> figures over the range [from, to)
+-- (microseconds, the trace's whole span by default):
+--   range     { from, to, duration }
+--   events    events that start in the range (slices, instants, markers)
+--   lanes[i]  { name, busy, wait, idle, events, dropped, full_at }
+--   total     { busy, wait, idle, parallelism, lanes }
+--   categories[i] { name, color, busy, share }, most busy first
+--   markers[i]    { kind, count, min, median, p95, max, units[j] }
+--                 units[j] = { index, arg, from, to, duration, by_category[k] = { name, busy } }
+--   awaits    { count, time }: jobs suspended on another job (workers stay free)
+--   dropped   { events, lost, lanes[i] = { name, dropped, full_at } }
+-- Busy time is the time a lane spent in slices other than waits (job runs
+-- and submits, for our traces), counted once where slices nest; idle is
+-- 1 - busy / (duration x lanes); parallelism is busy / duration, the
+-- average number of busy lanes. Marker units run from one marker of a kind
+-- to the next; the last runs to the end of the range. Median and p95 are
+-- nearest-rank.
+-- compare(a, b) -> rows { label, a, b, diff, ratio } of two figures.
+local M = {}
+
+local function nearest_rank(sorted, p)
+  local n = #sorted
+  if n == 0 then return nil end
+  local k = math.ceil(p * n)
+  if k < 1 then k = 1 end
+  return sorted[k]
+end
+
+-- Adds to acc[name] the busy time of lane between a and b, each moment
+-- under the outermost slice that covers it; calls span(x, y, name) for each
+-- piece and returns busy time, wait time and the slices starting in range.
+-- Slices are sorted by start.
+local function sweep_lane(lane, a, b, acc, span)
+  local ts, dur, cat = lane.ts, lane.dur, lane.cat
+  local busy, wait, events = 0, 0, 0
+  -- First slice that can reach a: binary search on start >= a - maxdur.
+  local lo, hi = 1, lane.n + 1
+  local from = a - lane.maxdur
+  while lo < hi do
+    local mid = (lo + hi) // 2
+    if ts[mid] < from then lo = mid + 1 else hi = mid end
+  end
+  local busy_end, wait_end = -math.huge, -math.huge
+  for i = lo, lane.n do
+    local s = ts[i]
+    if s >= b then break end
+    if s >= a then events = events + 1 end
+    local e = s + dur[i]
+    if e > a then
+      local x, y = s < a and a or s, e > b and b or e
+      if cat[i] == "wait" then -- the category waits count under (the page does the same)
+        if y > wait_end then
+          wait = wait + y - (x > wait_end and x or wait_end)
+          wait_end = y
+        end
+      elseif y > busy_end then -- not nested in the slice before: its new time counts
+        local start = x > busy_end and x or busy_end
+        local name = cat[i]
+        busy = busy + y - start
+        acc[name] = (acc[name] or 0) + (y - start)
+        if span then span(start, y, name) end
+        busy_end = y
+      end
+    end
+  end
+  return busy, wait, events
+end
+
+local function count_in(list, a, b)
+  local n = 0
+  for _, x in ipairs(list) do
+    local ts = x.ts
+    if ts >= a and ts < b then n = n + 1 end
+  end
+  return n
+end
+
+local function sorted_categories(model, acc, total)
+  local list = {}
+  for name, busy in pairs(acc) do
+    local c = model.categories.by_name[name]
+    list[#list + 1] = {name = name, color = c and c.color or "#888888", busy = busy,
+                       share = total > 0 and busy / total or 0}
+  end
+  table.sort(list, function(x, y)
+    if x.busy ~= y.busy then return x.busy > y.busy end
+    return x.name < y.name
+  end)
+  return list
+end
+
+-- Units of one marker kind inside [a, b), with busy time by category in each.
+local function marker_units(model, kind, a, b)
+  local units = {}
+  for _, m in ipairs(model.markers) do
+    if m.kind == kind and m.ts >= a and m.ts < b then
+      local u = {index = #units + 1, arg = m.arg, from = m.ts, acc = {}}
+      if #units > 0 then units[#units].to = m.ts end
+      units[#units + 1] = u
+    end
+  end
+  if #units == 0 then return units end
+  units[#units].to = b
+  -- Sweep every lane's busy spans across the units.
+  for _, lane in ipairs(model.lanes) do
+    local k = 1
+    sweep_lane(lane, units[1].from, b, {}, function(x, y, name)
+      while k <= #units and units[k].to <= x do k = k + 1 end
+      local j = k
+      while j <= #units and units[j].from < y do
+        local u = units[j]
+        local lo, hi = x > u.from and x or u.from, y < u.to and y or u.to
+        if hi > lo then u.acc[name] = (u.acc[name] or 0) + (hi - lo) end
+        j = j + 1
+      end
+    end)
+  end
+  for _, u in ipairs(units) do
+    u.duration = u.to - u.from
+    local total = 0
+    for _, t in pairs(u.acc) do total = total + t end
+    local by = sorted_categories(model, u.acc, total)
+    for _, c in ipairs(by) do c.color = nil end
+    u.by_category, u.acc, u.busy = by, nil, total
+  end
+  return units
+end
+
+--- Figures over [from, to) of a model (the whole trace by default).
+function M.compute(model, from, to)
+  local a = from or model.t0
+  local b = to or model.t1
+  if a > b then a, b = b, a end
+  local duration = b - a
+  local nlanes = #model.lanes
+  local acc = {}
+  local lanes, tbusy, twait, events = {}, 0, 0, 0
+  for i, lane in ipairs(model.lanes) do
+    local busy, wait, n = sweep_lane(lane, a, b, acc)
+    n = n + count_in(lane.instants, a, b)
+    lanes[i] = {name = lane.name, busy = busy, wait = wait, events = n,
+                idle = duration > 0 and 1 - busy / duration or 0,
+                dropped = lane.dropped, full_at = lane.full_at}
+    tbusy, twait, events = tbusy + busy, twait + wait, events + n
+  end
+  events = events + count_in(model.markers, a, b)
+  local awaits = {count = 0, time = 0}
+  for _, w in ipairs(model.awaits) do
+    local x, y = math.max(w.ts, a), math.min(w.ts + w.dur, b)
+    if y > x or (w.ts >= a and w.ts < b) then
+      awaits.count = awaits.count + 1
+      awaits.time = awaits.time + math.max(0, y - x)
+    end
+  end
+  local markers = {}
+  for _, kind in ipairs(model.marker_kinds) do
+    local units = marker_units(model, kind, a, b)
+    local d = {}
+    for i, u in ipairs(units) do d[i] = u.duration end
+    table.sort(d)
+    markers[#markers + 1] = {kind = kind, count = #units, min = d[1], max = d[#d],
+                             median = nearest_rank(d, 0.5), p95 = nearest_rank(d, 0.95), units = units}
+  end
+  local dropped = {events = model.dropped, lost = model.lost, lanes = {}}
+  for _, lane in ipairs(model.lanes) do
+    if lane.dropped > 0 then
+      dropped.lanes[#dropped.lanes + 1] = {name = lane.name, dropped = lane.dropped, full_at = lane.full_at}
+    end
+  end
+  return {
+    range = {from = a, to = b, duration = duration},
+    events = events,
+    lanes = lanes,
+    total = {busy = tbusy, wait = twait, lanes = nlanes,
+             idle = (duration > 0 and nlanes > 0) and 1 - tbusy / (duration * nlanes) or 0,
+             parallelism = duration > 0 and tbusy / duration or 0},
+    categories = sorted_categories(model, acc, tbusy),
+    markers = markers,
+    awaits = awaits,
+    dropped = dropped,
+  }
+end
+
+local function row(rows, label, x, y, unit)
+  x, y = x or 0, y or 0
+  rows[#rows + 1] = {label = label, a = x, b = y, diff = y - x, ratio = x ~= 0 and y / x or nil, unit = unit}
+end
+
+--- Side by side: the figures of `a` and of `b` (each from compute), with differences.
+function M.compare(a, b)
+  local rows = {}
+  row(rows, "duration", a.range.duration, b.range.duration, "us")
+  row(rows, "events", a.events, b.events, "")
+  row(rows, "lanes", a.total.lanes, b.total.lanes, "")
+  row(rows, "busy", a.total.busy, b.total.busy, "us")
+  row(rows, "wait", a.total.wait, b.total.wait, "us")
+  row(rows, "idle", a.total.idle, b.total.idle, "%")
+  row(rows, "parallelism", a.total.parallelism, b.total.parallelism, "x")
+  local names, seen = {}, {}
+  for _, list in ipairs{a.categories, b.categories} do
+    for _, c in ipairs(list) do
+      if not seen[c.name] then seen[c.name] = true names[#names + 1] = c.name end
+    end
+  end
+  local function busy_of(f, name)
+    for _, c in ipairs(f.categories) do if c.name == name then return c.busy end end
+    return 0
+  end
+  for _, name in ipairs(names) do
+    row(rows, "busy: " .. name, busy_of(a, name), busy_of(b, name), "us")
+  end
+  local kinds, kseen = {}, {}
+  for _, list in ipairs{a.markers, b.markers} do
+    for _, m in ipairs(list) do
+      if not kseen[m.kind] then kseen[m.kind] = true kinds[#kinds + 1] = m.kind end
+    end
+  end
+  local function marker_of(f, kind)
+    for _, m in ipairs(f.markers) do if m.kind == kind then return m end end
+    return {count = 0}
+  end
+  for _, kind in ipairs(kinds) do
+    local x, y = marker_of(a, kind), marker_of(b, kind)
+    row(rows, kind .. " units", x.count, y.count, "")
+    row(rows, kind .. " median", x.median, y.median, "us")
+    row(rows, kind .. " p95", x.p95, y.p95, "us")
+  end
+  row(rows, "dropped events", a.dropped.events, b.dropped.events, "")
+  return rows
+end
+
+return M

@@ -1,0 +1,339 @@
+--- jobque_profile.trace: reads a saved trace back into a model.
+--
+-- load(path) reads a file saved by profile_save, or any Chrome-trace JSON
+-- (an object with a "traceEvents" array, or a bare array of events), and
+-- returns a model, or nil and a message that says what is wrong:
+--
+--   model.format      "jobque" (has a jobqueProfile key) or "chrome"
+--   model.t0, t1      the first and last moment of any event, microseconds
+--   model.lanes[i]    in lane order: { name, pid, tid, sort,
+--                       n, ts[], dur[], cat[], kind[], ev[],   -- slices, by start
+--                       instants[], recorded, dropped, full_at }
+--   model.categories  list of { name, color = "#RRGGBB" }, and by_name
+--   model.markers     list of { ts, kind, arg, lane }, by time
+--   model.marker_kinds list of kind names, in order of registration/appearance
+--   model.awaits      list of { ts, dur, lane, job }
+--   model.dropped     events dropped in all; model.lost, events never recorded
+--   model.skipped     events we could not read (no numeric ts, unknown ph)
+--
+-- A slice's kind is "job" (a job's run), "submit", "wait" (the thread was
+-- blocked on a result) or "slice" (any other complete event); its cat is the
+-- name its time is counted under: the job's category for "job", "submit" for
+-- submits, "wait" for waits, and the event's cat (else its name) otherwise;
+-- a slice whose category is "wait" is a wait in any trace.
+local cjson = require "cjson.safe"
+local core = require "jobque.core"
+
+local M = {}
+
+local json = cjson.new()
+json.decode_invalid_numbers(false)
+
+local function hex(rgb)
+  return ("#%06X"):format(rgb & 0xFFFFFF)
+end
+
+--- The colour a category gets when the trace did not register one.
+function M.color_for(name)
+  if name == "submit" then return "#9E9E9E" end
+  if name == "wait" then return "#D6D6D6" end
+  return hex(core.palette_color(name))
+end
+
+local function new_lane(model, key, pid, tid)
+  local lane = {key = key, pid = pid, tid = tid, n = 0, ts = {}, dur = {}, cat = {}, kind = {}, ev = {},
+                instants = {}, recorded = nil, dropped = 0, full_at = nil, first = model.nevents}
+  model.lane_by_key[key] = lane
+  model.lanes[#model.lanes + 1] = lane
+  return lane
+end
+
+local function lane_of(model, e)
+  local pid, tid = e.pid, e.tid
+  local key = (type(pid) == "number" or type(pid) == "string") and pid or 0
+  key = tostring(key) .. ":" .. tostring((type(tid) == "number" or type(tid) == "string") and tid or 0)
+  return model.lane_by_key[key] or new_lane(model, key, pid, tid)
+end
+
+local function add_slice(lane, ts, dur, cat, kind, e)
+  local n = lane.n + 1
+  lane.n = n
+  lane.ts[n], lane.dur[n], lane.cat[n], lane.kind[n], lane.ev[n] = ts, dur, cat, kind, e
+end
+
+local function str(v)
+  return type(v) == "string" and v or nil
+end
+
+-- What a complete event of ours is, from its cat: kind and the name its time counts under.
+local function classify(e, ours)
+  local cat, name = str(e.cat), str(e.name) or "?"
+  if ours then
+    if cat == "job" then return "job", name end
+    if cat == "submit" then return "submit", "submit" end
+    if cat == "wait" then return "wait", "wait" end
+    if cat == "flow" then return nil end -- the zero-length end of a wake-up arrow
+  end
+  cat = cat or name
+  if cat == "wait" then return "wait", "wait" end -- a category named wait is waiting
+  return "slice", cat
+end
+
+-- Sorts a lane's slices by start when they are not already (ours are
+-- recorded at their end, so a lane is nearly sorted).
+local function sort_lane(lane)
+  local ts = lane.ts
+  local sorted = true
+  for i = 2, lane.n do
+    if ts[i] < ts[i - 1] then sorted = false break end
+  end
+  if sorted then return end
+  local order = {}
+  for i = 1, lane.n do order[i] = i end
+  table.sort(order, function(a, b)
+    if ts[a] ~= ts[b] then return ts[a] < ts[b] end
+    return a < b
+  end)
+  for _, field in ipairs{"ts", "dur", "cat", "kind", "ev"} do
+    local old, new = lane[field], {}
+    for i = 1, lane.n do new[i] = old[order[i]] end
+    lane[field] = new
+  end
+end
+
+local function by_ts(a, b)
+  if a.ts ~= b.ts then return a.ts < b.ts end
+  return a.seq < b.seq
+end
+
+-- Reads the jobqueProfile key: lanes' counts, categories, marker kinds.
+local function read_meta(model, meta)
+  if type(meta) ~= "table" then
+    return nil, 'bad "jobqueProfile": not an object'
+  end
+  model.meta = meta
+  model.clock = str(meta.clock)
+  model.lost = math.tointeger(meta.lostEvents) or 0
+  for i, c in ipairs(type(meta.categories) == "table" and meta.categories or {}) do
+    if type(c) ~= "table" or not str(c.name) then
+      return nil, ('bad "jobqueProfile.categories[%d]": no name'):format(i)
+    end
+    local color = str(c.color)
+    if not (color and color:match("^#%x%x%x%x%x%x$")) then color = M.color_for(c.name) end
+    if not model.categories.by_name[c.name] then
+      local entry = {name = c.name, color = color:upper(), id = math.tointeger(c.id)}
+      model.categories[#model.categories + 1] = entry
+      model.categories.by_name[c.name] = entry
+    end
+  end
+  for i, m in ipairs(type(meta.markers) == "table" and meta.markers or {}) do
+    if type(m) ~= "table" or not str(m.name) then
+      return nil, ('bad "jobqueProfile.markers[%d]": no name'):format(i)
+    end
+    if not model.kind_seen[m.name] then
+      model.kind_seen[m.name] = true
+      model.marker_kinds[#model.marker_kinds + 1] = m.name
+    end
+  end
+  return true
+end
+
+-- Builds the model from decoded events.
+local function build(events, meta)
+  local model = {format = meta and "jobque" or "chrome", lanes = {}, lane_by_key = {},
+                 categories = {by_name = {}}, markers = {}, marker_kinds = {}, kind_seen = {},
+                 awaits = {}, dropped = 0, lost = 0, skipped = 0, nevents = 0}
+  if meta then
+    local ok, err = read_meta(model, meta)
+    if not ok then return nil, err end
+  end
+  local ours = meta ~= nil
+  local t0, t1 = math.huge, -math.huge
+  local open_b = {} -- Chrome "B" events waiting for their "E", per lane
+  local async = {}  -- our "b" events waiting for their "e", by id
+  local nev = 0
+  for i = 1, #events do
+    local e = events[i]
+    local ph = type(e) == "table" and e.ph
+    local ts = ph and e.ts
+    if ph == "M" then
+      local args = type(e.args) == "table" and e.args or {}
+      if e.name == "thread_name" and str(args.name) then
+        lane_of(model, e).name = args.name
+      elseif e.name == "thread_sort_index" and math.type(args.sort_index) then
+        lane_of(model, e).sort = args.sort_index
+      end
+    elseif type(ts) ~= "number" then
+      model.skipped = model.skipped + 1
+    else
+      nev = nev + 1
+      if ts < t0 then t0 = ts end
+      if ts > t1 then t1 = ts end
+      if ph == "X" then
+        local dur = e.dur
+        if type(dur) ~= "number" or dur < 0 then dur = 0 end
+        if ts + dur > t1 then t1 = ts + dur end
+        local kind, cat = classify(e, ours)
+        if kind then add_slice(lane_of(model, e), ts, dur, cat, kind, e) end
+      elseif ph == "i" or ph == "I" or ph == "R" then
+        local scope = e.s
+        local args = type(e.args) == "table" and e.args or {}
+        if scope == "g" or scope == "p" then
+          local kind = str(e.name) or "?"
+          if not model.kind_seen[kind] then
+            model.kind_seen[kind] = true
+            model.marker_kinds[#model.marker_kinds + 1] = kind
+          end
+          local arg = math.tointeger(args.arg) or args.arg -- cjson reads every number as a float
+          model.markers[#model.markers + 1] = {ts = ts, kind = kind, lane = lane_of(model, e),
+                                               arg = (type(arg) == "number" or type(arg) == "string") and arg or nil,
+                                               seq = nev}
+        else
+          local lane = lane_of(model, e)
+          if ours and e.name == "lane full: events dropped" then
+            lane.full_at = ts
+            lane.dropped = math.tointeger(args.dropped) or 0
+          end
+          lane.instants[#lane.instants + 1] = e
+        end
+      elseif ph == "B" then
+        local lane = lane_of(model, e)
+        local stack = open_b[lane] or {}
+        open_b[lane] = stack
+        stack[#stack + 1] = e
+      elseif ph == "E" then
+        local lane = lane_of(model, e)
+        local stack = open_b[lane]
+        local b = stack and stack[#stack]
+        if b then
+          stack[#stack] = nil
+          local kind, cat = classify(b, ours)
+          if kind then add_slice(lane, b.ts, math.max(0, ts - b.ts), cat, kind, b) end
+        end
+      elseif ph == "b" or ph == "e" then
+        if ours and e.cat == "await" then
+          local id = type(e.id2) == "table" and e.id2["local"] or e.id
+          id = tostring(id)
+          if ph == "b" then
+            async[id] = e
+          elseif async[id] then
+            local b = async[id]
+            async[id] = nil
+            local args = type(b.args) == "table" and b.args or {}
+            model.awaits[#model.awaits + 1] = {ts = b.ts, dur = math.max(0, ts - b.ts), lane = lane_of(model, b),
+                                               job = args.job}
+          end
+        end
+      elseif ph ~= "s" and ph ~= "t" and ph ~= "f" and ph ~= "C" and ph ~= "n" and ph ~= "N"
+          and ph ~= "O" and ph ~= "D" then
+        model.skipped = model.skipped + 1
+        nev = nev - 1
+      end
+    end
+  end
+  -- A "B" never ended runs to the end of the trace.
+  for lane, stack in pairs(open_b) do
+    for _, b in ipairs(stack) do
+      local kind, cat = classify(b, ours)
+      if kind then add_slice(lane, b.ts, math.max(0, t1 - b.ts), cat, kind, b) end
+    end
+  end
+  model.nevents = nev
+  if nev == 0 then t0, t1 = 0, 0 end
+  model.t0, model.t1 = t0, t1
+  -- Lane counts from jobqueProfile, by name.
+  if meta and type(meta.lanes) == "table" then
+    local by_name = {}
+    for _, lane in ipairs(model.lanes) do
+      if lane.name then by_name[lane.name] = lane end
+    end
+    for _, l in ipairs(meta.lanes) do
+      local lane = type(l) == "table" and by_name[l.name]
+      if lane then
+        lane.recorded = math.tointeger(l.recorded)
+        lane.dropped = math.tointeger(l.dropped) or lane.dropped
+        if type(l.fullAtUs) == "number" then lane.full_at = l.fullAtUs end
+      end
+    end
+  end
+  -- Lanes in order: sort index, then first appearance.
+  for i, lane in ipairs(model.lanes) do
+    lane.order = i
+    lane.name = lane.name or (lane.tid ~= nil and ("thread " .. tostring(lane.tid)) or "lane " .. i)
+    model.dropped = model.dropped + lane.dropped
+  end
+  table.sort(model.lanes, function(a, b)
+    local sa, sb = a.sort or math.huge, b.sort or math.huge
+    if sa ~= sb then return sa < sb end
+    return a.order < b.order
+  end)
+  for i, lane in ipairs(model.lanes) do
+    lane.index = i
+    sort_lane(lane)
+    local maxdur = 0
+    for k = 1, lane.n do
+      if lane.dur[k] > maxdur then maxdur = lane.dur[k] end
+    end
+    lane.maxdur = maxdur
+  end
+  table.sort(model.markers, by_ts)
+  -- Every category a slice is counted under has an entry and a colour.
+  local cats = model.categories
+  for _, lane in ipairs(model.lanes) do
+    local cat = lane.cat
+    for k = 1, lane.n do
+      local name = cat[k]
+      if not cats.by_name[name] then
+        local entry = {name = name, color = M.color_for(name)}
+        cats[#cats + 1] = entry
+        cats.by_name[name] = entry
+      end
+    end
+  end
+  model.kind_seen, model.lane_by_key = nil, nil
+  return model
+end
+
+--- Reads a trace from a JSON string; `name` labels messages.
+function M.decode(text, name)
+  name = name or "trace"
+  local doc, err = json.decode(text)
+  if doc == nil then
+    return nil, ("%s: not JSON (%s)"):format(name, tostring(err))
+  end
+  if type(doc) ~= "table" then
+    return nil, ('%s: not a trace: the JSON is a %s, not an object with a "traceEvents" array')
+      :format(name, type(doc) == "userdata" and "null" or type(doc))
+  end
+  local events, meta = doc.traceEvents, doc.jobqueProfile
+  if events == nil then
+    if text:match("^%s*%[") then
+      events = doc -- the bare array form of Chrome's format
+    else
+      return nil, ('%s: not a trace: no "traceEvents" array'):format(name)
+    end
+  end
+  if type(events) ~= "table" then
+    return nil, ('%s: not a trace: "traceEvents" is not an array'):format(name)
+  end
+  if meta == cjson.null then meta = nil end
+  local model, berr = build(events, meta)
+  if not model then return nil, ("%s: %s"):format(name, berr) end
+  model.path = name
+  return model
+end
+
+--- Reads the trace saved at `path`: model, or nil and a message.
+function M.load(path)
+  if type(path) ~= "string" then
+    return nil, ("bad argument #1 to 'load' (path expected, got %s)"):format(type(path))
+  end
+  local f, err = io.open(path, "rb")
+  if not f then return nil, ("cannot open %s"):format(err) end
+  local text = f:read("a")
+  f:close()
+  if not text then return nil, ("cannot read %s"):format(path) end
+  return M.decode(text, path)
+end
+
+return M
