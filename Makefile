@@ -2,7 +2,7 @@
 LUA        ?= lua5.4
 BUSTED     := /usr/bin/busted
 DEB_PACKAGES := lua5.4 liblua5.4-dev lua-cjson lua-busted lua-check luarocks cmake gcc make \
-                libc6-dev valgrind lua-luv
+                libc6-dev valgrind lua-luv lua-argparse chromium
 BUILD_ARGS := -DJOBQUE_TESTING=ON
 
 .PHONY: all deps build build-sanitizers demo spec test bench clean
@@ -32,6 +32,9 @@ build-sanitizers: deps
 
 demo: build
 	LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" $(LUA) examples/tokens.lua trace.json
+	@echo
+	LUA_CPATH="build/?.so;;" $(LUA) lua/jobque-profile.lua report trace.json
+	LUA_CPATH="build/?.so;;" $(LUA) lua/jobque-profile.lua html trace.json -o timeline.html
 
 # The specs once, on the plain build (what `luarocks test` runs).
 spec: build
@@ -45,6 +48,7 @@ bench: build
 	LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" $(LUA) bench/record.lua
 	LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" $(LUA) bench/save.lua
 	LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" $(LUA) bench/queue.lua
+	LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" $(LUA) bench/report.lua
 
 clean:
-	rm -rf build build-address build-thread trace.json
+	rm -rf build build-address build-thread trace.json timeline.html

@@ -90,6 +90,8 @@ elseif args.command == "html" then
     io.stderr:write("jobque-profile: ", err, "\n")
     os.exit(1)
   end
-  print(("wrote %s (%d lanes, %d events, %d markers): open it in a browser"):format(
-    out, #model.lanes, model.nevents, #model.markers))
+  local slices = 0
+  for _, lane in ipairs(model.lanes) do slices = slices + lane.n end
+  print(("wrote %s (%d lanes, %d slices, %d markers): open it in a browser"):format(
+    out, #model.lanes, slices, #model.markers))
 end

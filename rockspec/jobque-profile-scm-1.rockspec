@@ -25,6 +25,10 @@ build = {
     LUADIR = "$(LUADIR)",
     LIBDIR = "$(LIBDIR)",
   },
+  install = {
+    -- the trace reader's command; it needs Debian's lua-argparse and lua-cjson
+    bin = {["jobque-profile"] = "lua/jobque-profile.lua"},
+  },
 }
 test = {
   -- busted comes from Debian's lua-busted, not from a rocks server.

@@ -53,7 +53,7 @@ check() {
   fi
 }
 
-check "luacheck" luacheck --quiet lua spec bench examples
+check "luacheck" luacheck --quiet lua spec bench examples lua/jobque-profile.lua
 
 busted_run "plain build" build "$LUA"
 busted_run "AddressSanitizer, monotonic clock" build-address "$PWD/build-address/lua_host" \

@@ -26,12 +26,6 @@ local function pad(s, n)
   return s .. (" "):rep(n - #s)
 end
 
-local function lpad(s, n)
-  s = tostring(s)
-  if #s >= n then return s end
-  return (" "):rep(n - #s) .. s
-end
-
 local function top_categories(by, n)
   local parts = {}
   for i = 1, math.min(n, #by) do

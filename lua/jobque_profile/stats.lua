@@ -18,6 +18,8 @@
 -- to the next; the last runs to the end of the range. Median and p95 are
 -- nearest-rank.
 -- compare(a, b) -> rows { label, a, b, diff, ratio } of two figures.
+local without_gc = require("jobque_profile.trace").without_gc
+
 local M = {}
 
 local function nearest_rank(sorted, p)
@@ -77,6 +79,11 @@ local function count_in(list, a, b)
   return n
 end
 
+local function by_busy(x, y)
+  if x.busy ~= y.busy then return x.busy > y.busy end
+  return x.name < y.name
+end
+
 local function sorted_categories(model, acc, total)
   local list = {}
   for name, busy in pairs(acc) do
@@ -84,52 +91,66 @@ local function sorted_categories(model, acc, total)
     list[#list + 1] = {name = name, color = c and c.color or "#888888", busy = busy,
                        share = total > 0 and busy / total or 0}
   end
-  table.sort(list, function(x, y)
-    if x.busy ~= y.busy then return x.busy > y.busy end
-    return x.name < y.name
-  end)
+  table.sort(list, by_busy)
   return list
 end
 
--- Units of one marker kind inside [a, b), with busy time by category in each.
+-- Finishes a unit's by-category list (entries { name, busy }): shares, most first.
+local function unit_categories(list)
+  if not list then return {}, 0 end
+  local total = 0
+  for i = 1, #list do total = total + list[i].busy end
+  for i = 1, #list do
+    local c = list[i]
+    c.share = total > 0 and c.busy / total or 0
+  end
+  if #list > 1 then table.sort(list, by_busy) end
+  return list, total
+end
+
+-- Units of one marker kind inside [a, b), with busy time by category in
+-- each (a unit runs from its marker to the next one of its kind, the last
+-- to b). Works on plain arrays: a trace can hold a million units.
 local function marker_units(model, kind, a, b)
-  local units = {}
+  local from, arg, n = {}, {}, 0
   for _, m in ipairs(model.markers) do
     if m.kind == kind and m.ts >= a and m.ts < b then
-      local u = {index = #units + 1, arg = m.arg, from = m.ts, acc = {}}
-      if #units > 0 then units[#units].to = m.ts end
-      units[#units + 1] = u
+      n = n + 1
+      from[n], arg[n] = m.ts, m.arg
     end
   end
-  if #units == 0 then return units end
-  units[#units].to = b
-  -- Sweep every lane's busy spans across the units.
+  local units = {}
+  if n == 0 then return units end
+  from[n + 1] = b
+  local acc = {} -- unit index -> its by-category list, made when it gets busy time
   for _, lane in ipairs(model.lanes) do
     local k = 1
-    sweep_lane(lane, units[1].from, b, {}, function(x, y, name)
-      while k <= #units and units[k].to <= x do k = k + 1 end
+    sweep_lane(lane, from[1], b, {}, function(x, y, name)
+      while k <= n and from[k + 1] <= x do k = k + 1 end
       local j = k
-      while j <= #units and units[j].from < y do
-        local u = units[j]
-        local lo, hi = x > u.from and x or u.from, y < u.to and y or u.to
-        if hi > lo then u.acc[name] = (u.acc[name] or 0) + (hi - lo) end
+      while j <= n and from[j] < y do
+        local lo, hi = x > from[j] and x or from[j], y < from[j + 1] and y or from[j + 1]
+        if hi > lo then -- a unit holds few categories: a list beats a hash here
+          local list = acc[j]
+          if not list then list = {} acc[j] = list end
+          local i = 1
+          while list[i] and list[i].name ~= name do i = i + 1 end
+          local c = list[i]
+          if c then c.busy = c.busy + (hi - lo) else list[i] = {name = name, busy = hi - lo} end
+        end
         j = j + 1
       end
     end)
   end
-  for _, u in ipairs(units) do
-    u.duration = u.to - u.from
-    local total = 0
-    for _, t in pairs(u.acc) do total = total + t end
-    local by = sorted_categories(model, u.acc, total)
-    for _, c in ipairs(by) do c.color = nil end
-    u.by_category, u.acc, u.busy = by, nil, total
+  for j = 1, n do
+    local by, busy = unit_categories(acc[j])
+    units[j] = {index = j, arg = arg[j], from = from[j], to = from[j + 1], duration = from[j + 1] - from[j],
+                busy = busy, by_category = by}
   end
   return units
 end
 
---- Figures over [from, to) of a model (the whole trace by default).
-function M.compute(model, from, to)
+local function compute(model, from, to)
   local a = from or model.t0
   local b = to or model.t1
   if a > b then a, b = b, a end
@@ -181,6 +202,11 @@ function M.compute(model, from, to)
     awaits = awaits,
     dropped = dropped,
   }
+end
+
+--- Figures over [from, to) of a model (the whole trace by default).
+function M.compute(model, from, to)
+  return without_gc(compute, model, from, to)
 end
 
 local function row(rows, label, x, y, unit)

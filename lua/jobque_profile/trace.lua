@@ -50,9 +50,19 @@ end
 
 local function lane_of(model, e)
   local pid, tid = e.pid, e.tid
-  local key = (type(pid) == "number" or type(pid) == "string") and pid or 0
-  key = tostring(key) .. ":" .. tostring((type(tid) == "number" or type(tid) == "string") and tid or 0)
-  return model.lane_by_key[key] or new_lane(model, key, pid, tid)
+  if pid == nil then pid = 0 end
+  if tid == nil then tid = 0 end
+  local by_tid = model.lane_cache[pid]
+  if not by_tid then
+    by_tid = {}
+    model.lane_cache[pid] = by_tid
+  end
+  local lane = by_tid[tid]
+  if lane then return lane end
+  local key = tostring(pid) .. ":" .. tostring(tid)
+  lane = model.lane_by_key[key] or new_lane(model, key, e.pid, e.tid)
+  by_tid[tid] = lane
+  return lane
 end
 
 local function add_slice(lane, ts, dur, cat, kind, e)
@@ -140,7 +150,7 @@ end
 
 -- Builds the model from decoded events.
 local function build(events, meta)
-  local model = {format = meta and "jobque" or "chrome", lanes = {}, lane_by_key = {},
+  local model = {format = meta and "jobque" or "chrome", lanes = {}, lane_by_key = {}, lane_cache = {},
                  categories = {by_name = {}}, markers = {}, marker_kinds = {}, kind_seen = {},
                  awaits = {}, dropped = 0, lost = 0, skipped = 0, nevents = 0}
   if meta then
@@ -276,7 +286,10 @@ local function build(events, meta)
     end
     lane.maxdur = maxdur
   end
-  table.sort(model.markers, by_ts)
+  local markers = model.markers
+  for i = 2, #markers do
+    if markers[i].ts < markers[i - 1].ts then table.sort(markers, by_ts) break end
+  end
   -- Every category a slice is counted under has an entry and a colour.
   local cats = model.categories
   for _, lane in ipairs(model.lanes) do
@@ -290,12 +303,23 @@ local function build(events, meta)
       end
     end
   end
-  model.kind_seen, model.lane_by_key = nil, nil
+  model.kind_seen, model.lane_by_key, model.lane_cache = nil, nil, nil
   return model
 end
 
---- Reads a trace from a JSON string; `name` labels messages.
-function M.decode(text, name)
+--- Calls f(...) with the garbage collector paused (restarting it after, if it
+-- ran): reading a trace builds millions of tables that all stay alive, so a
+-- collection in between would only walk them again and again.
+function M.without_gc(f, ...)
+  local running = collectgarbage("isrunning")
+  collectgarbage("stop")
+  local res = table.pack(pcall(f, ...))
+  if running then collectgarbage("restart") end
+  if not res[1] then error(res[2], 0) end
+  return table.unpack(res, 2, res.n)
+end
+
+local function decode(text, name)
   name = name or "trace"
   local doc, err = json.decode(text)
   if doc == nil then
@@ -321,6 +345,12 @@ function M.decode(text, name)
   if not model then return nil, ("%s: %s"):format(name, berr) end
   model.path = name
   return model
+end
+
+--- Reads a trace from a JSON string: model, or nil and a message (`name`
+-- labels messages).
+function M.decode(text, name)
+  return M.without_gc(decode, text, name)
 end
 
 --- Reads the trace saved at `path`: model, or nil and a message.

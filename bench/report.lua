@@ -1,0 +1,69 @@
+-- `jobque-profile report` on a trace of about 1,000,000 events against
+-- decoding the same file with lua-cjson alone, in the same run.
+--   lua5.4 bench/report.lua [events]        (make bench)
+-- Half the events are slices of a traced job queue (submits and job runs on
+-- two workers), half are "tick" markers, so the report splits ~500,000 units.
+local p = require "jobque_profile"
+local jobque = require "jobque"
+local core = require "jobque.core"
+local cjson = require "cjson"
+local trace = require "jobque_profile.trace"
+local stats = require "jobque_profile.stats"
+local report = require "jobque_profile.report"
+
+local N = math.tointeger(tonumber(arg[1] or "")) or 1000000
+local now = core.monotonic_ns
+local dir = os.getenv("TMPDIR") or (io.open("/dev/shm") and "/dev/shm") or "/tmp"
+local path = dir .. "/jq-bench-report.json"
+
+local tick = p.profile_marker_id("tick")
+p.profile_category("work")
+p.profile_start(N)
+jobque.with_job_que({workers = 2}, function(q)
+  p.profile_tag(p.profile_category("work"))
+  local empty = function() end
+  for i = 1, N // 4 do
+    p.profile_marker(tick, i)
+    q:submit(empty)
+    p.profile_marker(tick, i)
+  end
+  q:wait_all()
+end)
+p.profile_stop()
+assert(p.profile_save(path))
+
+local function read()
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local events
+local function decode_only()
+  local doc = cjson.decode(read())
+  events = #doc.traceEvents
+end
+local function full_report()
+  local model = assert(trace.load(path))
+  return report.text(stats.compute(model), model)
+end
+
+local bare, ours, ratio = {}, {}, {}
+for r = 1, 3 do -- interleaved: this VM's speed drifts
+  collectgarbage()
+  local t0 = now()
+  decode_only()
+  bare[r] = (now() - t0) / 1e9
+  collectgarbage()
+  t0 = now()
+  full_report()
+  ours[r] = (now() - t0) / 1e9
+  ratio[r] = ours[r] / bare[r]
+end
+table.sort(bare) table.sort(ours) table.sort(ratio)
+os.remove(path)
+print(("report of %d events (%d in the file), median of 3 interleaved rounds"):format(N, events))
+print(("  cjson.decode alone  %.2f s"):format(bare[2]))
+print(("  report              %.2f s"):format(ours[2]))
+print(("  report / decode     %.2fx (target <= 2x)"):format(ratio[2]))

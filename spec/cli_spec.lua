@@ -1,0 +1,175 @@
+-- The jobque-profile command, and its HTML timeline opened in headless Chromium.
+local S = require "support"
+local cjson = require "cjson"
+local trace = require "jobque_profile.trace"
+local stats = require "jobque_profile.stats"
+local p = require "jobque_profile"
+local jobque = require "jobque"
+
+-- Runs the command from the checkout; returns exit code, stdout, stderr.
+local function run(args)
+  local err = S.tmpfile("stderr.txt")
+  local cmd = ("LUA_CPATH='%s' %s lua/jobque-profile.lua %s 2>'%s'"):format(package.cpath, S.lua, args, err)
+  local h = io.popen(cmd)
+  local out = h:read("a")
+  local _, _, code = h:close()
+  return code, out, S.read(err)
+end
+
+-- A trace of a small job graph with markers, saved by the library itself.
+local function saved_trace()
+  local cat = p.profile_category("cli work")
+  local tok = p.profile_marker_id("cli token")
+  p.profile_start(4096)
+  jobque.with_job_que({workers = 2}, function(q)
+    for i = 1, 4 do
+      p.profile_marker(tok, i)
+      p.profile_tag(cat)
+      local jobs = {}
+      for k = 1, 3 do jobs[k] = q:submit(function(n) local x = 0 for j = 1, n do x = x + j end return x end, 20000) end
+      for k = 1, 3 do jobs[k]:wait() end
+    end
+  end)
+  p.profile_stop()
+  local _, _, path = S.save(p)
+  return path
+end
+
+describe("jobque-profile", function()
+  local path
+  setup(function() path = saved_trace() end)
+
+  it("report prints the figures, and --json the same ones as stats.compute", function()
+    local code, out = run("report '" .. path .. "'")
+    assert.equal(0, code)
+    assert.matches("parallelism", out, 1, true)
+    assert.matches('marker "cli token": 4 units', out, 1, true)
+    local jcode, jout = run("report '" .. path .. "' --json")
+    assert.equal(0, jcode)
+    local got = cjson.decode(jout)
+    local want = stats.compute(assert(trace.load(path)))
+    assert.near(want.total.busy, got.total.busy, 1e-6 * want.total.busy)
+    assert.equal(#want.lanes, #got.lanes)
+    assert.equal(want.markers[1].count, got.markers[1].count)
+  end)
+
+  it("report --from/--to limits the range", function()
+    local m = assert(trace.load(path))
+    local a, b = m.markers[2].ts, m.markers[3].ts
+    local code, out = run(("report '%s' --from %.3f --to %.3f --json"):format(path, a, b))
+    assert.equal(0, code)
+    local got = cjson.decode(out)
+    assert.near(b - a, got.range.duration, 1e-3)
+    assert.equal(1, got.markers[1].count)
+  end)
+
+  it("compare shows both traces and the differences", function()
+    local code, out = run(("compare '%s' '%s'"):format(path, path))
+    assert.equal(0, code)
+    assert.matches("busy: cli work", out, 1, true)
+    local jcode, jout = run(("compare '%s' '%s' --json"):format(path, path))
+    assert.equal(0, jcode)
+    for _, r in ipairs(cjson.decode(jout)) do assert.equal(0, r.diff, r.label) end
+  end)
+
+  it("exits 1 with a message on a file that is not a trace", function()
+    local bad = S.tmpfile("bad.json")
+    S.write(bad, '{"hello": 1}')
+    local _
+    local code, out, err = run("report '" .. bad .. "'")
+    assert.equal(1, code)
+    assert.equal("", out)
+    assert.matches('not a trace: no "traceEvents" array', err, 1, true)
+    assert.is_nil(err:find("traceback", 1, true))
+    code, _, err = run("html '" .. S.tmpdir .. "/none.json'")
+    assert.equal(1, code)
+    assert.matches("cannot open", err, 1, true)
+    code, _, err = run(("html '%s' -o '%s/no/such/dir/t.html'"):format(path, S.tmpdir))
+    assert.equal(1, code)
+    assert.matches("cannot write", err, 1, true)
+  end)
+
+  it("exits 2 on bad usage, 0 on --help", function()
+    local code, _, err = run("")
+    assert.equal(2, code)
+    assert.matches("Usage", err, 1, true)
+    code, _, err = run("report")
+    assert.equal(2, code)
+    assert.matches("missing argument 'trace'", err, 1, true)
+    code, _, err = run("report '" .. path .. "' --from soon")
+    assert.equal(2, code)
+    assert.matches("--from needs a time in microseconds, not 'soon'", err, 1, true)
+    code, _, err = run("report '" .. path .. "' --from 5 --to 1")
+    assert.equal(2, code)
+    assert.matches("--from must be before --to", err, 1, true)
+    code, _, err = run("frobnicate x")
+    assert.equal(2, code)
+    assert.matches("unknown command 'frobnicate'", err, 1, true)
+    local hcode, out = run("--help")
+    assert.equal(0, hcode)
+    for _, word in ipairs{"report", "compare", "html"} do assert.matches(word, out, 1, true) end
+  end)
+end)
+
+describe("the HTML timeline", function()
+  local path, page, model
+  setup(function()
+    path = saved_trace()
+    page = S.tmpfile("timeline.html")
+    local code, out, err = run(("html '%s' -o '%s'"):format(path, page))
+    assert(code == 0, err)
+    assert(out:find(page, 1, true))
+    model = assert(trace.load(path))
+  end)
+
+  -- Loads the page in headless Chromium; returns the state the page published.
+  local function open(fragment, screenshot)
+    local profile = S.tmpfile("chromium")
+    local url = "file://" .. page .. (fragment or "")
+    local flags = ("--headless --no-sandbox --disable-gpu --disable-background-networking "
+                   .. "--user-data-dir='%s' --window-size=1200,500"):format(profile)
+    if screenshot then
+      assert.is_true(os.execute(("chromium %s --screenshot='%s' '%s' >/dev/null 2>&1"):format(
+        flags, screenshot, url)))
+    end
+    local dom = io.popen(("chromium %s --dump-dom '%s' 2>/dev/null"):format(flags, url)):read("a")
+    local state = dom:match('data%-state="([^"]*)"')
+    assert(state, "the page published no state: " .. dom:sub(1, 300))
+    state = state:gsub("&quot;", '"'):gsub("&lt;", "<"):gsub("&gt;", ">"):gsub("&amp;", "&")
+    return cjson.decode(state)
+  end
+
+  it("is one file that fetches nothing", function()
+    local text = S.read(page)
+    assert.is_nil(text:find("https?://"))
+    assert.is_nil(text:find("<link", 1, true))
+    assert.is_nil(text:find("<script src", 1, true))
+  end)
+
+  it("shows every lane, legend entry and marker, and a screenshot", function()
+    local png = S.tmpfile("timeline.png")
+    local state = open(nil, png)
+    assert.equal(#model.lanes, state.lanes)
+    assert.equal(#model.categories, state.legend)
+    assert.equal(#model.markers, state.markers)
+    local n = 0
+    for _, lane in ipairs(model.lanes) do n = n + lane.n end
+    assert.equal(n, state.events)
+    assert.is_true(state.drawn > 0)
+    local shot = S.read(png)
+    assert.equal("\137PNG\r\n\26\n", shot:sub(1, 8))
+  end)
+
+  it("computes a selected range's figures as stats.compute does", function()
+    local a, b = model.markers[2].ts, model.markers[4].ts
+    local state = open(("#from=%.3f&to=%.3f"):format(a, b))
+    local want = stats.compute(model, a, b)
+    local got = state.selection
+    assert.near(want.range.duration, got.duration, 1e-6)
+    assert.near(want.total.busy, got.busy, 1e-6 * want.total.busy)
+    assert.near(want.total.wait, got.wait, 1e-6 * math.max(1, want.total.wait))
+    assert.near(want.total.idle, got.idle, 1e-9)
+    assert.near(want.total.parallelism, got.parallelism, 1e-9)
+    assert.equal(want.categories[1].name, got.top[1].name)
+  end)
+end)

@@ -1,0 +1,236 @@
+-- Reading traces back: the model, the figures, compare, and their errors.
+-- Expected figures are worked out by hand from the small traces written here.
+local S = require "support"
+local trace = require "jobque_profile.trace"
+local stats = require "jobque_profile.stats"
+local report = require "jobque_profile.report"
+local core = require "jobque.core"
+local p = require "jobque_profile"
+local jobque = require "jobque"
+
+local function load_text(text)
+  local path = S.tmpfile()
+  S.write(path, text)
+  return assert(trace.load(path))
+end
+
+-- Two workers and a caller over 0..100 us, in our own format:
+--   worker 0: a 10..40 (30), b 50..60 (10)         busy 40
+--   worker 1: a 20..80 (60)                        busy 60
+--   caller:   submit 0..5 (5), wait 5..95 (90)     busy 5, wait 90
+--   token markers at 0 (arg 1) and 50 (arg 2); the trace ends at 100.
+local OURS = [[
+{"traceEvents":[
+{"ph":"M","pid":1,"name":"process_name","args":{"name":"jobque_profile"}},
+{"ph":"M","pid":1,"tid":3,"name":"thread_name","args":{"name":"caller"}},
+{"ph":"M","pid":1,"tid":3,"name":"thread_sort_index","args":{"sort_index":2}},
+{"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"worker 0"}},
+{"ph":"M","pid":1,"tid":1,"name":"thread_sort_index","args":{"sort_index":0}},
+{"ph":"M","pid":1,"tid":2,"name":"thread_name","args":{"name":"worker 1"}},
+{"ph":"M","pid":1,"tid":2,"name":"thread_sort_index","args":{"sort_index":1}},
+{"ph":"X","ts":50,"dur":10,"pid":1,"tid":1,"name":"b","cat":"job","args":{"job":2}},
+{"ph":"X","ts":10,"dur":30,"pid":1,"tid":1,"name":"a","cat":"job","args":{"job":1}},
+{"ph":"X","ts":20,"dur":60,"pid":1,"tid":2,"name":"a","cat":"job","args":{"job":3}},
+{"ph":"X","ts":0,"dur":5,"pid":1,"tid":3,"name":"submit a","cat":"submit","args":{"job":1}},
+{"ph":"X","ts":5,"dur":90,"pid":1,"tid":3,"name":"wait all","cat":"wait"},
+{"ph":"X","ts":60,"dur":0,"pid":1,"tid":1,"name":"wake job","cat":"flow","args":{"job":2}},
+{"ph":"i","s":"g","ts":0,"pid":1,"tid":3,"name":"token","args":{"arg":1}},
+{"ph":"i","s":"g","ts":50,"pid":1,"tid":3,"name":"token","args":{"arg":2}},
+{"ph":"i","s":"t","ts":100,"pid":1,"tid":2,"name":"wake","cat":"worker","args":{"parked_us":3}}
+],
+"jobqueProfile":{"version":1,"clock":"tsc","lostEvents":0,
+ "lanes":[{"tid":1,"name":"worker 0","recorded":4,"dropped":0},{"tid":2,"name":"worker 1","recorded":2,"dropped":0},
+          {"tid":3,"name":"caller","recorded":4,"dropped":0}],
+ "categories":[{"id":1,"name":"a","color":"#112233"}],
+ "markers":[{"id":1,"name":"token"},{"id":2,"name":"frame"}]}}
+]]
+
+describe("trace.load", function()
+  it("reads lanes in sort order, slices by start, categories and markers", function()
+    local m = load_text(OURS)
+    assert.equal("jobque", m.format)
+    assert.equal("tsc", m.clock)
+    assert.same({"worker 0", "worker 1", "caller"}, {m.lanes[1].name, m.lanes[2].name, m.lanes[3].name})
+    assert.equal(3, #m.lanes) -- process_name makes no lane
+    assert.same({10, 50}, m.lanes[1].ts) -- sorted, and the flow's zero-length end is not a slice
+    assert.same({"job", "job"}, m.lanes[1].kind)
+    assert.same({"submit", "wait"}, m.lanes[3].kind)
+    assert.equal(0, m.t0)
+    assert.equal(100, m.t1)
+    assert.equal("#112233", m.categories.by_name.a.color)
+    assert.equal(("#%06X"):format(core.palette_color("b")), m.categories.by_name.b.color)
+    assert.same({"token", "frame"}, m.marker_kinds)
+    assert.equal(2, #m.markers)
+    assert.equal(math.tointeger(2), m.markers[2].arg) -- an integer again, though JSON numbers decode as floats
+    assert.equal(1, #m.lanes[2].instants)
+  end)
+
+  it("reads plain Chrome JSON: B/E pairs, pid/tid lanes, categories from cat", function()
+    local m = load_text([[
+[{"ph":"B","ts":0,"pid":7,"tid":1,"name":"outer","cat":"io"},
+ {"ph":"X","ts":10,"dur":20,"pid":7,"tid":1,"name":"inner","cat":"cpu"},
+ {"ph":"E","ts":40,"pid":7,"tid":1},
+ {"ph":"X","ts":30,"dur":30,"pid":7,"tid":1,"name":"tail","cat":"cpu"},
+ {"ph":"X","ts":0,"dur":10,"pid":8,"tid":1,"name":"other"},
+ {"ph":"i","s":"g","ts":5,"pid":7,"tid":1,"name":"frame"},
+ {"ph":"Q","ts":5}]
+]])
+    assert.equal("chrome", m.format)
+    assert.equal(2, #m.lanes) -- pid 7 and pid 8 are different lanes although both are tid 1
+    assert.equal(1, m.skipped) -- the unknown phase
+    local f = stats.compute(m)
+    -- lane 1: outer 0..40 holds inner; tail 30..60 adds 40..60: busy 60, io 40, cpu 20
+    assert.near(60, f.lanes[1].busy, 1e-9)
+    assert.near(10, f.lanes[2].busy, 1e-9)
+    local by = {}
+    for _, c in ipairs(f.categories) do by[c.name] = c.busy end
+    assert.same({io = 40, cpu = 20, other = 10}, by)
+    assert.equal(("#%06X"):format(core.palette_color("io")), m.categories.by_name.io.color)
+    assert.same({"frame"}, m.marker_kinds)
+  end)
+
+  it("says what is wrong with a file that is not a trace", function()
+    local function err(text)
+      local path = S.tmpfile()
+      S.write(path, text)
+      local m, e = trace.load(path)
+      assert.is_nil(m)
+      return e
+    end
+    assert.matches('not a trace: no "traceEvents" array', err('{"events":[]}'), 1, true)
+    assert.matches('not a trace: no "traceEvents" array', err('{}'), 1, true)
+    assert.matches('"traceEvents" is not an array', err('{"traceEvents":3}'), 1, true)
+    assert.matches("not JSON", err('{"traceEvents":['))
+    assert.matches("not a trace: the JSON is a string", err('"hello"'), 1, true)
+    assert.matches('bad "jobqueProfile.categories[1]"', err('{"traceEvents":[],"jobqueProfile":{"categories":[{}]}}'),
+                   1, true)
+    local m, e = trace.load(S.tmpdir .. "/missing.json")
+    assert.is_nil(m)
+    assert.matches("cannot open .*missing.json", e)
+    assert.matches("path expected", select(2, trace.load(nil)), 1, true)
+  end)
+end)
+
+describe("stats.compute", function()
+  it("gives busy, wait, idle and parallelism per lane and in all", function()
+    local f = stats.compute(load_text(OURS))
+    assert.same({from = 0, to = 100, duration = 100}, f.range)
+    assert.same({40, 60, 5}, {f.lanes[1].busy, f.lanes[2].busy, f.lanes[3].busy})
+    assert.same({0, 0, 90}, {f.lanes[1].wait, f.lanes[2].wait, f.lanes[3].wait})
+    assert.near(0.6, f.lanes[1].idle, 1e-12)
+    assert.equal(105, f.total.busy)
+    assert.equal(90, f.total.wait)
+    assert.near(1 - 105 / 300, f.total.idle, 1e-12)
+    assert.near(1.05, f.total.parallelism, 1e-12)
+    assert.same({"a", "b", "submit"}, {f.categories[1].name, f.categories[2].name, f.categories[3].name})
+    assert.same({90, 10, 5}, {f.categories[1].busy, f.categories[2].busy, f.categories[3].busy})
+    assert.near(90 / 105, f.categories[1].share, 1e-12)
+    assert.equal(7, f.events) -- 5 slices, 2 markers; the wake instant at 100 is past the end
+  end)
+
+  it("splits marker units and their busy time by category", function()
+    local f = stats.compute(load_text(OURS))
+    local token, frame = f.markers[1], f.markers[2]
+    assert.equal("token", token.kind)
+    assert.equal(2, token.count)
+    assert.same({50, 50, 50, 50}, {token.min, token.median, token.p95, token.max})
+    -- unit 1 (0..50): a 30 on worker 0, a 30 on worker 1, submit 5
+    local u1, u2 = token.units[1], token.units[2]
+    assert.same({1, 0, 50}, {u1.arg, u1.from, u1.to})
+    assert.same({{name = "a", busy = 60, share = 60 / 65}, {name = "submit", busy = 5, share = 5 / 65}},
+                u1.by_category)
+    -- unit 2 (50..100): b 10, a 30 on worker 1
+    assert.same({"a", "b"}, {u2.by_category[1].name, u2.by_category[2].name})
+    assert.same({30, 10}, {u2.by_category[1].busy, u2.by_category[2].busy})
+    assert.equal(0, frame.count)
+  end)
+
+  it("clips to a range", function()
+    local f = stats.compute(load_text(OURS), 25, 55)
+    -- worker 0: a 25..40, b 50..55: 20; worker 1: a 25..55: 30; caller: wait 30
+    assert.same({20, 30, 0}, {f.lanes[1].busy, f.lanes[2].busy, f.lanes[3].busy})
+    assert.equal(30, f.lanes[3].wait)
+    assert.near(50 / 30, f.total.parallelism, 1e-12)
+    assert.equal(1, f.markers[1].count) -- the marker at 50 starts a unit that runs to 55
+    assert.equal(5, f.markers[1].units[1].duration)
+  end)
+
+  it("uses nearest-rank median and p95", function()
+    local events = {}
+    for _, ts in ipairs{0, 10, 30, 60} do
+      events[#events + 1] = ('{"ph":"i","s":"g","ts":%d,"pid":1,"tid":1,"name":"u"}'):format(ts)
+    end
+    events[#events + 1] = '{"ph":"X","ts":0,"dur":100,"pid":1,"tid":1,"name":"x"}'
+    local f = stats.compute(load_text('{"traceEvents":[' .. table.concat(events, ",") .. ']}'))
+    -- units: 0..10, 10..30, 30..60, 60..100 = 10, 20, 30, 40
+    local u = f.markers[1]
+    assert.same({4, 10, 20, 40, 40}, {u.count, u.min, u.median, u.p95, u.max})
+  end)
+end)
+
+describe("stats.compare", function()
+  it("puts two traces' figures side by side", function()
+    local a = stats.compute(load_text(OURS))
+    local b = stats.compute(load_text(OURS), 0, 50)
+    local rows = {}
+    for _, r in ipairs(stats.compare(a, b)) do rows[r.label] = r end
+    assert.same({100, 50, -50, 0.5}, {rows.duration.a, rows.duration.b, rows.duration.diff, rows.duration.ratio})
+    -- 0..50: worker 0 a 30, worker 1 a 30, caller submit 5
+    assert.same({105, 65}, {rows.busy.a, rows.busy.b})
+    assert.same({10, 0}, {rows["busy: b"].a, rows["busy: b"].b})
+    assert.same({2, 1}, {rows["token units"].a, rows["token units"].b})
+    assert.matches("busy: b", report.compare_text(stats.compare(a, b), "a", "b"), 1, true)
+  end)
+end)
+
+describe("a trace saved by jobque_profile", function()
+  it("reads back with its lanes, categories, markers and drops", function()
+    local cat = p.profile_category("reader test", p.PROFILE_COLOR_GREEN)
+    local tok = p.profile_marker_id("reader token")
+    p.profile_start(4096)
+    jobque.with_job_que({workers = 2}, function(q)
+      for i = 1, 3 do
+        p.profile_marker(tok, i)
+        p.profile_tag(cat)
+        q:submit(function() local x = 0 for k = 1, 1000 do x = x + k end return x end):wait()
+      end
+    end)
+    p.profile_stop()
+    local _, _, path = S.save(p)
+    local m = assert(trace.load(path))
+    assert.equal("worker 0", m.lanes[1].name)
+    assert.equal("worker 1", m.lanes[2].name)
+    assert.equal("caller", m.lanes[#m.lanes].name)
+    assert.equal(("#%06X"):format(p.PROFILE_COLOR_GREEN), m.categories.by_name["reader test"].color)
+    local f = stats.compute(m)
+    local tokens
+    for _, k in ipairs(f.markers) do if k.kind == "reader token" then tokens = k end end
+    assert.equal(3, tokens.count)
+    local by = {}
+    for _, c in ipairs(f.categories) do by[c.name] = c.busy end
+    assert.is_true(by["reader test"] > 0)
+    assert.is_true(f.total.wait > 0) -- the caller waited for each job
+    assert.equal(0, f.dropped.events)
+
+    -- A ring of 8 fills: the report says the trace is truncated, and where.
+    local _, _, small = S.record_n(p, "reader fill", 8, 20)
+    local sm = assert(trace.load(small))
+    local sf = stats.compute(sm)
+    assert.equal(12, sf.dropped.events)
+    assert.equal(1, #sf.dropped.lanes)
+    assert.is_number(sf.dropped.lanes[1].full_at)
+    assert.matches("truncated: 12 events were dropped", report.text(sf, sm), 1, true)
+  end)
+end)
+
+describe("report.json", function()
+  it("writes JSON that reads back to the same figures", function()
+    local cjson = require "cjson"
+    local f = stats.compute(load_text(OURS))
+    local back = cjson.decode(report.json(f))
+    assert.equal(f.total.busy, back.total.busy)
+    assert.equal(f.markers[1].units[2].by_category[2].name, back.markers[1].units[2].by_category[2].name)
+    assert.same({}, back.dropped.lanes)
+    assert.equal('["a\\"\\n\\u0001"]', report.json({"a\"\n\1"}))
+  end)
+end)
