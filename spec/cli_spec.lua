@@ -31,6 +31,7 @@ local function saved_trace()
     end
   end)
   p.profile_stop()
+  p.profile_tag(0) -- the op tag is the thread's: later specs expect none
   local _, _, path = S.save(p)
   return path
 end
