@@ -168,6 +168,41 @@ describe("stats.compute", function()
   end)
 end)
 
+describe("marker units", function()
+  it("give nearest-rank statistics and list every unit", function()
+    -- 101 units with gaps 1..101 in a shuffled order; the last runs to the slice's end.
+    local gaps = {}
+    for i = 1, 101 do gaps[i] = i end
+    local rng = 12345
+    for i = #gaps, 2, -1 do
+      rng = (rng * 1103515245 + 12345) % 2147483648
+      local j = rng % i + 1
+      gaps[i], gaps[j] = gaps[j], gaps[i]
+    end
+    local events, ts = {}, 0
+    for i = 1, 101 do
+      events[i] = ('{"ph":"i","s":"g","ts":%d,"pid":1,"tid":1,"name":"u","args":{"arg":%d}}'):format(ts, i)
+      ts = ts + gaps[i]
+    end
+    events[#events + 1] = ('{"ph":"X","ts":0,"dur":%d,"pid":1,"tid":1,"name":"x"}'):format(ts)
+    local u = stats.compute(load_text("[" .. table.concat(events, ",") .. "]")).markers[1]
+    -- durations 1..101: nearest rank median is the 51st, p95 the 96th
+    assert.same({101, 1, 51, 96, 101}, {u.count, u.min, u.median, u.p95, u.max})
+    assert.equal(101, #u.units)
+    local n, total = 0, 0
+    for i, unit in ipairs(u.units) do
+      n = n + 1
+      total = total + unit.duration
+      assert.equal(i, unit.arg)
+      assert.equal(gaps[i], unit.duration)
+      assert.equal(unit.duration, unit.by_category[1].busy) -- the slice covers every unit
+    end
+    assert.same({101, ts}, {n, total})
+    assert.is_nil(u.units[102])
+    assert.is_nil(u.units[0])
+  end)
+end)
+
 describe("stats.compare", function()
   it("puts two traces' figures side by side", function()
     local a = stats.compute(load_text(OURS))

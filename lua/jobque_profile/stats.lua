@@ -22,12 +22,37 @@ local without_gc = require("jobque_profile.trace").without_gc
 
 local M = {}
 
-local function nearest_rank(sorted, p)
-  local n = #sorted
+-- The k-th smallest of a[lo..hi] (Hoare's selection; reorders a).
+local function select_kth(a, k, lo, hi)
+  while lo < hi do
+    local pivot = a[(lo + hi) // 2]
+    local i, j = lo, hi
+    while i <= j do
+      while a[i] < pivot do i = i + 1 end
+      while a[j] > pivot do j = j - 1 end
+      if i <= j then
+        a[i], a[j] = a[j], a[i]
+        i, j = i + 1, j - 1
+      end
+    end
+    if k <= j then hi = j elseif k >= i then lo = i else return a[k] end
+  end
+  return a[k]
+end
+
+-- min, nearest-rank median and p95, and max of the n numbers in d
+-- (reorders d; a selection, not a sort: d can hold a million durations).
+local function order_stats(d, n)
   if n == 0 then return nil end
-  local k = math.ceil(p * n)
-  if k < 1 then k = 1 end
-  return sorted[k]
+  local min, max = d[1], d[1]
+  for i = 2, n do
+    local x = d[i]
+    if x < min then min = x elseif x > max then max = x end
+  end
+  local km, kp = math.max(1, math.ceil(0.5 * n)), math.max(1, math.ceil(0.95 * n))
+  local median = select_kth(d, km, 1, n)
+  local p95 = select_kth(d, kp, km, n) -- d[km + 1 ..] holds everything above the median
+  return min, median, p95, max
 end
 
 -- Adds to acc[name] the busy time of lane between a and b, each moment
@@ -95,59 +120,67 @@ local function sorted_categories(model, acc, total)
   return list
 end
 
--- Finishes a unit's by-category list (entries { name, busy }): shares, most first.
-local function unit_categories(list)
-  if not list then return {}, 0 end
-  local total = 0
-  for i = 1, #list do total = total + list[i].busy end
-  for i = 1, #list do
-    local c = list[i]
-    c.share = total > 0 and c.busy / total or 0
-  end
-  if #list > 1 then table.sort(list, by_busy) end
-  return list, total
-end
-
--- Units of one marker kind inside [a, b), with busy time by category in
--- each (a unit runs from its marker to the next one of its kind, the last
--- to b). Works on plain arrays: a trace can hold a million units.
-local function marker_units(model, kind, a, b)
+-- The units of one marker kind inside [a, b): a unit runs from its marker
+-- to the next one of its kind, the last to b. Returns the unit starts
+-- (from[n + 1] = b), their args and n.
+local function unit_bounds(model, kind, a, b)
+  local ts, kinds, args = model.marker_ts, model.marker_kind, model.marker_arg
   local from, arg, n = {}, {}, 0
-  for _, m in ipairs(model.markers) do
-    if m.kind == kind and m.ts >= a and m.ts < b then
+  for i = 1, #ts do
+    local t = ts[i]
+    if kinds[i] == kind and t >= a and t < b then
       n = n + 1
-      from[n], arg[n] = m.ts, m.arg
+      from[n], arg[n] = t, args[i]
     end
   end
-  local units = {}
-  if n == 0 then return units end
   from[n + 1] = b
-  local acc = {} -- unit index -> its by-category list, made when it gets busy time
-  for _, lane in ipairs(model.lanes) do
-    local k = 1
-    sweep_lane(lane, from[1], b, {}, function(x, y, name)
-      while k <= n and from[k + 1] <= x do k = k + 1 end
-      local j = k
-      while j <= n and from[j] < y do
-        local lo, hi = x > from[j] and x or from[j], y < from[j + 1] and y or from[j + 1]
-        if hi > lo then -- a unit holds few categories: a list beats a hash here
-          local list = acc[j]
-          if not list then list = {} acc[j] = list end
-          local i = 1
-          while list[i] and list[i].name ~= name do i = i + 1 end
-          local c = list[i]
-          if c then c.busy = c.busy + (hi - lo) else list[i] = {name = name, busy = hi - lo} end
-        end
-        j = j + 1
+  return from, arg, n
+end
+
+-- Busy time of the units of one kind by category, filled by add(x, y, c)
+-- for each busy piece of each lane in time order (reset(): next lane). A
+-- trace can hold a million units and a report shows twenty: the sweep fills
+-- a flat array, and units[j] becomes a table when first read (#units,
+-- ipairs and indexing work as on a plain list).
+local function unit_tracker(from, arg, n, names)
+  local ncat = #names
+  local acc = {} -- busy time of unit j in category c at (j - 1) * ncat + c
+  local k = 1
+  local t = {}
+  function t.reset() k = 1 end
+  function t.add(x, y, c)
+    while k <= n and from[k + 1] <= x do k = k + 1 end
+    local j = k
+    while j <= n and from[j] < y do
+      local lo, hi = x > from[j] and x or from[j], y < from[j + 1] and y or from[j + 1]
+      if hi > lo then
+        local slot = (j - 1) * ncat + c
+        acc[slot] = (acc[slot] or 0) + (hi - lo)
       end
-    end)
+      j = j + 1
+    end
   end
-  for j = 1, n do
-    local by, busy = unit_categories(acc[j])
-    units[j] = {index = j, arg = arg[j], from = from[j], to = from[j + 1], duration = from[j + 1] - from[j],
-                busy = busy, by_category = by}
-  end
-  return units
+  t.units = setmetatable({}, {
+    __len = function() return n end,
+    __index = function(list, j)
+      if math.type(j) ~= "integer" or j < 1 or j > n then return nil end
+      local by, busy = {}, 0
+      for c = 1, ncat do
+        local time = acc[(j - 1) * ncat + c]
+        if time then
+          by[#by + 1] = {name = names[c], busy = time}
+          busy = busy + time
+        end
+      end
+      for _, e in ipairs(by) do e.share = busy > 0 and e.busy / busy or 0 end
+      table.sort(by, by_busy)
+      local u = {index = j, arg = arg[j], from = from[j], to = from[j + 1], duration = from[j + 1] - from[j],
+                 busy = busy, by_category = by}
+      rawset(list, j, u)
+      return u
+    end,
+  })
+  return t
 end
 
 local function compute(model, from, to)
@@ -156,17 +189,47 @@ local function compute(model, from, to)
   if a > b then a, b = b, a end
   local duration = b - a
   local nlanes = #model.lanes
+  -- Marker units first, so that one sweep of each lane feeds them too.
+  local cat_index, names = {}, {}
+  for c, entry in ipairs(model.categories) do
+    cat_index[entry.name], names[c] = c, entry.name
+  end
+  local markers, trackers = {}, {}
+  for _, kind in ipairs(model.marker_kinds) do
+    local ufrom, uarg, n = unit_bounds(model, kind, a, b)
+    local d = {}
+    for i = 1, n do d[i] = ufrom[i + 1] - ufrom[i] end
+    local min, median, p95, max = order_stats(d, n)
+    local tracker = unit_tracker(ufrom, uarg, n, names)
+    if n > 0 then trackers[#trackers + 1] = tracker end
+    markers[#markers + 1] = {kind = kind, count = n, min = min, max = max, median = median, p95 = p95,
+                             units = tracker.units}
+  end
+  local span
+  if #trackers == 1 then
+    local add = trackers[1].add
+    span = function(x, y, name) add(x, y, cat_index[name]) end
+  elseif #trackers > 1 then
+    span = function(x, y, name)
+      local c = cat_index[name]
+      for _, tr in ipairs(trackers) do tr.add(x, y, c) end
+    end
+  end
   local acc = {}
   local lanes, tbusy, twait, events = {}, 0, 0, 0
   for i, lane in ipairs(model.lanes) do
-    local busy, wait, n = sweep_lane(lane, a, b, acc)
+    for _, tr in ipairs(trackers) do tr.reset() end
+    local busy, wait, n = sweep_lane(lane, a, b, acc, span)
     n = n + count_in(lane.instants, a, b)
     lanes[i] = {name = lane.name, busy = busy, wait = wait, events = n,
                 idle = duration > 0 and 1 - busy / duration or 0,
                 dropped = lane.dropped, full_at = lane.full_at}
     tbusy, twait, events = tbusy + busy, twait + wait, events + n
   end
-  events = events + count_in(model.markers, a, b)
+  local mts = model.marker_ts
+  for i = 1, #mts do
+    if mts[i] >= a and mts[i] < b then events = events + 1 end
+  end
   local awaits = {count = 0, time = 0}
   for _, w in ipairs(model.awaits) do
     local x, y = math.max(w.ts, a), math.min(w.ts + w.dur, b)
@@ -174,15 +237,6 @@ local function compute(model, from, to)
       awaits.count = awaits.count + 1
       awaits.time = awaits.time + math.max(0, y - x)
     end
-  end
-  local markers = {}
-  for _, kind in ipairs(model.marker_kinds) do
-    local units = marker_units(model, kind, a, b)
-    local d = {}
-    for i, u in ipairs(units) do d[i] = u.duration end
-    table.sort(d)
-    markers[#markers + 1] = {kind = kind, count = #units, min = d[1], max = d[#d],
-                             median = nearest_rank(d, 0.5), p95 = nearest_rank(d, 0.95), units = units}
   end
   local dropped = {events = model.dropped, lost = model.lost, lanes = {}}
   for _, lane in ipairs(model.lanes) do

@@ -10,7 +10,8 @@
 --                       n, ts[], dur[], cat[], kind[], ev[],   -- slices, by start
 --                       instants[], recorded, dropped, full_at }
 --   model.categories  list of { name, color = "#RRGGBB" }, and by_name
---   model.markers     list of { ts, kind, arg, lane }, by time
+--   model.markers     list of { ts, kind, arg }, by time (also as columns:
+--                     marker_ts[], marker_kind[], marker_arg[]); markers are global
 --   model.marker_kinds list of kind names, in order of registration/appearance
 --   model.awaits      list of { ts, dur, lane, job }
 --   model.dropped     events dropped in all; model.lost, events never recorded
@@ -77,7 +78,9 @@ end
 
 -- What a complete event of ours is, from its cat: kind and the name its time counts under.
 local function classify(e, ours)
-  local cat, name = str(e.cat), str(e.name) or "?"
+  local cat, name = e.cat, e.name
+  if type(cat) ~= "string" then cat = nil end
+  if type(name) ~= "string" then name = "?" end
   if ours then
     if cat == "job" then return "job", name end
     if cat == "submit" then return "submit", "submit" end
@@ -92,11 +95,13 @@ end
 -- Sorts a lane's slices by start when they are not already (ours are
 -- recorded at their end, so a lane is nearly sorted).
 local function sort_lane(lane)
-  local ts = lane.ts
-  local sorted = true
-  for i = 2, lane.n do
-    if ts[i] < ts[i - 1] then sorted = false break end
+  local ts, dur = lane.ts, lane.dur
+  local sorted, maxdur = true, 0
+  for i = 1, lane.n do
+    if i > 1 and ts[i] < ts[i - 1] then sorted = false end
+    if dur[i] > maxdur then maxdur = dur[i] end
   end
+  lane.maxdur = maxdur
   if sorted then return end
   local order = {}
   for i = 1, lane.n do order[i] = i end
@@ -111,9 +116,41 @@ local function sort_lane(lane)
   end
 end
 
-local function by_ts(a, b)
-  if a.ts ~= b.ts then return a.ts < b.ts end
-  return a.seq < b.seq
+-- Markers are kept as columns (model.marker_ts, marker_kind, marker_arg: a
+-- trace can hold a million); model.markers is a list view of them whose
+-- entries { ts, kind, arg } are made when first read.
+local function marker_list(model)
+  local ts, kind, arg = model.marker_ts, model.marker_kind, model.marker_arg
+  return setmetatable({}, {
+    __len = function() return #ts end,
+    __index = function(t, i)
+      if math.type(i) ~= "integer" or ts[i] == nil then return nil end
+      local m = {ts = ts[i], kind = kind[i], arg = arg[i]}
+      rawset(t, i, m)
+      return m
+    end,
+  })
+end
+
+-- Puts the marker columns in time order (stable) when they are not.
+local function sort_markers(model)
+  local ts = model.marker_ts
+  local sorted = true
+  for i = 2, #ts do
+    if ts[i] < ts[i - 1] then sorted = false break end
+  end
+  if sorted then return end
+  local order = {}
+  for i = 1, #ts do order[i] = i end
+  table.sort(order, function(a, b)
+    if ts[a] ~= ts[b] then return ts[a] < ts[b] end
+    return a < b
+  end)
+  for _, field in ipairs{"marker_ts", "marker_kind", "marker_arg"} do
+    local old, new = model[field], {}
+    for i = 1, #order do new[i] = old[order[i]] end
+    model[field] = new
+  end
 end
 
 -- Reads the jobqueProfile key: lanes' counts, categories, marker kinds.
@@ -151,7 +188,8 @@ end
 -- Builds the model from decoded events.
 local function build(events, meta)
   local model = {format = meta and "jobque" or "chrome", lanes = {}, lane_by_key = {}, lane_cache = {},
-                 categories = {by_name = {}}, markers = {}, marker_kinds = {}, kind_seen = {},
+                 categories = {by_name = {}}, marker_kinds = {}, kind_seen = {},
+                 marker_ts = {}, marker_kind = {}, marker_arg = {},
                  awaits = {}, dropped = 0, lost = 0, skipped = 0, nevents = 0}
   if meta then
     local ok, err = read_meta(model, meta)
@@ -162,6 +200,31 @@ local function build(events, meta)
   local open_b = {} -- Chrome "B" events waiting for their "E", per lane
   local async = {}  -- our "b" events waiting for their "e", by id
   local nev = 0
+  local last_pid, last_tid, last_lane -- events come lane by lane: skip the lookup
+  local function lane_for(e)
+    local pid, tid = e.pid, e.tid
+    if last_lane and pid == last_pid and tid == last_tid then return last_lane end
+    last_lane, last_pid, last_tid = lane_of(model, e), pid, tid
+    return last_lane
+  end
+  -- The columns of the lane complete events go to, kept in locals.
+  local cur, cpid, ctid, cts, cdur, ccat, ckind, cev, cn
+  local function flush() -- before anything else adds slices
+    if cur then cur.n = cn end
+    cur = nil
+  end
+  -- Every category a slice is counted under gets an entry and a colour.
+  local cats, last_cat = model.categories, nil
+  local function category(name)
+    last_cat = name
+    if not cats.by_name[name] then
+      local entry = {name = name, color = M.color_for(name)}
+      cats[#cats + 1] = entry
+      cats.by_name[name] = entry
+    end
+  end
+  local m_ts, m_kind, m_arg = model.marker_ts, model.marker_kind, model.marker_arg
+  local kind_seen, kinds, nmarkers = model.kind_seen, model.marker_kinds, 0
   for i = 1, #events do
     local e = events[i]
     local ph = type(e) == "table" and e.ph
@@ -184,22 +247,33 @@ local function build(events, meta)
         if type(dur) ~= "number" or dur < 0 then dur = 0 end
         if ts + dur > t1 then t1 = ts + dur end
         local kind, cat = classify(e, ours)
-        if kind then add_slice(lane_of(model, e), ts, dur, cat, kind, e) end
+        if kind then
+          local pid, tid = e.pid, e.tid
+          if not cur or pid ~= cpid or tid ~= ctid then
+            flush()
+            cur, cpid, ctid = lane_of(model, e), pid, tid
+            cts, cdur, ccat, ckind, cev, cn = cur.ts, cur.dur, cur.cat, cur.kind, cur.ev, cur.n
+          end
+          cn = cn + 1
+          cts[cn], cdur[cn], ccat[cn], ckind[cn], cev[cn] = ts, dur, cat, kind, e
+          if cat ~= last_cat then category(cat) end
+        end
       elseif ph == "i" or ph == "I" or ph == "R" then
         local scope = e.s
         local args = type(e.args) == "table" and e.args or {}
         if scope == "g" or scope == "p" then
           local kind = str(e.name) or "?"
-          if not model.kind_seen[kind] then
-            model.kind_seen[kind] = true
-            model.marker_kinds[#model.marker_kinds + 1] = kind
+          if not kind_seen[kind] then
+            kind_seen[kind] = true
+            kinds[#kinds + 1] = kind
           end
-          local arg = math.tointeger(args.arg) or args.arg -- cjson reads every number as a float
-          model.markers[#model.markers + 1] = {ts = ts, kind = kind, lane = lane_of(model, e),
-                                               arg = (type(arg) == "number" or type(arg) == "string") and arg or nil,
-                                               seq = nev}
+          local arg = args.arg
+          arg = math.tointeger(arg) or arg -- cjson reads every number as a float
+          if type(arg) ~= "number" and type(arg) ~= "string" then arg = nil end
+          nmarkers = nmarkers + 1
+          m_ts[nmarkers], m_kind[nmarkers], m_arg[nmarkers] = ts, kind, arg
         else
-          local lane = lane_of(model, e)
+          local lane = lane_for(e)
           if ours and e.name == "lane full: events dropped" then
             lane.full_at = ts
             lane.dropped = math.tointeger(args.dropped) or 0
@@ -207,18 +281,20 @@ local function build(events, meta)
           lane.instants[#lane.instants + 1] = e
         end
       elseif ph == "B" then
+        flush()
         local lane = lane_of(model, e)
         local stack = open_b[lane] or {}
         open_b[lane] = stack
         stack[#stack + 1] = e
       elseif ph == "E" then
+        flush()
         local lane = lane_of(model, e)
         local stack = open_b[lane]
         local b = stack and stack[#stack]
         if b then
           stack[#stack] = nil
           local kind, cat = classify(b, ours)
-          if kind then add_slice(lane, b.ts, math.max(0, ts - b.ts), cat, kind, b) end
+          if kind then add_slice(lane, b.ts, math.max(0, ts - b.ts), cat, kind, b) category(cat) end
         end
       elseif ph == "b" or ph == "e" then
         if ours and e.cat == "await" then
@@ -241,11 +317,12 @@ local function build(events, meta)
       end
     end
   end
+  flush()
   -- A "B" never ended runs to the end of the trace.
   for lane, stack in pairs(open_b) do
     for _, b in ipairs(stack) do
       local kind, cat = classify(b, ours)
-      if kind then add_slice(lane, b.ts, math.max(0, t1 - b.ts), cat, kind, b) end
+      if kind then add_slice(lane, b.ts, math.max(0, t1 - b.ts), cat, kind, b) category(cat) end
     end
   end
   model.nevents = nev
@@ -280,29 +357,9 @@ local function build(events, meta)
   for i, lane in ipairs(model.lanes) do
     lane.index = i
     sort_lane(lane)
-    local maxdur = 0
-    for k = 1, lane.n do
-      if lane.dur[k] > maxdur then maxdur = lane.dur[k] end
-    end
-    lane.maxdur = maxdur
   end
-  local markers = model.markers
-  for i = 2, #markers do
-    if markers[i].ts < markers[i - 1].ts then table.sort(markers, by_ts) break end
-  end
-  -- Every category a slice is counted under has an entry and a colour.
-  local cats = model.categories
-  for _, lane in ipairs(model.lanes) do
-    local cat = lane.cat
-    for k = 1, lane.n do
-      local name = cat[k]
-      if not cats.by_name[name] then
-        local entry = {name = name, color = M.color_for(name)}
-        cats[#cats + 1] = entry
-        cats.by_name[name] = entry
-      end
-    end
-  end
+  sort_markers(model)
+  model.markers = marker_list(model)
   model.kind_seen, model.lane_by_key, model.lane_cache = nil, nil, nil
   return model
 end
