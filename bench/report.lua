@@ -62,8 +62,32 @@ for r = 1, 5 do -- interleaved: this VM's speed drifts
   ratio[r] = ours[r] / bare[r]
 end
 table.sort(bare) table.sort(ours) table.sort(ratio) -- medians: the 3rd of 5
+
+-- The HTML timeline of the same trace in headless Chromium: load, and
+-- redraws while zooming (the page times itself under #bench).
+local page = dir .. "/jq-bench-report.html"
+local t0 = now()
+assert(require("jobque_profile.html").write(assert(trace.load(path)), page))
+local html_s = (now() - t0) / 1e9
+local profile = os.tmpname()
+os.remove(profile)
+local dom = io.popen(("chromium --headless --no-sandbox --disable-gpu --disable-background-networking "
+  .. "--user-data-dir='%s' --window-size=1300,400 --dump-dom 'file://%s#bench' 2>/dev/null"):format(profile, page))
+  :read("a")
+os.execute("rm -rf '" .. profile .. "'")
+os.remove(page)
 os.remove(path)
 print(("report of %d events (%d in the file), median of 5 interleaved rounds"):format(N, events))
 print(("  cjson.decode alone  %.2f s"):format(bare[3]))
 print(("  report              %.2f s"):format(ours[3]))
 print(("  report / decode     %.2fx (target <= 2x)"):format(ratio[3]))
+local state = dom:match('data%-state="([^"]*)"')
+if state then
+  state = cjson.decode((state:gsub("&quot;", '"'):gsub("&amp;", "&")))
+  print(("html timeline: written in %.1f s; in Chromium: loaded and drawn in %.0f ms, "
+         .. "redraw while zooming median %.1f ms, max %.1f ms"):format(html_s, state.loadMs,
+         state.redrawMs.median, state.redrawMs.max))
+else
+  print(("html timeline: written in %.1f s; Chromium did not report (is the chromium package installed?)")
+    :format(html_s))
+end

@@ -167,6 +167,21 @@ describe("the HTML timeline", function()
     assert.equal("\137PNG\r\n\26\n", shot:sub(1, 8))
   end)
 
+  it("shows a slice's name, category, lane, start, duration and args on hover", function()
+    -- the first job slice on worker 0, probed in its middle
+    local lane = model.lanes[1]
+    local i = 1
+    while lane.kind[i] ~= "job" do i = i + 1 end
+    local state = open(("#probe=0,%.3f"):format(lane.ts[i] + lane.dur[i] / 2))
+    local tip = state.probe
+    assert.is_string(tip)
+    assert.matches(lane.ev[i].name, tip, 1, true)
+    assert.matches("category " .. lane.cat[i], tip, 1, true)
+    assert.matches("lane     worker 0", tip, 1, true)
+    assert.matches(("start    %.3f us"):format(lane.ts[i]), tip, 1, true)
+    assert.matches(('args     {"job":%d}'):format(math.tointeger(lane.ev[i].args.job)), tip, 1, true)
+  end)
+
   it("computes a selected range's figures as stats.compute does", function()
     local a, b = model.markers[2].ts, model.markers[4].ts
     local state = open(("#from=%.3f&to=%.3f"):format(a, b))

@@ -12,60 +12,84 @@ local M = {}
 
 local quote, json = report.quote, report.json
 
-local function num(x)
-  local i = math.tointeger(x)
-  if i then return tostring(i) end
-  return (("%.3f"):format(x):gsub("0+$", ""):gsub("%.$", ""))
+-- Microseconds as integer nanoseconds: integers turn into text several
+-- times faster than floats, and a page holds millions of them.
+local function ns(us)
+  return (us * 1000 + 0.5) // 1 | 0
 end
 
--- The trace as the page's data: times relative to model.t0.
+local plain_key = setmetatable({}, {__index = function(t, k) -- usable in JSON as it is
+  local plain = type(k) == "string" and not k:find('[%c"\\]')
+  t[k] = plain
+  return plain
+end})
+
+-- The trace as the page's data, in columns; times in ns from model.t0.
+-- A slice's args: a[i] = -1 (none); >= 0, an index into "args" (JSON
+-- objects); -2, one integer under one key: {keys[ak[i]]: av[i]} (job ids).
 local function data(model)
   local t0 = model.t0
-  local cat_index, names, name_index, args, arg_index = {}, {}, {}, {}, {}
+  local cat_index, names, name_index, args, arg_index, keys, key_index = {}, {}, {}, {}, {}, {}, {}
   local cats = {}
   for i, c in ipairs(model.categories) do
     cat_index[c.name] = i - 1
     cats[i] = ("[%s,%s]"):format(quote(c.name), quote(c.color))
   end
-  local function intern(list, index, s)
-    local k = index[s]
+  local function intern(list, index, str)
+    local k = index[str]
     if not k then
       k = #list
-      list[k + 1] = s
-      index[s] = k
+      list[k + 1] = str
+      index[str] = k
     end
     return k
   end
   local lanes = {}
   for li, lane in ipairs(model.lanes) do
-    local ts, dur, c, n, a = {}, {}, {}, {}, {}
+    local ts, dur, c, n, a, ak, av = {}, {}, {}, {}, {}, {}, {}
+    local lts, ldur, lcat, lev = lane.ts, lane.dur, lane.cat, lane.ev
     for i = 1, lane.n do
-      local e = lane.ev[i]
-      ts[i] = num(lane.ts[i] - t0)
-      dur[i] = num(lane.dur[i])
-      c[i] = cat_index[lane.cat[i]]
-      n[i] = intern(names, name_index, type(e.name) == "string" and e.name or "?")
-      a[i] = type(e.args) == "table" and next(e.args) ~= nil and intern(args, arg_index, json(e.args)) or -1
+      local e = lev[i]
+      ts[i], dur[i], c[i] = ns(lts[i] - t0), ns(ldur[i]), cat_index[lcat[i]]
+      local name = e.name
+      n[i] = intern(names, name_index, type(name) == "string" and name or "?")
+      local ea, kind, key, value = e.args, -1, 0, 0
+      if type(ea) == "table" then
+        local k, v = next(ea)
+        if k == nil then
+          kind = -1
+        elseif plain_key[k] and math.tointeger(v) and next(ea, k) == nil then
+          kind, key, value = -2, intern(keys, key_index, k), math.tointeger(v)
+        else
+          kind = intern(args, arg_index, json(ea))
+        end
+      end
+      a[i], ak[i], av[i] = kind, key, value
     end
-    lanes[li] = ('{"name":%s,"maxdur":%s,"dropped":%d,"full":%s,"ts":[%s],"dur":[%s],"c":[%s],"n":[%s],"a":[%s]}')
-      :format(quote(lane.name), num(lane.maxdur), lane.dropped or 0,
-              lane.full_at and num(lane.full_at - t0) or "null",
+    lanes[li] = ('{"name":%s,"maxdur":%d,"dropped":%d,"full":%s,"ts":[%s],"dur":[%s],"c":[%s],"n":[%s],'
+                 .. '"a":[%s],"ak":[%s],"av":[%s]}')
+      :format(quote(lane.name), ns(lane.maxdur), lane.dropped or 0,
+              lane.full_at and tostring(ns(lane.full_at - t0)) or "null",
               table.concat(ts, ","), table.concat(dur, ","), table.concat(c, ","),
-              table.concat(n, ","), table.concat(a, ","))
+              table.concat(n, ","), table.concat(a, ","), table.concat(ak, ","), table.concat(av, ","))
   end
-  local kinds, kind_index, markers = {}, {}, {}
-  for i, m in ipairs(model.markers) do
-    local k = intern(kinds, kind_index, m.kind)
-    markers[i] = ("[%s,%d,%s]"):format(num(m.ts - t0), k, m.arg ~= nil and quote(tostring(m.arg)) or "null")
+  local kinds, kind_index, mt, mk, ma = {}, {}, {}, {}, {}
+  local mts, mkind, marg = model.marker_ts, model.marker_kind, model.marker_arg
+  for i = 1, #mts do
+    local arg = marg[i]
+    mt[i], mk[i] = ns(mts[i] - t0), intern(kinds, kind_index, mkind[i])
+    ma[i] = arg == nil and "null" or math.tointeger(arg) or type(arg) == "number" and ("%.14g"):format(arg)
+            or quote(tostring(arg))
   end
-  for i, s in ipairs(names) do names[i] = quote(s) end
-  for i, s in ipairs(args) do args[i] = quote(s) end
-  for i, s in ipairs(kinds) do kinds[i] = quote(s) end
-  local text = ('{"title":%s,"format":%s,"t0":%s,"span":%s,"cats":[%s],"names":[%s],"args":[%s],'
-                .. '"kinds":[%s],"markers":[%s],"lanes":[%s]}')
-    :format(quote(model.path or "trace"), quote(model.format), num(t0), num(model.t1 - t0),
+  for i, str in ipairs(names) do names[i] = quote(str) end -- args are JSON already
+  for i, str in ipairs(keys) do keys[i] = quote(str) end
+  for i, str in ipairs(kinds) do kinds[i] = quote(str) end
+  local text = ('{"title":%s,"format":%s,"t0":%.17g,"span":%d,"cats":[%s],"names":[%s],"args":[%s],'
+                .. '"keys":[%s],"kinds":[%s],"mt":[%s],"mk":[%s],"ma":[%s],"lanes":[%s]}')
+    :format(quote(model.path or "trace"), quote(model.format), t0, ns(model.t1 - t0),
             table.concat(cats, ","), table.concat(names, ","), table.concat(args, ","),
-            table.concat(kinds, ","), table.concat(markers, ","), table.concat(lanes, ",\n"))
+            table.concat(keys, ","), table.concat(kinds, ","), table.concat(mt, ","), table.concat(mk, ","),
+            table.concat(ma, ","), table.concat(lanes, ",\n"))
   return (text:gsub("</", "<\\/")) -- never closes the script element early
 end
 
@@ -105,18 +129,21 @@ local PAGE = [==[
 <script>
 "use strict";
 (function () {
+  const started = performance.now();
   const D = JSON.parse(document.getElementById("data").textContent);
   const LABEL = 130, AXIS = 26, ROW = 22, DROPS = 20;
-  const lanes = D.lanes.map(l => ({ name: l.name, maxdur: l.maxdur, dropped: l.dropped, full: l.full,
-    ts: Float64Array.from(l.ts), dur: Float64Array.from(l.dur), c: Int32Array.from(l.c),
-    n: Int32Array.from(l.n), a: Int32Array.from(l.a) }));
+  const us = x => x / 1000; // the data holds nanoseconds as integers
+  const lanes = D.lanes.map(l => ({ name: l.name, maxdur: us(l.maxdur), dropped: l.dropped,
+    full: l.full === null ? null : us(l.full),
+    ts: Float64Array.from(l.ts, us), dur: Float64Array.from(l.dur, us), c: Int32Array.from(l.c),
+    n: Int32Array.from(l.n), a: Int32Array.from(l.a), ak: Int32Array.from(l.ak), av: l.av }));
   const cats = D.cats.map(c => ({ name: c[0], color: c[1] }));
   const waitCat = cats.findIndex(c => c.name === "wait");
-  const markers = D.markers.map(m => ({ t: m[0], kind: D.kinds[m[1]], arg: m[2] }));
-  const span = D.span > 0 ? D.span : 1;
+  const markers = D.mt.map((t, i) => ({ t: us(t), kind: D.kinds[D.mk[i]], arg: D.ma[i] }));
+  const span = D.span > 0 ? us(D.span) : 1;
   const canvas = document.getElementById("tl"), ctx = canvas.getContext("2d");
   const tip = document.getElementById("tip"), statsEl = document.getElementById("stats");
-  let v0 = 0, v1 = span, sel = null, drawMs = 0, width = 0;
+  let v0 = 0, v1 = span, sel = null, drawMs = 0, width = 0, firstDrawn = 0;
   const height = AXIS + lanes.length * ROW + DROPS;
 
   document.getElementById("title").textContent = D.title + " (" + (D.format === "jobque" ? "jobque" : "Chrome") +
@@ -152,6 +179,12 @@ local PAGE = [==[
 
   // The figures of jobque_profile.stats over [a, b): busy and wait per lane
   // (each moment once, under the outermost slice), idle, parallelism, categories.
+  function firstMarker(t) {
+    let lo = 0, hi = markers.length;
+    while (lo < hi) { const m = (lo + hi) >> 1; if (markers[m].t < t) lo = m + 1; else hi = m; }
+    return lo;
+  }
+
   function rangeStats(a, b) {
     const acc = new Map();
     let busy = 0, wait = 0;
@@ -182,13 +215,18 @@ local PAGE = [==[
       parallelism: dur > 0 ? busy / dur : 0, top };
   }
 
-  function showStats() {
+  let statsKey = null, statsCache = null;
+  function showStats() { // only when the range changes: zooming and panning keep it
     const a = sel ? Math.min(sel[0], sel[1]) : 0, b = sel ? Math.max(sel[0], sel[1]) : span;
+    const key = a + ":" + b;
+    if (key === statsKey) return statsCache;
     const s = rangeStats(a, b);
     const top = s.top.slice(0, 3).map(c => c.name + " " + (100 * c.busy / (s.busy || 1)).toFixed(1) + "%").join(", ");
     statsEl.textContent = (sel ? "selection " : "whole trace ") + fmt(s.duration) + " from " + s.from.toFixed(3) +
       " us: idle " + (100 * s.idle).toFixed(1) + "%, parallelism " + s.parallelism.toFixed(2) +
       (top ? ", top: " + top : "");
+    statsKey = key;
+    statsCache = s;
     return s;
   }
 
@@ -225,12 +263,13 @@ local PAGE = [==[
       ctx.fillStyle = li % 2 ? "#f6f6f6" : "#fff";
       ctx.fillRect(LABEL, y, width - LABEL, ROW);
       let last = -1, color = -2;
-      for (let i = firstFrom(l, v0); i < l.ts.length; i++) {
-        const s = l.ts[i];
+      const k = (width - LABEL) / (v1 - v0), ts = l.ts, dur = l.dur, n = ts.length;
+      for (let i = firstFrom(l, v0); i < n; i++) {
+        const s = ts[i];
         if (s > v1) break;
-        const e = s + l.dur[i];
+        const e = s + dur[i];
         if (e < v0) continue;
-        let x0 = X(s), x1 = X(e);
+        let x0 = LABEL + (s - v0) * k, x1 = LABEL + (e - v0) * k;
         if (x0 < LABEL) x0 = LABEL;
         if (x1 > width) x1 = width;
         const wait = l.c[i] === waitCat;
@@ -264,18 +303,21 @@ local PAGE = [==[
       ctx.fillText(l.name + ": " + l.dropped + " dropped", x + 8, dy + DROPS / 2);
     }
     // Markers across every lane, labelled where there is room.
-    let lastLabel = -Infinity;
+    let lastLabel = -Infinity, lastX = -1;
     ctx.strokeStyle = "rgba(40,40,40,.55)";
-    for (const m of markers) {
-      if (m.t < v0 || m.t > v1) continue;
-      const x = Math.round(X(m.t)) + 0.5;
-      ctx.beginPath(); ctx.moveTo(x, AXIS - 8); ctx.lineTo(x, dy); ctx.stroke();
+    ctx.fillStyle = "#000";
+    ctx.beginPath();
+    for (let i = firstMarker(v0); i < markers.length && markers[i].t <= v1; i++) {
+      const m = markers[i], x = Math.round(X(m.t)) + 0.5;
+      if (x === lastX) continue; // markers closer than a pixel share one line
+      lastX = x;
+      ctx.moveTo(x, AXIS - 8); ctx.lineTo(x, dy);
       if (x - lastLabel > 60) {
-        ctx.fillStyle = "#000";
         ctx.fillText(m.kind + (m.arg !== null ? " " + m.arg : ""), x + 3, AXIS - 8);
         lastLabel = x;
       }
     }
+    ctx.stroke();
     // The selection.
     if (sel) {
       const a = X(Math.min(sel[0], sel[1])), b = X(Math.max(sel[0], sel[1]));
@@ -290,7 +332,8 @@ local PAGE = [==[
   function publish(stats, drawn) {
     const state = { lanes: lanes.length, legend: legend.children.length, markers: markers.length,
       events: lanes.reduce((n, l) => n + l.ts.length, 0), drawn, drawMs, view: [v0 + D.t0, v1 + D.t0],
-      selection: sel ? stats : null, whole: sel ? null : stats };
+      selection: sel ? stats : null, whole: sel ? null : stats,
+      loadMs: firstDrawn || (firstDrawn = performance.now() - started) };
     window.timelineState = state;
     document.body.dataset.state = JSON.stringify(state);
   }
@@ -311,10 +354,13 @@ local PAGE = [==[
         const c = cats[l.c[best]];
         return [D.names[l.n[best]], "category " + (c ? c.name : "?"), "lane     " + l.name,
           "start    " + (l.ts[best] + D.t0).toFixed(3) + " us", "duration " + fmt(l.dur[best]),
-          l.a[best] >= 0 ? "args     " + D.args[l.a[best]] : ""].filter(Boolean).join("\n");
+          l.a[best] === -1 ? "" : "args     " + JSON.stringify(l.a[best] >= 0 ? D.args[l.a[best]] :
+            { [D.keys[l.ak[best]]]: l.av[best] })].filter(Boolean).join("\n");
       }
     }
-    for (const m of markers) {
+    const near = firstMarker(T(x - 3));
+    for (let i = near; i < markers.length && X(markers[i].t) <= x + 3; i++) {
+      const m = markers[i];
       if (Math.abs(X(m.t) - x) <= 3) {
         return "marker " + m.kind + (m.arg !== null ? "\narg    " + m.arg : "") +
           "\nat     " + (m.t + D.t0).toFixed(3) + " us";
@@ -368,6 +414,26 @@ local PAGE = [==[
   const m = /from=([-0-9.e]+)&to=([-0-9.e]+)/.exec(location.hash);
   if (m) sel = [parseFloat(m[1]) - D.t0, parseFloat(m[2]) - D.t0];
   draw();
+  const probe = /probe=(\d+),([-0-9.e]+)/.exec(location.hash);
+  if (probe) { // #probe=LANE,US: the tooltip a hover there shows (for the specs)
+    window.timelineState.probe = hit(X(parseFloat(probe[2]) - D.t0), AXIS + parseInt(probe[1], 10) * ROW + ROW / 2);
+    document.body.dataset.state = JSON.stringify(window.timelineState);
+  }
+  if (/bench/.test(location.hash)) { // #bench: time redraws while zooming in and out (bench/report.lua)
+    const times = [];
+    for (let i = 0; i < 20; i++) {
+      const w = span / Math.pow(2, i % 10), c = span * ((i * 0.37) % 1);
+      v0 = c - w / 2; v1 = c + w / 2;
+      const t = performance.now();
+      draw();
+      times.push(performance.now() - t);
+    }
+    times.sort((p, q) => p - q);
+    v0 = 0; v1 = span;
+    draw();
+    window.timelineState.redrawMs = { median: times[10], max: times[19] };
+    document.body.dataset.state = JSON.stringify(window.timelineState);
+  }
 })();
 </script>
 </body>
