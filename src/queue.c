@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 
@@ -42,6 +43,7 @@ jq_queue *jq_queue_new(int nworkers, const char *name, const char *path, const c
     return NULL;
   }
   atomic_init(&q->refs, 1);
+  q->owner_thread = pthread_self();
   pthread_mutexattr_t attr; /* held for a few hundred ns at a time: spin before sleeping */
   pthread_mutexattr_init(&attr);
 #if defined(PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP)
@@ -51,6 +53,8 @@ jq_queue *jq_queue_new(int nworkers, const char *name, const char *path, const c
   pthread_mutexattr_destroy(&attr);
   pthread_cond_init(&q->done_cv, NULL);
   q->nworkers = nworkers;
+  long ncores = sysconf(_SC_NPROCESSORS_ONLN);
+  q->ncores = ncores > 0 ? (int)ncores : 1;
   q->seq = atomic_fetch_add(&next_queue_seq, 1);
   snprintf(q->name, sizeof q->name, "%s", name ? name : "");
   for (int i = 0; i <= nworkers; i++) {
@@ -72,6 +76,14 @@ void jq_queue_unref(jq_queue *q) {
     pthread_cond_destroy(&q->workers[i].cv);
   pthread_cond_destroy(&q->done_cv);
   pthread_mutex_destroy(&q->mu);
+  for (jq_job *list = atomic_exchange(&q->pool, NULL), *next; list; list = next) {
+    next = list->next;
+    free(list);
+  }
+  for (jq_job *list = q->stash, *next; list; list = next) {
+    next = list->next;
+    free(list);
+  }
   jq_buf_free(&q->init);
   free(q->workers);
   free(q->path);
@@ -79,12 +91,47 @@ void jq_queue_unref(jq_queue *q) {
   free(q);
 }
 
+/* A block for a job with `extra` bytes of inline payload: from q's pool
+ * when the creating thread asks and it fits, else from malloc. */
+static jq_job *block_new(jq_queue *q, size_t extra, int *pooled) {
+  *pooled = sizeof(jq_job) + extra <= JQ_JOB_BLOCK;
+  if (!*pooled)
+    return malloc(sizeof(jq_job) + extra);
+  if (pthread_equal(pthread_self(), q->owner_thread)) {
+    if (!q->stash && atomic_load_explicit(&q->pool, memory_order_relaxed))
+      q->stash = atomic_exchange_explicit(&q->pool, NULL, memory_order_acquire);
+    jq_job *job = q->stash;
+    if (job) {
+      q->stash = job->next;
+      atomic_fetch_sub_explicit(&q->pooled, 1, memory_order_relaxed);
+      return job;
+    }
+  }
+  return malloc(JQ_JOB_BLOCK);
+}
+
+/* Gives a job's block back: to its queue's pool while there is room. */
+static void block_free(jq_queue *q, jq_job *job) {
+  if (!job->pooled || atomic_load_explicit(&q->pooled, memory_order_relaxed) >= JQ_POOL_MAX) {
+    free(job);
+    return;
+  }
+  atomic_fetch_add_explicit(&q->pooled, 1, memory_order_relaxed);
+  jq_job *head = atomic_load_explicit(&q->pool, memory_order_relaxed);
+  do
+    job->next = head;
+  while (!atomic_compare_exchange_weak_explicit(&q->pool, &head, job, memory_order_release,
+                                                memory_order_relaxed));
+}
+
 jq_job *jq_job_new(jq_queue *q, jq_buf *payload, const char *src, int line) {
   size_t extra = payload->borrowed ? payload->len : 0;
-  jq_job *job = malloc(sizeof *job + extra);
+  int pooled;
+  jq_job *job = block_new(q, extra, &pooled);
   if (!job)
     return NULL;
   memset(job, 0, sizeof *job);
+  job->pooled = pooled;
   atomic_init(&job->refs, 1);
   jq_queue_ref(q);
   job->q = q;
@@ -121,8 +168,9 @@ void jq_job_unref(jq_job *job) {
     jq_job_unref(job->failed_dep);
   free(job->dependants);
   free(job->waiters);
-  jq_queue_unref(job->q);
-  free(job);
+  jq_queue *q = job->q;
+  block_free(q, job);
+  jq_queue_unref(q);
 }
 
 /* (mu) Wakes one parked worker, if any. */

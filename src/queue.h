@@ -38,6 +38,7 @@ typedef struct jq_job {
   jq_buf payload;       /* function and arguments, until it starts */
   char src[60];         /* where it was submitted: chunk (short_src) */
   int line;             /* ... and line, or -1 */
+  int pooled;           /* a JQ_JOB_BLOCK block: goes back to its queue's pool */
   /* Written after publishing, by whoever runs or finishes it. */
   _Atomic int refs;
   uint16_t tag;         /* op tag at submit */
@@ -88,6 +89,14 @@ typedef struct jq_queue {
                                       * takes work under mu moves them to the ready
                                       * list in order. JQ_CLOSED once closing. */
   _Atomic long submitted; /* jobs ever published */
+  /* Freed job blocks, pushed by whichever thread drops a job last; the
+   * creating thread takes them back for its next submits, so job blocks do
+   * not cross threads through malloc (whose arena lock they would fight
+   * over). */
+  alignas(64) _Atomic(jq_job *) pool;
+  _Atomic int pooled;     /* blocks in pool and stash */
+  jq_job *stash;          /* taken from pool; the creating thread's own */
+  pthread_t owner_thread; /* the thread that created the queue */
   /* Hints read by publishers, written by workers when they park or run. */
   alignas(64) _Atomic int nparked; /* workers parked */
   _Atomic int running;    /* workers running a job slice */
@@ -107,6 +116,7 @@ typedef struct jq_queue {
   char init_error[512];
   /* Fixed at creation. */
   int nworkers;
+  int ncores;            /* online cores when it was made */
   jq_worker *workers;    /* nworkers + 1 entries: the last is the caller */
   jq_buf init;
   char *path, *cpath;
@@ -152,6 +162,15 @@ jq_job *jq_queue_suspended_on(jq_queue *q, jq_worker *w);
 
 /* (mu) Fails every job still unfinished (the end of a close). */
 void jq_queue_fail_rest(jq_queue *q);
+
+/* The size of a pooled job block (the job and an inline payload), and how
+ * many blocks a queue keeps for reuse at most. */
+#define JQ_JOB_BLOCK 512
+#if defined(__SANITIZE_ADDRESS__)
+#define JQ_POOL_MAX 0 /* AddressSanitizer sees every job freed: a refcount bug shows */
+#else
+#define JQ_POOL_MAX 4096
+#endif
 
 #if !defined(JQ_SPIN_NS)
 #define JQ_SPIN_NS 20000 /* how long a thread looks for work or a result before it sleeps */

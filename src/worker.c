@@ -266,6 +266,10 @@ static void spin_for_work(jq_worker *w) {
   jq_queue *q = w->q;
   if (q->spinning) /* one spinner is enough: the others leave the cores be */
     return;
+  /* Spin only on a core nobody else wants: the workers running jobs and the
+   * submitting thread each keep one busy. */
+  if (atomic_load_explicit(&q->running, memory_order_relaxed) + 2 > q->ncores)
+    return;
   q->spinning = 1;
   pthread_mutex_unlock(&q->mu);
   jq_spin_until(work_showed_up, w, 1);
