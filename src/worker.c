@@ -131,11 +131,15 @@ static void store_error(lua_State *L, lua_State *co, jq_job *job, int with_trace
   lua_pop(L, 1);
 }
 
+/* A job's coroutine is done: back to the pool, and its registry reference
+ * (held only while it was suspended) dropped. */
 static void drop_coroutine(lua_State *L, jq_job *job, lua_State *co) {
   if (co)
     pool_coroutine(L, co);
-  luaL_unref(L, LUA_REGISTRYINDEX, job->coref);
-  job->coref = LUA_NOREF;
+  if (job->coref != LUA_NOREF) {
+    luaL_unref(L, LUA_REGISTRYINDEX, job->coref);
+    job->coref = LUA_NOREF;
+  }
 }
 
 /* A suspended job of a closing queue: it fails without resuming. Called
@@ -157,9 +161,10 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
   lua_State *co;
   int nargs = 0, done_state = 0;
   uint8_t flags = 0;
+  /* The coroutine stays on L's stack during the slice (that keeps it alive);
+   * it gets a registry reference only when it suspends. */
   if (!resume) {
     co = new_coroutine(L);
-    job->coref = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_pushcfunction(co, decode_payload);
     lua_pushlightuserdata(co, job);
     int rc = lua_pcall(co, 1, LUA_MULTRET, 0);
@@ -167,6 +172,7 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
     if (rc != LUA_OK) { /* e.g. a C function this state does not have */
       store_error(L, co, job, 0);
       drop_coroutine(L, job, co);
+      lua_pop(L, 1);
       pthread_mutex_lock(&q->mu);
       jq_queue_finish(q, job, JQ_JOB_FAILED);
       return;
@@ -176,7 +182,6 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
   } else {
     lua_rawgeti(L, LUA_REGISTRYINDEX, job->coref);
     co = lua_tothread(L, -1);
-    lua_pop(L, 1);
   }
   uint64_t t0 = jq_ring_armed() ? jq_clock_ticks() : 0;
   uint32_t edge = 0;
@@ -192,8 +197,10 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
   lua_rawgetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
   void *outer = lua_touserdata(L, -1);
   lua_pop(L, 1);
-  lua_pushlightuserdata(L, w);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
+  if (outer != w) {
+    lua_pushlightuserdata(L, w);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
+  }
   jq_job *outer_job = w->current;
   lua_State *outer_co = w->current_co;
   w->current = job;
@@ -210,11 +217,13 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
   w->current = outer_job;
   w->current_co = outer_co;
   w->awaiting = NULL;
-  if (outer)
-    lua_pushlightuserdata(L, outer);
-  else
-    lua_pushnil(L);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
+  if (outer != w) {
+    if (outer)
+      lua_pushlightuserdata(L, outer);
+    else
+      lua_pushnil(L);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
+  }
   uint64_t t1 = t0 && jq_ring_armed() ? jq_clock_ticks() : 0;
 
   if (status == LUA_YIELD) {
@@ -222,6 +231,10 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
     if (t1)
       jq_ring_put(JQ_EV_SLICE, flags, job->tag, edge, (int64_t)job->id, t0, t1);
     job->yield_ticks = t1;
+    if (job->coref == LUA_NOREF) /* suspended: the registry keeps its coroutine now */
+      job->coref = luaL_ref(L, LUA_REGISTRYINDEX);
+    else
+      lua_pop(L, 1);
     pthread_mutex_lock(&q->mu);
     w->suspended++;
     if (!awaiting) /* a cooperative yield: run again after what is queued */
@@ -247,6 +260,7 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
                 (uint8_t)(flags | JQ_SLICE_LAST | (done_state == JQ_JOB_FAILED ? JQ_SLICE_FAILED : 0)),
                 job->tag, edge, (int64_t)job->id, t0, t1);
   drop_coroutine(L, job, co);
+  lua_pop(L, 1);
   pthread_mutex_lock(&q->mu);
   jq_queue_finish(q, job, done_state);
 }
