@@ -45,12 +45,33 @@ void jq_job_push(lua_State *L, jq_job *job) {
   h->job = job;
 }
 
+/* The functions of both classes carry their metatables as upvalues (job
+ * functions: the job metatable first; queue functions: the queue one, then
+ * the job one), so checking an argument compares two pointers instead of
+ * looking a name up in the registry: submit and a handle's __gc run once a
+ * job each. */
+#define JOB_MT_UP_IN_JOB 1
+#define QUEUE_MT_UP 1
+#define JOB_MT_UP_IN_QUEUE 2
+
+static void *check_class(lua_State *L, int idx, int up, const char *tname) {
+  void *p = lua_touserdata(L, idx);
+  if (p && lua_getmetatable(L, idx)) {
+    int same = lua_rawequal(L, -1, lua_upvalueindex(up));
+    lua_pop(L, 1);
+    if (same)
+      return p;
+  }
+  luaL_typeerror(L, idx, tname);
+  return NULL;
+}
+
 static jq_job *check_job(lua_State *L, int idx) {
-  return ((jhandle *)luaL_checkudata(L, idx, JOB_MT))->job;
+  return ((jhandle *)check_class(L, idx, JOB_MT_UP_IN_JOB, JOB_MT))->job;
 }
 
 static int l_job_gc(lua_State *L) {
-  jhandle *h = luaL_checkudata(L, 1, JOB_MT);
+  jhandle *h = check_class(L, 1, JOB_MT_UP_IN_JOB, JOB_MT);
   if (h->job) {
     jq_job_unref(h->job);
     h->job = NULL;
@@ -218,7 +239,7 @@ static int l_job_pwait(lua_State *L) {
 /* ---- queues ---- */
 
 static qhandle *check_qhandle(lua_State *L, int idx) {
-  qhandle *h = luaL_checkudata(L, idx, QUEUE_MT);
+  qhandle *h = check_class(L, idx, QUEUE_MT_UP, QUEUE_MT);
   if (!h->q)
     luaL_error(L, "the queue is closed");
   return h;
@@ -279,7 +300,7 @@ static int l_queue_new(lua_State *L) {
 }
 
 static int l_queue_close(lua_State *L) {
-  qhandle *h = luaL_checkudata(L, 1, QUEUE_MT);
+  qhandle *h = check_class(L, 1, QUEUE_MT_UP, QUEUE_MT);
   if (h->q && !h->owner)
     return luaL_error(L, "only the state that created a queue can close it");
   release(L, h);
@@ -287,13 +308,13 @@ static int l_queue_close(lua_State *L) {
 }
 
 static int l_queue_gc(lua_State *L) {
-  qhandle *h = luaL_checkudata(L, 1, QUEUE_MT);
+  qhandle *h = check_class(L, 1, QUEUE_MT_UP, QUEUE_MT);
   release(L, h);
   return 0;
 }
 
 static int l_queue_tostring(lua_State *L) {
-  qhandle *h = luaL_checkudata(L, 1, QUEUE_MT);
+  qhandle *h = check_class(L, 1, QUEUE_MT_UP, QUEUE_MT);
   if (!h->q)
     lua_pushliteral(L, "jobque.queue (closed)");
   else
@@ -307,7 +328,7 @@ static int l_queue_workers(lua_State *L) {
 }
 
 static int l_queue_is_closed(lua_State *L) {
-  qhandle *h = luaL_checkudata(L, 1, QUEUE_MT);
+  qhandle *h = check_class(L, 1, QUEUE_MT_UP, QUEUE_MT);
   int closed = 1;
   if (h->q) {
     pthread_mutex_lock(&h->q->mu);
@@ -326,6 +347,11 @@ static int submit(lua_State *L, jq_queue *q, int fn_idx, int number, jq_job **de
   char stack[1024]; /* most payloads fit: then the job block is the only allocation */
   jq_buf payload = jq_buf_on(stack, sizeof stack);
   int nvals = lua_gettop(L) - fn_idx + 1;
+  /* The handle first: a memory error raised making it holds nothing yet. */
+  jhandle *h = lua_newuserdatauv(L, sizeof *h, 0);
+  h->job = NULL;
+  lua_pushvalue(L, lua_upvalueindex(JOB_MT_UP_IN_QUEUE));
+  lua_setmetatable(L, -2);
   if (jq_encode(L, fn_idx, nvals, &payload, "argument", number, err, sizeof err) != 0)
     return luaL_error(L, "cannot submit: %s", err);
   lua_Debug ar; /* where it was submitted, kept unformatted until an error needs it */
@@ -335,8 +361,7 @@ static int submit(lua_State *L, jq_queue *q, int fn_idx, int number, jq_job **de
     jq_buf_free(&payload);
     return luaL_error(L, "cannot submit: out of memory");
   }
-  jq_job_push(L, job); /* the handle's reference */
-  jq_job_unref(job);
+  h->job = job; /* the handle takes the job's first reference */
   if (jq_queue_publish(q, job, deps, ndeps) != 0)
     return luaL_error(L, "cannot submit: the queue is closed");
   if (t0 && jq_ring_armed())
@@ -421,19 +446,29 @@ static const luaL_Reg queue_funcs[] = {
     {"queue_new", l_queue_new}, {"queue_current", l_queue_current},
     {"hardware_threads", l_hardware_threads}, {NULL, NULL}};
 
+/* A metatable `name` with metamethods `meta` and an __index table of
+ * `methods`; every function gets the new metatable as its first upvalue
+ * and, with `also` (a registered metatable), that one as its second. */
 static void new_class(lua_State *L, const char *name, const luaL_Reg *meta,
-                      const luaL_Reg *methods) {
+                      const luaL_Reg *methods, const char *also) {
+  int nup = also ? 2 : 1;
   luaL_newmetatable(L, name);
-  luaL_setfuncs(L, meta, 0);
+  lua_pushvalue(L, -1);
+  if (also)
+    luaL_getmetatable(L, also);
+  luaL_setfuncs(L, meta, nup);
   lua_newtable(L);
-  luaL_setfuncs(L, methods, 0);
+  lua_pushvalue(L, -2);
+  if (also)
+    luaL_getmetatable(L, also);
+  luaL_setfuncs(L, methods, nup);
   lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
 }
 
 void jq_open_queue(lua_State *L) {
-  new_class(L, JOB_MT, job_meta, job_methods);
-  new_class(L, QUEUE_MT, queue_meta, queue_methods);
+  new_class(L, JOB_MT, job_meta, job_methods, NULL);
+  new_class(L, QUEUE_MT, queue_meta, queue_methods, JOB_MT);
   luaL_setfuncs(L, queue_funcs, 0); /* into the core table on the stack */
   luaL_getmetatable(L, QUEUE_MT);
   lua_getfield(L, -1, "__index");

@@ -44,8 +44,9 @@ static lua_State *new_coroutine(lua_State *L) {
 
 /* Returns a finished coroutine (its stack reset) to the pool. */
 static void pool_coroutine(lua_State *L, lua_State *co) {
-  lua_resetthread(co); /* closes pending to-be-closed variables; status OK again */
-  lua_settop(co, 0);
+  if (lua_status(co) != LUA_OK) /* after an error: closes what is pending; status OK again */
+    lua_resetthread(co);
+  lua_settop(co, 0); /* a coroutine that returned can run the next function as it is */
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &POOL_KEY) != LUA_TTABLE) {
     lua_pop(L, 1);
     lua_newtable(L);
