@@ -182,6 +182,33 @@ describe("the HTML timeline", function()
     assert.matches(('args     {"job":%d}'):format(math.tointeger(lane.ev[i].args.job)), tip, 1, true)
   end)
 
+  it("zooms at the cursor with the wheel, pans with a drag, fits with a double-click", function()
+    local span = model.t1 - model.t0
+    local zoomed = open("#do=wheel:600:-500").view
+    -- a wheel step of -500 zooms in by e; the cursor sat mid-canvas, so the view stays inside
+    assert.near(span / math.exp(1), zoomed[2] - zoomed[1], 1e-6 * span)
+    assert.is_true(zoomed[1] > model.t0 and zoomed[2] < model.t1)
+    local state = open("#do=wheel:600:-500;drag:600:700")
+    local panned = state.view
+    -- dragging right by 100 px shows what was 100 px to the left
+    local shift = 100 / (state.width - state.label) * (zoomed[2] - zoomed[1])
+    assert.near(zoomed[1] - shift, panned[1], 1e-6 * span)
+    assert.near(zoomed[2] - shift, panned[2], 1e-6 * span)
+    local fit = open("#do=wheel:600:-500;drag:600:700;dblclick").view
+    assert.near(model.t0, fit[1], 1e-6)
+    assert.near(model.t1, fit[2], 1e-6)
+  end)
+
+  it("selects a range with shift+drag and shows its figures", function()
+    local state = open("#do=sdrag:300:500")
+    local got = state.selection
+    assert.is_table(got)
+    assert.is_true(got.from < got.to)
+    local want = stats.compute(model, got.from, got.to)
+    assert.near(want.total.parallelism, got.parallelism, 1e-9)
+    assert.near(want.total.idle, got.idle, 1e-9)
+  end)
+
   it("computes a selected range's figures as stats.compute does", function()
     local a, b = model.markers[2].ts, model.markers[4].ts
     local state = open(("#from=%.3f&to=%.3f"):format(a, b))

@@ -331,6 +331,7 @@ local PAGE = [==[
 
   function publish(stats, drawn) {
     const state = { lanes: lanes.length, legend: legend.children.length, markers: markers.length,
+      width, label: LABEL,
       events: lanes.reduce((n, l) => n + l.ts.length, 0), drawn, drawMs, view: [v0 + D.t0, v1 + D.t0],
       selection: sel ? stats : null, whole: sel ? null : stats,
       loadMs: firstDrawn || (firstDrawn = performance.now() - started) };
@@ -414,6 +415,28 @@ local PAGE = [==[
   const m = /from=([-0-9.e]+)&to=([-0-9.e]+)/.exec(location.hash);
   if (m) sel = [parseFloat(m[1]) - D.t0, parseFloat(m[2]) - D.t0];
   draw();
+  // #do=STEP;STEP...: replays input through the real handlers (for the specs):
+  // wheel:X:DY, drag:X1:X2, sdrag:X1:X2 (with shift), dblclick; X in canvas pixels.
+  const steps = /do=([^&]*)/.exec(location.hash);
+  if (steps) {
+    const at = (type, x, more) => {
+      const r = canvas.getBoundingClientRect();
+      const init = Object.assign({ clientX: r.left + x, clientY: r.top + AXIS + ROW / 2, bubbles: true,
+        cancelable: true }, more);
+      return type === "wheel" ? new WheelEvent(type, init) : new MouseEvent(type, init);
+    };
+    for (const step of steps[1].split(";")) {
+      const [kind, a, b] = step.split(":");
+      if (kind === "wheel") canvas.dispatchEvent(at("wheel", +a, { deltaY: +b }));
+      if (kind === "drag" || kind === "sdrag") {
+        const shiftKey = kind === "sdrag";
+        canvas.dispatchEvent(at("mousedown", +a, { shiftKey }));
+        canvas.dispatchEvent(at("mousemove", +b, { shiftKey }));
+        window.dispatchEvent(at("mouseup", +b, { shiftKey }));
+      }
+      if (kind === "dblclick") canvas.dispatchEvent(at("dblclick", 300));
+    }
+  }
   const probe = /probe=(\d+),([-0-9.e]+)/.exec(location.hash);
   if (probe) { // #probe=LANE,US: the tooltip a hover there shows (for the specs)
     window.timelineState.probe = hit(X(parseFloat(probe[2]) - D.t0), AXIS + parseInt(probe[1], 10) * ROW + ROW / 2);
