@@ -162,6 +162,29 @@ describe("jobs", function()
     assert.matches("^jobque.job #%d+ %(done%)$", tostring(j))
     local same = q:submit(function(x) return x end, j):wait()
     assert.are.equal(j, same)
+    assert.are.equal(tostring(j), tostring(same))
+    assert.are.equal(j:id(), same:id()) -- the same methods on both kinds of handle
+  end)
+
+  it("keep their results while their handle lives, whatever becomes of other handles", function()
+    local kept = {}
+    for i = 1, 200 do -- several batches of handles; most are dropped at once
+      local j = q:submit(function(x) return x * 2 end, i)
+      if i % 37 == 0 then kept[i] = j end
+    end
+    q:wait_all()
+    collectgarbage()
+    collectgarbage()
+    for i, j in pairs(kept) do
+      assert.are.equal("done", j:status())
+      assert.are.equal(i * 2, j:wait())
+    end
+  end)
+
+  it("name both kinds of handle the same in argument errors", function()
+    local j = q:submit(function() end)
+    local err = err_of(j.wait, {})
+    assert.matches("jobque.job expected, got table", err, 1, true)
   end)
 end)
 

@@ -19,7 +19,21 @@
 #include "worker.h"
 
 #define QUEUE_MT "jobque.queue"
-#define JOB_MT "jobque.job"
+#define JOB_MT "jobque.job"                   /* a handle that holds its own reference */
+#define JOB_BATCHED_MT "jobque.job (batched)" /* one whose batch holds it (no __gc) */
+#define BATCH_MT "jobque.batch"
+
+/* Handles made by submit have no __gc: the job's reference is held by a
+ * batch of JQ_BATCH jobs that each handle of the batch keeps alive (as its
+ * user value), and the batch's __gc drops them all. The collector then
+ * finalizes one object per JQ_BATCH jobs instead of one per job; a job's
+ * block (and its results) lives until every handle of its batch is gone. */
+#define JQ_BATCH 32
+
+typedef struct jbatch {
+  int n;
+  struct jq_job *jobs[JQ_BATCH];
+} jbatch;
 
 typedef struct qhandle {
   jq_queue *q; /* NULL once released */
@@ -34,6 +48,8 @@ typedef struct jhandle {
 
 jq_job *jq_job_from_value(lua_State *L, int idx) {
   jhandle *h = luaL_testudata(L, idx, JOB_MT);
+  if (!h)
+    h = luaL_testudata(L, idx, JOB_BATCHED_MT);
   return h ? h->job : NULL;
 }
 
@@ -45,14 +61,17 @@ void jq_job_push(lua_State *L, jq_job *job) {
   h->job = job;
 }
 
-/* The functions of both classes carry their metatables as upvalues (job
- * functions: the job metatable first; queue functions: the queue one, then
- * the job one), so checking an argument compares two pointers instead of
- * looking a name up in the registry: submit and a handle's __gc run once a
- * job each. */
+/* The functions of the classes carry metatables as upvalues, so checking
+ * an argument compares two pointers instead of looking a name up in the
+ * registry (submit runs once a job). Job functions: JOB_MT, JOB_BATCHED_MT;
+ * queue functions: QUEUE_MT, JOB_BATCHED_MT, BATCH_MT; the batch's __gc:
+ * BATCH_MT. */
 #define JOB_MT_UP_IN_JOB 1
+#define JOB_BATCHED_MT_UP_IN_JOB 2
 #define QUEUE_MT_UP 1
-#define JOB_MT_UP_IN_QUEUE 2
+#define JOB_BATCHED_MT_UP_IN_QUEUE 2
+#define BATCH_MT_UP_IN_QUEUE 3
+#define BATCH_MT_UP_IN_BATCH 1
 
 static void *check_class(lua_State *L, int idx, int up, const char *tname) {
   void *p = lua_touserdata(L, idx);
@@ -67,7 +86,24 @@ static void *check_class(lua_State *L, int idx, int up, const char *tname) {
 }
 
 static jq_job *check_job(lua_State *L, int idx) {
-  return ((jhandle *)check_class(L, idx, JOB_MT_UP_IN_JOB, JOB_MT))->job;
+  jhandle *h = lua_touserdata(L, idx);
+  if (h && lua_getmetatable(L, idx)) {
+    int ours = lua_rawequal(L, -1, lua_upvalueindex(JOB_BATCHED_MT_UP_IN_JOB)) ||
+               lua_rawequal(L, -1, lua_upvalueindex(JOB_MT_UP_IN_JOB));
+    lua_pop(L, 1);
+    if (ours)
+      return h->job;
+  }
+  luaL_typeerror(L, idx, JOB_MT);
+  return NULL;
+}
+
+static int l_batch_gc(lua_State *L) {
+  jbatch *b = check_class(L, 1, BATCH_MT_UP_IN_BATCH, BATCH_MT);
+  for (int i = 0; i < b->n; i++)
+    jq_job_unref(b->jobs[i]);
+  b->n = 0;
+  return 0;
 }
 
 static int l_job_gc(lua_State *L) {
@@ -246,7 +282,7 @@ static qhandle *check_qhandle(lua_State *L, int idx) {
 }
 
 static void push_queue(lua_State *L, jq_queue *q, int owner) {
-  qhandle *h = lua_newuserdatauv(L, sizeof *h, 0);
+  qhandle *h = lua_newuserdatauv(L, sizeof *h, 1); /* user value: the current batch */
   h->q = NULL;
   h->owner = owner;
   luaL_setmetatable(L, QUEUE_MT);
@@ -347,11 +383,26 @@ static int submit(lua_State *L, jq_queue *q, int fn_idx, int number, jq_job **de
   char stack[1024]; /* most payloads fit: then the job block is the only allocation */
   jq_buf payload = jq_buf_on(stack, sizeof stack);
   int nvals = lua_gettop(L) - fn_idx + 1;
-  /* The handle first: a memory error raised making it holds nothing yet. */
-  jhandle *h = lua_newuserdatauv(L, sizeof *h, 0);
+  /* The handle (and its batch) first: a memory error raised making them
+   * holds no job yet. The queue handle at index 1 keeps the current batch. */
+  jbatch *b = NULL;
+  if (lua_getiuservalue(L, 1, 1) == LUA_TUSERDATA)
+    b = lua_touserdata(L, -1);
+  if (!b || b->n == JQ_BATCH) {
+    lua_pop(L, 1);
+    b = lua_newuserdatauv(L, sizeof *b, 0);
+    b->n = 0;
+    lua_pushvalue(L, lua_upvalueindex(BATCH_MT_UP_IN_QUEUE));
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lua_setiuservalue(L, 1, 1);
+  }
+  jhandle *h = lua_newuserdatauv(L, sizeof *h, 1);
   h->job = NULL;
-  lua_pushvalue(L, lua_upvalueindex(JOB_MT_UP_IN_QUEUE));
+  lua_pushvalue(L, lua_upvalueindex(JOB_BATCHED_MT_UP_IN_QUEUE));
   lua_setmetatable(L, -2);
+  lua_rotate(L, -2, 1); /* handle, batch */
+  lua_setiuservalue(L, -2, 1);
   if (jq_encode(L, fn_idx, nvals, &payload, "argument", number, err, sizeof err) != 0)
     return luaL_error(L, "cannot submit: %s", err);
   lua_Debug ar; /* where it was submitted, kept unformatted until an error needs it */
@@ -361,7 +412,8 @@ static int submit(lua_State *L, jq_queue *q, int fn_idx, int number, jq_job **de
     jq_buf_free(&payload);
     return luaL_error(L, "cannot submit: out of memory");
   }
-  h->job = job; /* the handle takes the job's first reference */
+  h->job = job;
+  b->jobs[b->n++] = job; /* the batch takes the job's first reference */
   if (jq_queue_publish(q, job, deps, ndeps) != 0)
     return luaL_error(L, "cannot submit: the queue is closed");
   if (t0 && jq_ring_armed())
@@ -433,6 +485,11 @@ static const luaL_Reg job_methods[] = {
 static const luaL_Reg job_meta[] = {
     {"__gc", l_job_gc}, {"__tostring", l_job_tostring}, {"__eq", l_job_eq}, {NULL, NULL}};
 
+static const luaL_Reg job_batched_meta[] = {
+    {"__tostring", l_job_tostring}, {"__eq", l_job_eq}, {NULL, NULL}};
+
+static const luaL_Reg batch_meta[] = {{"__gc", l_batch_gc}, {NULL, NULL}};
+
 static const luaL_Reg queue_methods[] = {
     {"submit", l_queue_submit}, {"after", l_queue_after}, {"wait_all", l_queue_wait_all},
     {"close", l_queue_close}, {"workers", l_queue_workers}, {"is_closed", l_queue_is_closed},
@@ -446,32 +503,50 @@ static const luaL_Reg queue_funcs[] = {
     {"queue_new", l_queue_new}, {"queue_current", l_queue_current},
     {"hardware_threads", l_hardware_threads}, {NULL, NULL}};
 
-/* A metatable `name` with metamethods `meta` and an __index table of
- * `methods`; every function gets the new metatable as its first upvalue
- * and, with `also` (a registered metatable), that one as its second. */
-static void new_class(lua_State *L, const char *name, const luaL_Reg *meta,
-                      const luaL_Reg *methods, const char *also) {
-  int nup = also ? 2 : 1;
-  luaL_newmetatable(L, name);
-  lua_pushvalue(L, -1);
-  if (also)
-    luaL_getmetatable(L, also);
-  luaL_setfuncs(L, meta, nup);
-  lua_newtable(L);
-  lua_pushvalue(L, -2);
-  if (also)
-    luaL_getmetatable(L, also);
-  luaL_setfuncs(L, methods, nup);
-  lua_setfield(L, -2, "__index");
-  lua_pop(L, 1);
+/* Sets the functions `l` into the table on top, each with the registered
+ * metatables `ups` (n of them) as its upvalues. */
+static void set_funcs(lua_State *L, const luaL_Reg *l, const char *const *ups, int n) {
+  for (int i = 0; i < n; i++)
+    luaL_getmetatable(L, ups[i]);
+  luaL_setfuncs(L, l, n);
 }
 
 void jq_open_queue(lua_State *L) {
-  new_class(L, JOB_MT, job_meta, job_methods, NULL);
-  new_class(L, QUEUE_MT, queue_meta, queue_methods, JOB_MT);
-  luaL_setfuncs(L, queue_funcs, 0); /* into the core table on the stack */
-  luaL_getmetatable(L, QUEUE_MT);
-  lua_getfield(L, -1, "__index");
-  lua_setfield(L, -3, "queue_methods"); /* jobque.lua adds parallel_for here */
+  static const char *const job_ups[] = {JOB_MT, JOB_BATCHED_MT};
+  static const char *const queue_ups[] = {QUEUE_MT, JOB_BATCHED_MT, BATCH_MT};
+  static const char *const batch_ups[] = {BATCH_MT};
+  luaL_newmetatable(L, JOB_MT);
+  luaL_newmetatable(L, JOB_BATCHED_MT);
+  lua_pushliteral(L, JOB_MT); /* messages name both kinds of handle the same */
+  lua_setfield(L, -2, "__name");
+  luaL_newmetatable(L, BATCH_MT);
+  luaL_newmetatable(L, QUEUE_MT);
+  lua_pop(L, 4);
+
+  lua_newtable(L); /* the methods of both kinds of job handle */
+  set_funcs(L, job_methods, job_ups, 2);
+  luaL_getmetatable(L, JOB_MT);
+  set_funcs(L, job_meta, job_ups, 2);
+  lua_pushvalue(L, -2);
+  lua_setfield(L, -2, "__index");
   lua_pop(L, 1);
+  luaL_getmetatable(L, JOB_BATCHED_MT);
+  set_funcs(L, job_batched_meta, job_ups, 2);
+  lua_pushvalue(L, -2);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 2);
+
+  luaL_getmetatable(L, BATCH_MT);
+  set_funcs(L, batch_meta, batch_ups, 1);
+  lua_pop(L, 1);
+
+  luaL_getmetatable(L, QUEUE_MT);
+  set_funcs(L, queue_meta, queue_ups, 3);
+  lua_newtable(L);
+  set_funcs(L, queue_methods, queue_ups, 3);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, -3, "__index");
+  lua_setfield(L, -3, "queue_methods"); /* into the core table: jobque.lua adds parallel_for */
+  lua_pop(L, 1);
+  luaL_setfuncs(L, queue_funcs, 0); /* into the core table on the stack */
 }
