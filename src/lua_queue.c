@@ -200,6 +200,10 @@ static int finished_since(void *arg) {
   return atomic_load_explicit(&s->q->finished_gen, memory_order_relaxed) != s->gen;
 }
 
+static int all_finished(void *arg) {
+  return jq_queue_unfinished(arg) <= 0;
+}
+
 /* Blocks the calling thread until `job` (or, job NULL, every job of q)
  * finished. The state that made a queue without workers runs its jobs here. */
 static void block_until(lua_State *L, jq_queue *q, jq_job *job) {
@@ -224,17 +228,25 @@ static void block_until(lua_State *L, jq_queue *q, jq_job *job) {
       luaL_error(L, "jobs can never finish: the queue has no workers and nothing left to run");
     }
     /* Spin a little first: a short job is often done before a futex sleep
-     * and wake-up would be. */
+     * and wake-up would be. A wait_all spins on the count itself, so that
+     * it does not take mu at every job that ends. */
     struct since sn = {q, atomic_load_explicit(&q->finished_gen, memory_order_relaxed)};
     unsigned gen = sn.gen;
     pthread_mutex_unlock(&q->mu);
-    int changed = jq_spin_until(finished_since, &sn, 0);
+    int changed = job ? jq_spin_until(finished_since, &sn, 0) : jq_spin_until(all_finished, q, 0);
     pthread_mutex_lock(&q->mu);
-    if (changed || atomic_load_explicit(&q->finished_gen, memory_order_relaxed) != gen)
+    if (job ? (changed || atomic_load_explicit(&q->finished_gen, memory_order_relaxed) != gen)
+            : jq_queue_unfinished(q) <= 0)
       continue; /* (a finish between the last look and the lock: exact under mu) */
-    q->caller_waiting++;
+    if (job)
+      job->blocked_waiters++;
+    else
+      q->waiting_all++;
     pthread_cond_wait(&q->done_cv, &q->mu);
-    q->caller_waiting--;
+    if (job)
+      job->blocked_waiters--;
+    else
+      q->waiting_all--;
   }
   pthread_mutex_unlock(&q->mu);
   if (t0 && jq_ring_armed())

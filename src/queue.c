@@ -302,7 +302,18 @@ static int publish_lock_free(jq_queue *q, jq_job *job) {
    * going to park re-checks `incoming` after counting itself parked. */
   int parked = atomic_load(&q->nparked);
   if (parked > 0 && q->nworkers - parked - atomic_load(&q->running) <= 0) {
-    pthread_mutex_lock(&q->mu);
+    /* Never sleep on mu here: whoever holds it is busy. If a worker is
+     * running a job, it takes mu again after that job and, seeing the
+     * flag, wakes one (the flag is set before `running` is read, and a
+     * worker lowers `running` before it looks at the flag: one of the two
+     * sees the other). With no worker running, wait for mu. */
+    if (pthread_mutex_trylock(&q->mu) != 0) {
+      atomic_store(&q->wake_pending, 1);
+      if (atomic_load(&q->running) > 0)
+        return 0;
+      pthread_mutex_lock(&q->mu);
+    }
+    atomic_store_explicit(&q->wake_pending, 0, memory_order_relaxed);
     wake_one(q);
     pthread_mutex_unlock(&q->mu);
   }
@@ -347,9 +358,14 @@ int jq_queue_publish(jq_queue *q, jq_job *job, jq_job **deps, int ndeps) {
 }
 
 jq_job *jq_queue_take(jq_queue *q, jq_worker *w, int *resume) {
+  /* A publisher that found mu taken asked for a wake-up: pass it on when
+   * ready work is left after this take. */
+  int pending = atomic_load(&q->wake_pending) && atomic_exchange(&q->wake_pending, 0);
   drain_incoming(q);
   jq_job *job = w->resume_head;
   if (job) {
+    if (pending && q->ready_head && !q->spinning)
+      wake_one(q);
     w->resume_head = job->next;
     if (!w->resume_head) {
       w->resume_tail = NULL;
@@ -379,7 +395,8 @@ jq_job *jq_queue_take(jq_queue *q, jq_worker *w, int *resume) {
 static void finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int *nwork,
                        int *capwork) {
   job->state = state;
-  q->finished++;
+  atomic_store_explicit(&q->finished, atomic_load_explicit(&q->finished, memory_order_relaxed) + 1,
+                        memory_order_relaxed); /* only written under mu */
   atomic_fetch_add_explicit(&q->finished_gen, 1, memory_order_relaxed);
   if (job->all_prev)
     job->all_prev->all_next = job->all_next;
@@ -424,7 +441,9 @@ static void finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int 
     jq_job_unref(d);
   }
   job->ndependants = 0;
-  if (q->caller_waiting)
+  /* Wake blocked threads only for what they wait for: a wait_all would
+   * otherwise wake, look and sleep again at every job. */
+  if (job->blocked_waiters || (q->waiting_all && jq_queue_unfinished(q) == 0))
     pthread_cond_broadcast(&q->done_cv);
 }
 

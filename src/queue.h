@@ -43,6 +43,7 @@ typedef struct jq_job {
   _Atomic int refs;
   uint16_t tag;         /* op tag at submit */
   /* (mu) */
+  int blocked_waiters;  /* threads blocked in wait() on it (not jobs: those are waiters) */
   int state;
   int fail_reason;       /* JQ_FAIL_* when it failed without running */
   int worker;            /* where its coroutine lives once started, else -1 */
@@ -100,6 +101,7 @@ typedef struct jq_queue {
   /* Hints read by publishers, written by workers when they park or run. */
   alignas(64) _Atomic int nparked; /* workers parked */
   _Atomic int running;    /* workers running a job slice */
+  _Atomic int wake_pending; /* a publisher found mu taken: the next take wakes a worker */
   alignas(64) _Atomic int refs;
   pthread_mutex_t mu;
   pthread_cond_t done_cv; /* the caller waits here */
@@ -108,8 +110,8 @@ typedef struct jq_queue {
   _Atomic int ready_hint; /* ready list non-empty (read without mu by spinners) */
   jq_job *all_head;      /* every published, unfinished job */
   _Atomic int closing;   /* written under mu; read without it too */
-  long finished;         /* jobs finished: submitted - finished are unfinished */
-  int caller_waiting;
+  _Atomic long finished; /* jobs finished (written under mu): submitted - finished are unfinished */
+  int waiting_all;       /* threads blocked in wait_all */
   _Atomic int spinning;  /* a worker is spinning for work (written under mu) */
   _Atomic unsigned finished_gen; /* bumped at each finish (read without mu) */
   int inits_done;
@@ -181,9 +183,10 @@ void jq_queue_fail_rest(jq_queue *q);
  * ready. Saves a futex sleep and wake-up when the answer comes quickly. */
 int jq_spin_until(int (*ready)(void *), void *arg, int yield_core);
 
-/* (mu) Jobs published and not finished yet. */
+/* Jobs published and not finished yet: exact under mu, a hint without. */
 static inline long jq_queue_unfinished(jq_queue *q) {
-  return atomic_load_explicit(&q->submitted, memory_order_relaxed) - q->finished;
+  return atomic_load_explicit(&q->submitted, memory_order_relaxed) -
+         atomic_load_explicit(&q->finished, memory_order_relaxed);
 }
 
 static inline int jq_job_finished(const jq_job *job) {
