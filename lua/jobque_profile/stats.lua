@@ -278,31 +278,26 @@ function M.compare(a, b)
   row(rows, "wait", a.total.wait, b.total.wait, "us")
   row(rows, "idle", a.total.idle, b.total.idle, "%")
   row(rows, "parallelism", a.total.parallelism, b.total.parallelism, "x")
-  local names, seen = {}, {}
-  for _, list in ipairs{a.categories, b.categories} do
-    for _, c in ipairs(list) do
-      if not seen[c.name] then seen[c.name] = true names[#names + 1] = c.name end
+  -- The entries of a[field] and b[field] by their `key`, in order of first appearance.
+  local function union(field, key)
+    local keys, by_a, by_b = {}, {}, {}
+    for _, pair in ipairs{{a[field], by_a}, {b[field], by_b}} do
+      for _, entry in ipairs(pair[1]) do
+        if by_a[entry[key]] == nil and by_b[entry[key]] == nil then keys[#keys + 1] = entry[key] end
+        pair[2][entry[key]] = entry
+      end
     end
+    return keys, by_a, by_b
   end
-  local function busy_of(f, name)
-    for _, c in ipairs(f.categories) do if c.name == name then return c.busy end end
-    return 0
-  end
+  local names, cat_a, cat_b = union("categories", "name")
   for _, name in ipairs(names) do
-    row(rows, "busy: " .. name, busy_of(a, name), busy_of(b, name), "us")
+    row(rows, "busy: " .. name, cat_a[name] and cat_a[name].busy or 0, cat_b[name] and cat_b[name].busy or 0, "us")
   end
-  local kinds, kseen = {}, {}
-  for _, list in ipairs{a.markers, b.markers} do
-    for _, m in ipairs(list) do
-      if not kseen[m.kind] then kseen[m.kind] = true kinds[#kinds + 1] = m.kind end
-    end
-  end
-  local function marker_of(f, kind)
-    for _, m in ipairs(f.markers) do if m.kind == kind then return m end end
-    return {count = 0}
-  end
+  local kinds, mark_a, mark_b = union("markers", "kind")
+  local none = {count = 0}
+  local function marker_of(by, kind) return by[kind] or none end
   for _, kind in ipairs(kinds) do
-    local x, y = marker_of(a, kind), marker_of(b, kind)
+    local x, y = marker_of(mark_a, kind), marker_of(mark_b, kind)
     row(rows, kind .. " units", x.count, y.count, "")
     row(rows, kind .. " median", x.median, y.median, "us")
     row(rows, kind .. " p95", x.p95, y.p95, "us")
