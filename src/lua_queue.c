@@ -233,7 +233,7 @@ static void block_until(lua_State *L, jq_queue *q, jq_job *job) {
     struct since sn = {q, atomic_load_explicit(&q->finished_gen, memory_order_relaxed)};
     unsigned gen = sn.gen;
     pthread_mutex_unlock(&q->mu);
-    int changed = job ? jq_spin_until(finished_since, &sn, 0) : jq_spin_until(all_finished, q, 0);
+    int changed = job ? jq_spin_until(finished_since, &sn, 1) : jq_spin_until(all_finished, q, 1);
     pthread_mutex_lock(&q->mu);
     if (job ? (changed || atomic_load_explicit(&q->finished_gen, memory_order_relaxed) != gen)
             : jq_queue_unfinished(q) <= 0)
