@@ -43,7 +43,7 @@ end
 
 local function new_lane(model, key, pid, tid)
   local lane = {key = key, pid = pid, tid = tid, n = 0, ts = {}, dur = {}, cat = {}, kind = {}, ev = {},
-                instants = {}, recorded = nil, dropped = 0, full_at = nil, first = model.nevents}
+                instants = {}, recorded = nil, dropped = 0, full_at = nil}
   model.lane_by_key[key] = lane
   model.lanes[#model.lanes + 1] = lane
   return lane
@@ -92,27 +92,26 @@ local function classify(e, ours)
   return "slice", cat
 end
 
--- Sorts a lane's slices by start when they are not already (ours are
--- recorded at their end, so a lane is nearly sorted).
-local function sort_lane(lane)
-  local ts, dur = lane.ts, lane.dur
-  local sorted, maxdur = true, 0
-  for i = 1, lane.n do
-    if i > 1 and ts[i] < ts[i - 1] then sorted = false end
-    if dur[i] > maxdur then maxdur = dur[i] end
+-- Puts the columns `fields` of t (n entries) in the order of the first
+-- one, a time column, when they are not in it already (stable). Ours are
+-- nearly sorted: slices are recorded at their end.
+local function sort_columns(t, fields, n)
+  local ts = t[fields[1]]
+  local sorted = true
+  for i = 2, n do
+    if ts[i] < ts[i - 1] then sorted = false break end
   end
-  lane.maxdur = maxdur
   if sorted then return end
   local order = {}
-  for i = 1, lane.n do order[i] = i end
+  for i = 1, n do order[i] = i end
   table.sort(order, function(a, b)
     if ts[a] ~= ts[b] then return ts[a] < ts[b] end
     return a < b
   end)
-  for _, field in ipairs{"ts", "dur", "cat", "kind", "ev"} do
-    local old, new = lane[field], {}
-    for i = 1, lane.n do new[i] = old[order[i]] end
-    lane[field] = new
+  for _, field in ipairs(fields) do
+    local old, new = t[field], {}
+    for i = 1, n do new[i] = old[order[i]] end
+    t[field] = new
   end
 end
 
@@ -132,24 +131,10 @@ local function marker_list(model)
   })
 end
 
--- Puts the marker columns in time order (stable) when they are not.
-local function sort_markers(model)
-  local ts = model.marker_ts
-  local sorted = true
-  for i = 2, #ts do
-    if ts[i] < ts[i - 1] then sorted = false break end
-  end
-  if sorted then return end
-  local order = {}
-  for i = 1, #ts do order[i] = i end
-  table.sort(order, function(a, b)
-    if ts[a] ~= ts[b] then return ts[a] < ts[b] end
-    return a < b
-  end)
-  for _, field in ipairs{"marker_ts", "marker_kind", "marker_arg"} do
-    local old, new = model[field], {}
-    for i = 1, #order do new[i] = old[order[i]] end
-    model[field] = new
+local function add_marker_kind(model, kind)
+  if not model.kind_seen[kind] then
+    model.kind_seen[kind] = true
+    model.marker_kinds[#model.marker_kinds + 1] = kind
   end
 end
 
@@ -177,10 +162,7 @@ local function read_meta(model, meta)
     if type(m) ~= "table" or not str(m.name) then
       return nil, ('bad "jobqueProfile.markers[%d]": no name'):format(i)
     end
-    if not model.kind_seen[m.name] then
-      model.kind_seen[m.name] = true
-      model.marker_kinds[#model.marker_kinds + 1] = m.name
-    end
+    add_marker_kind(model, m.name)
   end
   return true
 end
@@ -200,13 +182,6 @@ local function build(events, meta)
   local open_b = {} -- Chrome "B" events waiting for their "E", per lane
   local async = {}  -- our "b" events waiting for their "e", by id
   local nev = 0
-  local last_pid, last_tid, last_lane -- events come lane by lane: skip the lookup
-  local function lane_for(e)
-    local pid, tid = e.pid, e.tid
-    if last_lane and pid == last_pid and tid == last_tid then return last_lane end
-    last_lane, last_pid, last_tid = lane_of(model, e), pid, tid
-    return last_lane
-  end
   -- The columns of the lane complete events go to, kept in locals.
   local cur, cpid, ctid, cts, cdur, ccat, ckind, cev, cn
   local function flush() -- before anything else adds slices
@@ -224,7 +199,7 @@ local function build(events, meta)
     end
   end
   local m_ts, m_kind, m_arg = model.marker_ts, model.marker_kind, model.marker_arg
-  local kind_seen, kinds, nmarkers = model.kind_seen, model.marker_kinds, 0
+  local kind_seen, nmarkers = model.kind_seen, 0
   for i = 1, #events do
     local e = events[i]
     local ph = type(e) == "table" and e.ph
@@ -263,17 +238,14 @@ local function build(events, meta)
         local args = type(e.args) == "table" and e.args or {}
         if scope == "g" or scope == "p" then
           local kind = str(e.name) or "?"
-          if not kind_seen[kind] then
-            kind_seen[kind] = true
-            kinds[#kinds + 1] = kind
-          end
+          if not kind_seen[kind] then add_marker_kind(model, kind) end
           local arg = args.arg
           arg = math.tointeger(arg) or arg -- cjson reads every number as a float
           if type(arg) ~= "number" and type(arg) ~= "string" then arg = nil end
           nmarkers = nmarkers + 1
           m_ts[nmarkers], m_kind[nmarkers], m_arg[nmarkers] = ts, kind, arg
         else
-          local lane = lane_for(e)
+          local lane = lane_of(model, e)
           if ours and e.name == "lane full: events dropped" then
             lane.full_at = ts
             lane.dropped = math.tointeger(args.dropped) or 0
@@ -356,9 +328,14 @@ local function build(events, meta)
   end)
   for i, lane in ipairs(model.lanes) do
     lane.index = i
-    sort_lane(lane)
+    sort_columns(lane, {"ts", "dur", "cat", "kind", "ev"}, lane.n)
+    local maxdur = 0
+    for k = 1, lane.n do
+      if lane.dur[k] > maxdur then maxdur = lane.dur[k] end
+    end
+    lane.maxdur = maxdur
   end
-  sort_markers(model)
+  sort_columns(model, {"marker_ts", "marker_kind", "marker_arg"}, #model.marker_ts)
   model.markers = marker_list(model)
   model.kind_seen, model.lane_by_key, model.lane_cache = nil, nil, nil
   return model
