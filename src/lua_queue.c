@@ -152,20 +152,82 @@ static int l_job_eq(lua_State *L) {
   return 1;
 }
 
-/* Pushes the error of a failed job (finished: its fields no longer change). */
-static void push_error(lua_State *L, jq_job *job) {
-  if (job->fail_reason == JQ_FAIL_CLOSED) {
+/* Pushes the error a failed job raised itself, or its cancellation. */
+static void push_own_error(lua_State *L, jq_job *job) {
+  if (job->fail_reason == JQ_FAIL_CLOSED)
     lua_pushfstring(L, "job #%I was cancelled: its queue closed before it finished",
                     (LUAI_UACINT)job->id);
-  } else if (job->fail_reason == JQ_FAIL_DEPENDENCY) {
-    push_error(L, job->failed_dep);
-    lua_pushfstring(L, "job #%I did not run: its dependency job #%I failed: %s",
-                    (LUAI_UACINT)job->id, (LUAI_UACINT)job->failed_dep->id,
-                    lua_isstring(L, -1) ? lua_tostring(L, -1) : luaL_typename(L, -1));
-    lua_remove(L, -2);
-  } else {
+  else
     jq_decode(L, &job->result);
+}
+
+/* Pushes "#a <- #b <- ... <- #root": the whole chain when it is short, else
+ * its first and last JQ_CHAIN_TAIL links. Iterative: chains can be long. */
+static void push_chain_links(lua_State *L, jq_job *job) {
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  long len = job->chain_len;
+  long head = len <= 2 * JQ_CHAIN_TAIL ? len : JQ_CHAIN_TAIL;
+  jq_job *link = job;
+  for (long i = 0; i < head; i++, link = link->failed_dep) {
+    char id[32];
+    snprintf(id, sizeof id, "%s#%llu", i ? " <- " : "", (unsigned long long)link->id);
+    luaL_addstring(&b, id);
   }
+  if (head < len) {
+    luaL_addstring(&b, " <- \xe2\x80\xa6"); /* an ellipsis */
+    for (int i = JQ_CHAIN_TAIL - 1; i >= 0; i--) {
+      char id[32];
+      snprintf(id, sizeof id, " <- #%llu", (unsigned long long)job->chain_tail[i]);
+      luaL_addstring(&b, id);
+    }
+  }
+  luaL_pushresult(&b);
+}
+
+/* Pushes the error of a failed job (finished: its fields no longer change).
+ * A job that failed because another did gets one message, however long
+ * the chain: the root's error, with the chain's length and its end links. */
+static void push_error(lua_State *L, jq_job *job) {
+  if (job->fail_reason != JQ_FAIL_DEPENDENCY && job->fail_reason != JQ_FAIL_AWAITED) {
+    push_own_error(L, job);
+    return;
+  }
+  int top = lua_gettop(L);
+  if (job->fail_reason == JQ_FAIL_DEPENDENCY)
+    lua_pushfstring(L, "job #%I did not run: its dependency job #%I failed", (LUAI_UACINT)job->id,
+                    (LUAI_UACINT)job->failed_dep->id);
+  else
+    lua_pushfstring(L, "job #%I failed: it waited for job #%I, which failed",
+                    (LUAI_UACINT)job->id, (LUAI_UACINT)job->failed_dep->id);
+  if (job->chain_len > 2) {
+    lua_pushfstring(L, " (%I jobs on this chain: ", (LUAI_UACINT)job->chain_len);
+    push_chain_links(L, job);
+    lua_pushliteral(L, ")");
+  }
+  lua_pushliteral(L, ": ");
+  push_own_error(L, job->chain_root);
+  if (!lua_isstring(L, -1)) {
+    lua_pushstring(L, luaL_typename(L, -1));
+    lua_remove(L, -2);
+  }
+  lua_concat(L, lua_gettop(L) - top);
+}
+
+/* A wait or pwait inside a job hands it the error of a failed job: if the
+ * job then fails with this very message, it is stored as a link. */
+static void note_raised(lua_State *L, jq_job *failed) {
+  jq_worker *w = jq_worker_current(L);
+  if (!w || w->current_co != L || !lua_isstring(L, -1))
+    return;
+  jq_job *self = w->current;
+  size_t len;
+  const char *msg = lua_tolstring(L, -1, &len);
+  jq_job_ref(failed);
+  if (self->raised_dep)
+    jq_job_unref(self->raised_dep);
+  self->raised_dep = failed;
+  self->raised_hash = jq_hash64(msg, len);
 }
 
 /* Pushes what a finished job delivers: (pwait) true, results / false, err;
@@ -179,6 +241,7 @@ static int deliver(lua_State *L, jq_job *job, int protected) {
     return lua_gettop(L) - top;
   }
   push_error(L, job);
+  note_raised(L, job);
   if (protected)
     return 2;
   return lua_error(L);
@@ -210,6 +273,10 @@ static void block_until(lua_State *L, jq_queue *q, jq_job *job) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
   int runs_jobs = q->nworkers == 0 && lua_topointer(L, -1) == q->owner;
   lua_pop(L, 1);
+  if (q->nworkers == 0 && !runs_jobs && job && job_state(job) < JQ_JOB_DONE)
+    luaL_error(L, "job #%I belongs to a queue without workers: only the state that created "
+                  "that queue runs its jobs, so this wait would never end (wait for it there)",
+               (LUAI_UACINT)job->id);
   uint64_t t0 = jq_ring_armed() ? jq_clock_ticks() : 0;
   pthread_mutex_lock(&q->mu);
   while (job ? !jq_job_finished(job) : jq_queue_unfinished(q) > 0) {
@@ -340,7 +407,10 @@ static int l_queue_new(lua_State *L) {
   qhandle *h = lua_touserdata(L, -1);
   int rc = n > 0 ? jq_workers_start(q) : jq_run_init(q, L, q->init_error, sizeof q->init_error);
   if (rc != 0) {
-    lua_pushfstring(L, "jobque.new: option 'init' failed: %s", q->init_error);
+    if (q->start_failed)
+      lua_pushfstring(L, "jobque.new: %s", q->init_error);
+    else
+      lua_pushfstring(L, "jobque.new: option 'init' failed: %s", q->init_error);
     release(L, h);
     return lua_error(L);
   }
@@ -349,6 +419,10 @@ static int l_queue_new(lua_State *L) {
 
 static int l_queue_close(lua_State *L) {
   qhandle *h = check_class(L, 1, QUEUE_MT_UP, QUEUE_MT);
+  jq_worker *w = jq_worker_current(L);
+  if (h->q && w && w->q == h->q)
+    return luaL_error(L, "a queue cannot be closed from one of its own jobs (it would cancel "
+                         "the job that asks); close it where it was created");
   if (h->q && !h->owner)
     return luaL_error(L, "only the state that created a queue can close it");
   release(L, h);

@@ -50,6 +50,13 @@ void jq_buf_free(jq_buf *b) {
   memset(b, 0, sizeof *b);
 }
 
+uint64_t jq_hash64(const char *p, size_t n) {
+  uint64_t h = 14695981039346656037u;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ (unsigned char)p[i]) * 1099511628211u;
+  return h;
+}
+
 /* ---- encoding ---- */
 
 typedef struct segment {
@@ -112,32 +119,104 @@ static void put_str(enc *e, const char *s, size_t len) {
   put(e, s, len);
 }
 
-/* Writes "argument #2, field "conn": <what>" into e->err. */
+/* The text of path segment i ("argument #2", "field "conn"", ...) in out. */
+static size_t segment_text(const enc *e, int i, char *out, size_t cap) {
+  const segment *s = &e->path[i];
+  int n = 0;
+  switch (s->kind) {
+  case 'a': n = snprintf(out, cap, "%s #%lld", e->label, (long long)s->i); break;
+  case 'f': n = snprintf(out, cap, "field \"%.*s\"", (int)(s->len > 60 ? 60 : s->len), s->s); break;
+  case 'i': n = snprintf(out, cap, "[%lld]", (long long)s->i); break;
+  case 'k': n = snprintf(out, cap, "a table key"); break;
+  case 'u': n = snprintf(out, cap, "upvalue '%.60s'", s->s ? s->s : "?"); break;
+  default: out[0] = '\0'; break;
+  }
+  return n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+/* Writes "argument #2, field "conn": <what>" into e->err. A path too long
+ * for it keeps its first and last segments around an ellipsis: the reason
+ * is never cut. */
 static int fail(enc *e, const char *what) {
-  size_t n = 0;
-  char *out = e->err;
-  size_t cap = e->errlen;
-#define APPEND(...)                                                   \
-  do {                                                                \
-    int k_ = snprintf(out + n, n < cap ? cap - n : 0, __VA_ARGS__);   \
-    if (k_ > 0)                                                       \
-      n += (size_t)k_;                                                \
-  } while (0)
-  for (int i = 0; i <= e->depth && i < JQ_MARSHAL_DEPTH + 2; i++) {
-    const segment *s = &e->path[i];
-    const char *sep = i ? ", " : "";
-    switch (s->kind) {
-    case 'a': APPEND("%s%s #%lld", sep, e->label, (long long)s->i); break;
-    case 'f': APPEND("%sfield \"%.*s\"", sep, (int)(s->len > 60 ? 60 : s->len), s->s); break;
-    case 'i': APPEND("%s[%lld]", sep, (long long)s->i); break;
-    case 'k': APPEND("%sa table key", sep); break;
-    case 'u': APPEND("%supvalue '%s'", sep, s->s ? s->s : "?"); break;
-    default: break;
+  char seg[128];
+  int nseg = (e->depth < JQ_MARSHAL_DEPTH + 1 ? e->depth : JQ_MARSHAL_DEPTH + 1) + 1;
+  size_t reason = strlen(what) + 2; /* ": " what */
+  size_t room = e->errlen > reason + 1 ? e->errlen - reason - 1 : 0;
+  size_t total = 0;
+  for (int i = 0; i < nseg; i++)
+    total += (i ? 2 : 0) + segment_text(e, i, seg, sizeof seg);
+  static const char gap[] = ", \xe2\x80\xa6"; /* ", ..." with an ellipsis */
+  int head = nseg, tail = nseg; /* segments [0, head) and [tail, nseg) are written */
+  if (total > room) {
+    size_t used = 0, budget = room / 3;
+    for (head = 0; head < nseg; head++) {
+      size_t k = (head ? 2 : 0) + segment_text(e, head, seg, sizeof seg);
+      if (used + k > budget)
+        break;
+      used += k;
+    }
+    used += sizeof gap - 1;
+    for (tail = nseg; tail > head; tail--) {
+      size_t k = 2 + segment_text(e, tail - 1, seg, sizeof seg);
+      if (used + k > room)
+        break;
+      used += k;
     }
   }
-  APPEND(": %s", what);
-#undef APPEND
+  size_t n = 0;
+  for (int i = 0; i < nseg; i++) {
+    if (i >= head && i < tail) {
+      if (i == head && n + sizeof gap - 1 <= room) {
+        memcpy(e->err + n, gap, sizeof gap - 1);
+        n += sizeof gap - 1;
+      }
+      continue;
+    }
+    size_t k = segment_text(e, i, seg, sizeof seg);
+    size_t sep = (n ? 2 : 0);
+    if (n + sep + k > room)
+      break;
+    memcpy(e->err + n, ", ", sep);
+    memcpy(e->err + n + sep, seg, k);
+    n += sep + k;
+  }
+  if (e->errlen > 0)
+    snprintf(e->err + n, e->errlen - n, "%s%s", n ? ": " : "", what);
   return -1;
+}
+
+/* Whether the name on the top ("module" or "module\0field") still leads
+ * to the value at idx in package.loaded: the name cache may be older than
+ * the last change to it. */
+static int still_loaded(lua_State *L, int idx) {
+  size_t len;
+  const char *name = lua_tolstring(L, -1, &len);
+  size_t modlen = strlen(name);
+  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_pushlstring(L, name, modlen);
+  int t = lua_rawget(L, -2);
+  if (modlen < len && t == LUA_TTABLE) {
+    lua_pushstring(L, name + modlen + 1);
+    lua_rawget(L, -2);
+    lua_remove(L, -2);
+  }
+  int same = lua_rawequal(L, -1, idx);
+  lua_pop(L, 2);
+  return same;
+}
+
+/* Whether the table at idx is package.loaded[something] now (one look at
+ * each loaded module: the name cache may predate it). */
+static int newly_loaded(lua_State *L, int idx) {
+  int found = 0;
+  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_pushnil(L);
+  while (!found && lua_next(L, -2)) {
+    found = lua_type(L, -2) == LUA_TSTRING && lua_rawequal(L, -1, idx);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, found ? 2 : 1);
+  return found;
 }
 
 /* The name a loaded module, or a C function in one, travels by. */
@@ -147,12 +226,19 @@ static int lookup_name(enc *e, int idx, int rebuild) {
     lua_rawgetp(L, LUA_REGISTRYINDEX, &NAMES_KEY);
     lua_replace(L, e->names);
   }
-  if (!lua_istable(L, e->names))
+  if (!lua_istable(L, e->names)) { /* rebuild: 0 = may rebuild, 1 = rebuild now, 2 = never */
+    if (rebuild == 2)
+      return 0;
     rebuild = 1;
-  if (!rebuild) {
+  }
+  if (rebuild != 1) {
     lua_pushvalue(L, idx);
-    if (lua_rawget(L, e->names) == LUA_TSTRING)
-      return 1;
+    if (lua_rawget(L, e->names) == LUA_TSTRING) {
+      if (still_loaded(L, idx))
+        return 1;
+      lua_pop(L, 1);
+      return rebuild == 0 ? lookup_name(e, idx, 1) : 0; /* unloaded or replaced since */
+    }
     lua_pop(L, 1);
     return 0;
   }
@@ -164,8 +250,10 @@ static int lookup_name(enc *e, int idx, int rebuild) {
   lua_pushnil(L);
   while (lua_next(L, loaded)) { /* modname at loaded+1, module at loaded+2 */
     int mod = loaded + 2;
-    if (lua_type(L, mod - 1) == LUA_TSTRING && lua_istable(L, mod)) {
-      const char *modname = lua_tostring(L, mod - 1);
+    size_t modlen;
+    const char *modname = lua_type(L, mod - 1) == LUA_TSTRING ? lua_tolstring(L, mod - 1, &modlen)
+                                                               : NULL;
+    if (modname && strlen(modname) == modlen && lua_istable(L, mod)) {
       lua_pushvalue(L, mod);
       lua_pushvalue(L, mod - 1);
       lua_rawset(L, names); /* names[module] = "module" */
@@ -189,7 +277,7 @@ static int lookup_name(enc *e, int idx, int rebuild) {
   lua_pushvalue(L, names);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &NAMES_KEY);
   lua_replace(L, e->names);
-  return lookup_name(e, idx, 0);
+  return lookup_name(e, idx, 2);
 }
 
 /* The scratch table at stack slot `slot`, made on first use. */
@@ -272,9 +360,7 @@ static void push_bytecode(enc *e, int idx) {
   lua_remove(L, -2);
   size_t len;
   const char *code = lua_tolstring(L, -1, &len);
-  uint64_t h = 14695981039346656037u; /* FNV-1a, 64 bits */
-  for (size_t i = 0; i < len; i++)
-    h = (h ^ (unsigned char)code[i]) * 1099511628211u;
+  uint64_t h = jq_hash64(code, len);
   luaL_Buffer b;
   char *out = luaL_buffinitsize(L, &b, len + sizeof h);
   memcpy(out, &h, sizeof h);
@@ -414,7 +500,8 @@ static int encode_value(enc *e, int idx) {
   }
   int is_c = lua_iscfunction(L, idx);
   int is_lua_fn = !is_c && lua_type(L, idx) == LUA_TFUNCTION; /* never a module member by name */
-  if (!is_lua_fn && (lookup_name(e, idx, 0) || (is_c && lookup_name(e, idx, 1)))) {
+  if (!is_lua_fn && (lookup_name(e, idx, 0) || (is_c && lookup_name(e, idx, 1)) ||
+                     (!is_c && newly_loaded(L, idx) && lookup_name(e, idx, 1)))) {
     size_t len;
     const char *name = lua_tolstring(L, -1, &len);
     put_byte(e, is_c ? T_CFN : T_MODULE);

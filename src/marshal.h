@@ -52,6 +52,9 @@ int jq_encode(lua_State *L, int first, int n, jq_buf *out, const char *label, in
  * cannot be rebuilt here (a C function whose module is missing). */
 int jq_decode(lua_State *L, const jq_buf *b);
 
+/* FNV-1a, 64 bits, of n bytes. */
+uint64_t jq_hash64(const char *p, size_t n);
+
 /* Hooks for job handles, provided by lua_queue.c. */
 struct jq_job *jq_job_from_value(lua_State *L, int idx); /* NULL if not a job */
 void jq_job_push(lua_State *L, struct jq_job *job);      /* takes a new reference */

@@ -21,6 +21,10 @@ static _Atomic uint64_t next_job_id = 1; /* ids are never reused: flows key on t
 static _Atomic uint32_t next_edge = 1;
 static _Atomic int next_queue_seq = 1;
 
+#ifdef JQ_TESTING
+_Atomic long jq_test_live_queues, jq_test_double_finishes;
+#endif
+
 /* q->incoming once the queue closes: lock-free publishers see it in the
  * same compare-and-swap that would push their job. */
 static jq_job closed_marker;
@@ -43,6 +47,9 @@ jq_queue *jq_queue_new(int nworkers, const char *name, const char *path, const c
     return NULL;
   }
   atomic_init(&q->refs, 1);
+#ifdef JQ_TESTING
+  atomic_fetch_add(&jq_test_live_queues, 1);
+#endif
   q->owner_thread = pthread_self();
   pthread_mutexattr_t attr; /* held for a few hundred ns at a time: spin before sleeping */
   pthread_mutexattr_init(&attr);
@@ -89,6 +96,9 @@ void jq_queue_unref(jq_queue *q) {
   free(q->path);
   free(q->cpath);
   free(q);
+#ifdef JQ_TESTING
+  atomic_fetch_sub(&jq_test_live_queues, 1);
+#endif
 }
 
 /* A block for a job with `extra` bytes of inline payload: from q's pool
@@ -159,18 +169,58 @@ void jq_job_ref(jq_job *job) {
   atomic_fetch_add_explicit(&job->refs, 1, memory_order_relaxed);
 }
 
-void jq_job_unref(jq_job *job) {
-  if (atomic_fetch_sub_explicit(&job->refs, 1, memory_order_acq_rel) != 1)
-    return;
+/* Jobs whose last reference went, to be freed by the outermost unref on
+ * this thread: freeing one drops references it holds (its failed
+ * dependency, job handles in its results), and a chain of those must not
+ * recurse as deep as it is long. */
+static _Thread_local jq_job *unref_pending;
+static _Thread_local int unref_active;
+
+static void free_job(jq_job *job) {
   jq_buf_free(&job->payload);
   jq_buf_free(&job->result);
   if (job->failed_dep)
     jq_job_unref(job->failed_dep);
+  if (job->raised_dep)
+    jq_job_unref(job->raised_dep);
   free(job->dependants);
   free(job->waiters);
   jq_queue *q = job->q;
   block_free(q, job);
   jq_queue_unref(q);
+}
+
+void jq_job_unref(jq_job *job) {
+  if (atomic_fetch_sub_explicit(&job->refs, 1, memory_order_acq_rel) != 1)
+    return;
+  job->next = unref_pending; /* no list holds it any more */
+  unref_pending = job;
+  if (unref_active)
+    return;
+  unref_active = 1;
+  while ((job = unref_pending) != NULL) {
+    unref_pending = job->next;
+    free_job(job);
+  }
+  unref_active = 0;
+}
+
+void jq_job_set_cause(jq_job *job, jq_job *cause, int reason) {
+  job->fail_reason = reason;
+  jq_job_ref(cause);
+  job->failed_dep = cause;
+  if (cause->chain_root) { /* cause failed because of another: one more link */
+    job->chain_root = cause->chain_root;
+    job->chain_len = cause->chain_len + 1;
+    memcpy(job->chain_tail, cause->chain_tail, sizeof job->chain_tail);
+  } else { /* cause is where the chain starts */
+    job->chain_root = cause;
+    job->chain_len = 2;
+    memset(job->chain_tail, 0, sizeof job->chain_tail);
+    job->chain_tail[0] = cause->id;
+  }
+  if (job->chain_len <= JQ_CHAIN_TAIL)
+    job->chain_tail[job->chain_len - 1] = job->id;
 }
 
 /* (mu) Wakes one parked worker, if any. */
@@ -339,9 +389,7 @@ int jq_queue_publish(jq_queue *q, jq_job *job, jq_job **deps, int ndeps) {
     if (d->state == JQ_JOB_FAILED || add_ptr((void **)&d->dependants, &d->ndependants,
                                              &d->capdependants, sizeof job, &job) != 0) {
       /* A failed dependency (or no memory to wait for one): fails without running. */
-      job->fail_reason = JQ_FAIL_DEPENDENCY;
-      jq_job_ref(d);
-      job->failed_dep = d;
+      jq_job_set_cause(job, d, JQ_FAIL_DEPENDENCY);
       break;
     }
     jq_job_ref(job);
@@ -391,9 +439,16 @@ jq_job *jq_queue_take(jq_queue *q, jq_worker *w, int *resume) {
 }
 
 /* (mu) One job reached its end; dependants and waiters are handled by the
- * caller's worklist so a long chain does not recurse. */
-static void finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int *nwork,
-                       int *capwork) {
+ * caller's worklist so a long chain does not recurse. Returns -1, doing
+ * nothing, if it had finished already (a bug: counted in testing builds). */
+static int finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int *nwork,
+                      int *capwork) {
+  if (jq_job_finished(job)) {
+#ifdef JQ_TESTING
+    atomic_fetch_add(&jq_test_double_finishes, 1);
+#endif
+    return -1;
+  }
   job->state = state;
   atomic_store_explicit(&q->finished, atomic_load_explicit(&q->finished, memory_order_relaxed) + 1,
                         memory_order_relaxed); /* only written under mu */
@@ -416,14 +471,14 @@ static void finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int 
   job->nwaiters = 0;
   for (int i = 0; i < job->ndependants; i++) {
     jq_job *d = job->dependants[i];
-    if (jq_job_finished(d) || d->state != JQ_JOB_WAITING) {
+    /* Finished, or already on the worklist to fail (it lists this job
+     * more than once, or another dependency failed first). */
+    if (d->state != JQ_JOB_WAITING || d->fail_reason != JQ_FAIL_NONE) {
       jq_job_unref(d);
       continue;
     }
     if (state == JQ_JOB_FAILED) {
-      d->fail_reason = JQ_FAIL_DEPENDENCY;
-      jq_job_ref(job);
-      d->failed_dep = job;
+      jq_job_set_cause(d, job, JQ_FAIL_DEPENDENCY);
       if (add_ptr((void **)work, nwork, capwork, sizeof d, &d) != 0)
         d->state = JQ_JOB_FAILED; /* no memory for the worklist: at least never runs */
       else
@@ -445,19 +500,18 @@ static void finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int 
    * otherwise wake, look and sleep again at every job. */
   if (job->blocked_waiters || (q->waiting_all && jq_queue_unfinished(q) == 0))
     pthread_cond_broadcast(&q->done_cv);
+  return 0;
 }
 
 void jq_queue_finish(jq_queue *q, jq_job *job, int state) {
   jq_job **work = NULL;
   int nwork = 0, capwork = 0;
-  finish_one(q, job, state, &work, &nwork, &capwork);
-  jq_job_unref(job); /* the queue's reference */
+  if (finish_one(q, job, state, &work, &nwork, &capwork) == 0)
+    jq_job_unref(job); /* the queue's reference */
   while (nwork > 0) {
     jq_job *d = work[--nwork];
-    if (d->state == JQ_JOB_WAITING) {
-      finish_one(q, d, JQ_JOB_FAILED, &work, &nwork, &capwork);
+    if (d->state == JQ_JOB_WAITING && finish_one(q, d, JQ_JOB_FAILED, &work, &nwork, &capwork) == 0)
       jq_job_unref(d); /* the queue's reference */
-    }
     jq_job_unref(d); /* the worklist's */
   }
   free(work);
@@ -497,14 +551,18 @@ void jq_queue_begin_close(jq_queue *q) {
 
 jq_job *jq_queue_suspended_on(jq_queue *q, jq_worker *w) {
   for (jq_job *job = q->all_head; job; job = job->all_next)
-    if (job->state == JQ_JOB_RUNNING && job->worker == w->index && job != w->current)
+    if (job->state == JQ_JOB_RUNNING && job->worker == w->index && !job->on_cpu)
       return job;
   return NULL;
 }
 
 void jq_queue_fail_rest(jq_queue *q) {
-  while (q->all_head) {
+  for (;;) { /* from the head again after each: a finish unlinks its dependants too */
     jq_job *job = q->all_head;
+    while (job && job->on_cpu)
+      job = job->all_next;
+    if (!job)
+      return;
     job->fail_reason = JQ_FAIL_CLOSED;
     jq_queue_finish(q, job, JQ_JOB_FAILED);
   }

@@ -23,8 +23,13 @@
 
 enum { JQ_JOB_WAITING, JQ_JOB_READY, JQ_JOB_RUNNING, JQ_JOB_DONE, JQ_JOB_FAILED };
 
-/* Why a job failed without an error value of its own. */
-enum { JQ_FAIL_NONE, JQ_FAIL_DEPENDENCY, JQ_FAIL_CLOSED };
+/* Why a job failed without an error value of its own: a dependency failed,
+ * its queue closed, or it raised, unchanged, the error of a job it waited
+ * for (so a chain of failures is stored as links, not as ever longer text). */
+enum { JQ_FAIL_NONE, JQ_FAIL_DEPENDENCY, JQ_FAIL_CLOSED, JQ_FAIL_AWAITED };
+
+/* How many links next to the root a failure chain remembers. */
+#define JQ_CHAIN_TAIL 3
 
 typedef struct jq_waiter {
   struct jq_job *job; /* the job that awaits (holds a reference) */
@@ -48,7 +53,15 @@ typedef struct jq_job {
   int fail_reason;       /* JQ_FAIL_* when it failed without running */
   int worker;            /* where its coroutine lives once started, else -1 */
   int deps_left;
-  struct jq_job *failed_dep; /* for JQ_FAIL_DEPENDENCY (holds a reference) */
+  int on_cpu;            /* a slice of it is running now: nobody else may finish it */
+  struct jq_job *failed_dep; /* for JQ_FAIL_DEPENDENCY and _AWAITED (holds a reference) */
+  /* A failure chain (failed_dep set): the job where it started (kept alive
+   * through the failed_dep links), how many jobs it has, this one included,
+   * and the ids of the first jobs from the root on (root first). Written
+   * before the job finishes, then only read. */
+  struct jq_job *chain_root;
+  long chain_len;
+  uint64_t chain_tail[JQ_CHAIN_TAIL];
   struct jq_job *next;   /* link in the ready list or a resume list */
   struct jq_job *all_prev, *all_next; /* the queue's unfinished jobs */
   struct jq_job **dependants; /* each holds a reference */
@@ -62,6 +75,9 @@ typedef struct jq_job {
   uint32_t resume_edge;  /* flow into the slice that resumes it */
   uint64_t yield_ticks;  /* when it last yielded to await */
   uint64_t awaited;      /* job id it awaits */
+  struct jq_job *raised_dep; /* the failed job whose error it last got from a wait or pwait
+                              * (holds a reference), and a hash of that message */
+  uint64_t raised_hash;
   char inline_payload[]; /* a small payload lives in the job's own block */
 } jq_job;
 
@@ -116,6 +132,7 @@ typedef struct jq_queue {
   _Atomic unsigned finished_gen; /* bumped at each finish (read without mu) */
   int inits_done;
   char init_error[512];
+  int start_failed;      /* init_error says why a worker could not start, not why init failed */
   /* Fixed at creation. */
   int nworkers;
   int ncores;            /* online cores when it was made */
@@ -162,8 +179,20 @@ void jq_queue_begin_close(jq_queue *q);
 /* (mu) An unfinished job whose coroutine is suspended on w (not running). */
 jq_job *jq_queue_suspended_on(jq_queue *q, jq_worker *w);
 
-/* (mu) Fails every job still unfinished (the end of a close). */
+/* (mu) Fails every job still unfinished (the end of a close), except those
+ * with a slice running (they finish when it ends). */
 void jq_queue_fail_rest(jq_queue *q);
+
+/* Before `job` finishes: it fails because `cause` failed (reason
+ * JQ_FAIL_DEPENDENCY or JQ_FAIL_AWAITED). Takes a reference to `cause`
+ * (which must have finished) and extends its failure chain. */
+void jq_job_set_cause(jq_job *job, jq_job *cause, int reason);
+
+#ifdef JQ_TESTING
+/* Specs only: queues alive now, and finishes refused because the job had
+ * finished already (always 0 unless a bug). */
+extern _Atomic long jq_test_live_queues, jq_test_double_finishes;
+#endif
 
 /* The size of a pooled job block (the job and an inline payload), and how
  * many blocks a queue keeps for reuse at most. */

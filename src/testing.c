@@ -19,6 +19,7 @@
 #include <lualib.h>
 
 #include "bindings.h"
+#include "queue.h"
 #include "trace.h"
 #include "worker.h"
 
@@ -162,6 +163,22 @@ static int l_lane_structs(lua_State *L) {
   return 1;
 }
 
+static int l_live_queues(lua_State *L) {
+  lua_pushinteger(L, atomic_load(&jq_test_live_queues));
+  return 1;
+}
+
+static int l_double_finishes(lua_State *L) {
+  lua_pushinteger(L, atomic_load(&jq_test_double_finishes));
+  return 1;
+}
+
+static int l_reset_counts(lua_State *L) {
+  (void)L;
+  atomic_store(&jq_test_double_finishes, 0);
+  return 0;
+}
+
 void jq_open_testing(lua_State *L) {
   if (luaL_newmetatable(L, HANDLE)) {
     lua_pushcfunction(L, l_gc);
@@ -176,6 +193,9 @@ void jq_open_testing(lua_State *L) {
                                    {"stop", l_stop},
                                    {"stopping", l_stopping},
                                    {"lane_structs", l_lane_structs},
+                                   {"live_queues", l_live_queues},
+                                   {"double_finishes", l_double_finishes},
+                                   {"reset_counts", l_reset_counts},
                                    {NULL, NULL}};
   luaL_newlib(L, funcs);
 }

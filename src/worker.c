@@ -108,9 +108,20 @@ static int decode_payload(lua_State *L) {
 }
 
 /* Stores the error at the top of co as the job's error value: a string gets
- * the job's traceback and where it was submitted. Leaves co's stack as is. */
+ * the job's traceback and where it was submitted. The very message a wait
+ * or pwait of this job got from a failed job is stored as a link to that
+ * job instead, so a chain of jobs that pass an error on stays one message
+ * long. Leaves co's stack as is. */
 static void store_error(lua_State *L, lua_State *co, jq_job *job, int with_traceback) {
   char err[256];
+  if (job->raised_dep && lua_type(co, -1) == LUA_TSTRING) {
+    size_t len;
+    const char *msg = lua_tolstring(co, -1, &len);
+    if (jq_hash64(msg, len) == job->raised_hash) {
+      jq_job_set_cause(job, job->raised_dep, JQ_FAIL_AWAITED);
+      return;
+    }
+  }
   if (lua_type(co, -1) == LUA_TSTRING) {
     if (with_traceback)
       luaL_traceback(L, co, lua_tostring(co, -1), 0);
@@ -144,14 +155,21 @@ static void drop_coroutine(lua_State *L, jq_job *job, lua_State *co) {
 }
 
 /* A suspended job of a closing queue: it fails without resuming. Called
- * without mu; returns with it held. */
+ * and returns with mu held. It finishes before mu is dropped, so a job it
+ * awaited that ends meanwhile finds it finished and does not resume it;
+ * then its coroutine (which only this thread touches) is let go. */
 static void cancel_suspended(jq_worker *w, lua_State *L, jq_job *job) {
-  lua_rawgeti(L, LUA_REGISTRYINDEX, job->coref);
-  drop_coroutine(L, job, lua_tothread(L, -1));
-  lua_pop(L, 1);
-  pthread_mutex_lock(&w->q->mu);
+  int coref = job->coref;
+  job->coref = LUA_NOREF;
   job->fail_reason = JQ_FAIL_CLOSED;
-  jq_queue_finish(w->q, job, JQ_JOB_FAILED);
+  jq_queue_finish(w->q, job, JQ_JOB_FAILED); /* may free it */
+  pthread_mutex_unlock(&w->q->mu);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, coref);
+  if (lua_isthread(L, -1))
+    pool_coroutine(L, lua_tothread(L, -1));
+  lua_pop(L, 1);
+  luaL_unref(L, LUA_REGISTRYINDEX, coref);
+  pthread_mutex_lock(&w->q->mu);
 }
 
 /* Runs one slice of `job` on worker w, whose state is L. Called without mu;
@@ -175,6 +193,7 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
       drop_coroutine(L, job, co);
       lua_pop(L, 1);
       pthread_mutex_lock(&q->mu);
+      job->on_cpu = 0;
       jq_queue_finish(q, job, JQ_JOB_FAILED);
       return;
     }
@@ -237,6 +256,7 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
     else
       lua_pop(L, 1);
     pthread_mutex_lock(&q->mu);
+    job->on_cpu = 0;
     w->suspended++;
     if (!awaiting) /* a cooperative yield: run again after what is queued */
       jq_queue_requeue(w, job);
@@ -263,6 +283,7 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
   drop_coroutine(L, job, co);
   lua_pop(L, 1);
   pthread_mutex_lock(&q->mu);
+  job->on_cpu = 0;
   jq_queue_finish(q, job, done_state);
 }
 
@@ -314,7 +335,6 @@ static int step(jq_worker *w, lua_State *L, int block) {
       if (!job)
         return 0;
       w->suspended--;
-      pthread_mutex_unlock(&q->mu);
       cancel_suspended(w, L, job);
       return 1;
     }
@@ -337,15 +357,16 @@ static int step(jq_worker *w, lua_State *L, int block) {
     if (parked && jq_ring_armed())
       jq_ring_put(JQ_EV_PARK, 0, 0, 0, 0, parked, jq_clock_ticks());
   }
-  int closing = q->closing;
+  if (q->closing && resume) { /* woken, but its queue closes: cancelled */
+    cancel_suspended(w, L, job);
+    return 1;
+  }
   int counted = w->index < q->nworkers; /* a worker thread, not the caller */
   if (counted)
     atomic_fetch_add(&q->running, 1);
+  job->on_cpu = 1;
   pthread_mutex_unlock(&q->mu);
-  if (closing && resume)
-    cancel_suspended(w, L, job);
-  else
-    run_slice(w, L, job, resume);
+  run_slice(w, L, job, resume);
   if (counted)
     atomic_fetch_sub(&q->running, 1);
   return 1;
@@ -373,6 +394,16 @@ void jq_prepare_state(lua_State *L, const char *path, const char *cpath) {
   lua_pop(L, 1);
 }
 
+/* Opens the libraries of a worker's new state and marks it as the
+ * worker's: protected (out of memory raises). */
+static int prepare_worker(lua_State *L) {
+  jq_worker *w = lua_touserdata(L, 1);
+  jq_prepare_state(L, w->q->path, w->q->cpath);
+  lua_pushlightuserdata(L, w);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
+  return 0;
+}
+
 static void *worker_main(void *arg) {
   jq_worker *w = arg;
   jq_queue *q = w->q;
@@ -383,18 +414,27 @@ static void *worker_main(void *arg) {
     snprintf(name, sizeof name, "worker %d", w->index);
   jq_trace_name_thread(name, q->seq * 1024 + w->index + 1);
   lua_State *L = luaL_newstate();
-  int ok = L != NULL;
+  int ok = L != NULL, started = 0;
   if (!ok) {
     snprintf(err, sizeof err, "worker %d: cannot create a lua_State: out of memory", w->index);
   } else {
-    jq_prepare_state(L, q->path, q->cpath);
+    lua_pushcfunction(L, prepare_worker); /* light C functions: no allocation, no error */
     lua_pushlightuserdata(L, w);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
-    ok = jq_run_init(q, L, err, sizeof err) == 0;
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+      snprintf(err, sizeof err, "worker %d: cannot prepare its lua_State: %s", w->index,
+               lua_isstring(L, -1) ? lua_tostring(L, -1) : "(no message)");
+      lua_pop(L, 1);
+      ok = 0;
+    } else {
+      started = 1;
+      ok = jq_run_init(q, L, err, sizeof err) == 0;
+    }
   }
   pthread_mutex_lock(&q->mu);
-  if (!ok && !q->init_error[0])
+  if (!ok && !q->init_error[0]) {
     snprintf(q->init_error, sizeof q->init_error, "%s", err);
+    q->start_failed = !started; /* not `init`'s fault */
+  }
   q->inits_done++;
   pthread_cond_broadcast(&q->done_cv);
   pthread_mutex_unlock(&q->mu);
@@ -411,9 +451,12 @@ static void *worker_main(void *arg) {
 int jq_workers_start(jq_queue *q) {
   for (int i = 0; i < q->nworkers; i++) {
     jq_worker *w = &q->workers[i];
-    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+    int rc = pthread_create(&w->thread, NULL, worker_main, w);
+    if (rc != 0) {
       pthread_mutex_lock(&q->mu);
-      snprintf(q->init_error, sizeof q->init_error, "cannot start worker thread %d", i);
+      snprintf(q->init_error, sizeof q->init_error, "cannot start worker thread %d: %s", i,
+               strerror(rc));
+      q->start_failed = 1;
       q->inits_done += q->nworkers - i; /* these never start */
       pthread_mutex_unlock(&q->mu);
       break;

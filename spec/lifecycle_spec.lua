@@ -1,0 +1,268 @@
+-- Closing a queue while its jobs are mid-flight, duplicate and failed
+-- dependencies, long failure chains: the defects of issue 8, each as it was
+-- reproduced. Run plain and under the sanitizers by spec/run-all.sh; the
+-- AddressSanitizer build bypasses the job pool, so a job finished twice or
+-- freed while in use shows as a use after free there.
+local jobque = require "jobque"
+local T = require("jobque.core")._test
+local S = require "support"
+
+local err_of = S.err_of
+
+-- Collects until no queue is left alive (a finalizer may free another).
+local function collect()
+  for _ = 1, 4 do collectgarbage("collect") end
+end
+
+describe("a queue without workers closed while its own job runs", function()
+  local live -- queues alive before each spec (other spec files may keep some)
+  before_each(function()
+    collect()
+    T.reset_counts()
+    live = T.live_queues()
+  end)
+  after_each(function()
+    collect()
+    assert.are.equal(0, T.double_finishes())
+  end)
+
+  it("raises a clear error when the job closes it, and the job's result survives", function()
+    local q = jobque.new {workers = 0}
+    _G.LIFECYCLE_Q = q
+    local job = q:submit(function()
+      local ok, err = pcall(_G.LIFECYCLE_Q.close, _G.LIFECYCLE_Q)
+      return ok, err
+    end)
+    local ok, closed, err = job:pwait()
+    _G.LIFECYCLE_Q = nil
+    assert.is_true(ok)
+    assert.is_false(closed)
+    assert.matches("a queue cannot be closed from one of its own jobs", err, 1, true)
+    assert.is_false(q:is_closed())
+    assert.are.equal("done", job:status())
+    q:close()
+    assert.is_true(q:is_closed())
+  end)
+
+  it("keeps the queue alive while the collector finalizes its handle during the job", function()
+    local job
+    do
+      job = jobque.new({workers = 0}):submit(function()
+        local t = {}
+        for i = 1, 2e5 do t[i] = {i} end -- garbage enough for a full cycle
+        collectgarbage("collect")
+        return #t
+      end)
+    end
+    local ok, n = job:pwait()
+    assert.is_true(ok)
+    assert.are.equal(200000, n)
+    assert.are.equal("done", job:status())
+    job = nil -- luacheck: ignore
+    collect()
+    assert.are.equal(live, T.live_queues())
+  end)
+
+  it("still cancels the queue's other jobs when the collector closes it mid-job", function()
+    local other
+    local job
+    do
+      local q = jobque.new {workers = 0}
+      other = q:submit(function() coroutine.yield() return "late" end)
+      job = q:submit(function() collectgarbage("collect") collectgarbage("collect") return "mine" end)
+    end
+    assert.are.same({true, "mine"}, {job:pwait()})
+    local ok, err = other:pwait()
+    assert.is_true(ok == true or err:find("was cancelled", 1, true) ~= nil)
+  end)
+end)
+
+describe("closing while jobs are suspended on a job still running elsewhere", function()
+  it("finishes each job exactly once, whatever the timing (seeded rounds)", function()
+    collect()
+    T.reset_counts()
+    local live = T.live_queues()
+    local rounds = os.getenv("JQ_SOAK") and 400 or 40
+    local seed0 = os.time()
+    for round = 1, rounds do
+      local seed = seed0 + round
+      math.randomseed(seed)
+      local busy_us = math.random(100, 1500)
+      local sleep_us = math.random(100, 1500)
+      local q = jobque.new {workers = 2}
+      local b = q:submit(function(us)
+        local t = os.clock()
+        while os.clock() - t < us / 1e6 do end
+        return "b"
+      end, busy_us)
+      local jobs = {}
+      for i = 1, 50 do
+        jobs[i] = q:submit(function(bb) local ok, v = bb:pwait() return ok and v end, b)
+      end
+      local t = os.clock()
+      while os.clock() - t < sleep_us / 1e6 do end
+      q:close()
+      for i = 1, 50 do
+        local ok, res = jobs[i]:pwait()
+        if ok then
+          assert(res == "b", ("seed %d: job %d gave %s"):format(seed, i, tostring(res)))
+        else
+          assert(res:find("was cancelled", 1, true), ("seed %d: job %d: %s"):format(seed, i, res))
+        end
+      end
+      assert(T.double_finishes() == 0, ("seed %d: a job finished twice"):format(seed))
+    end
+    collect()
+    assert.are.equal(live, T.live_queues())
+  end)
+end)
+
+describe("duplicate dependencies", function()
+  it("of a failing job leak neither the job nor its queue", function()
+    collect()
+    T.reset_counts()
+    local live = T.live_queues()
+    do
+      local q = jobque.new {workers = 1}
+      local gate = q:submit(function() coroutine.yield() error("a fails", 0) end)
+      local a = q:after({gate}, function() end)
+      local dup = q:after({a, a, gate, a}, function() return "ran" end)
+      local ok, err = dup:pwait()
+      assert.is_false(ok)
+      assert.matches("did not run", err, 1, true)
+      local late = q:after({a, a}, function() return "ran" end) -- a already failed
+      assert.is_false((late:pwait()))
+      local fine = q:submit(function() return 1 end)
+      assert.are.equal(3, q:after({fine, fine, fine}, function(f) return f:wait() + 2 end, fine):wait())
+      q:close()
+    end
+    collect()
+    assert.are.equal(live, T.live_queues())
+    assert.are.equal(0, T.double_finishes())
+  end)
+end)
+
+describe("long failure chains", function()
+  it("of dependencies fail fast, without recursion, with a bounded message", function()
+    jobque.with_job_que({workers = 2}, function(q)
+      local root = q:submit(function() error("root cause") end)
+      local prev, ids = root, {root:id()}
+      local n = S.sanitized and 30000 or 300000 -- the old recursion overflowed at ~260,000
+      for i = 1, n do
+        prev = q:after({prev}, function() end)
+        ids[i + 1] = prev:id()
+      end
+      local ok, err = prev:pwait()
+      assert.is_false(ok)
+      assert.matches("root cause", err, 1, true)
+      assert.matches("job #" .. prev:id() .. " did not run: its dependency job #" .. ids[n] .. " failed", err, 1, true)
+      assert.matches(("%d jobs on this chain"):format(n + 1), err, 1, true)
+      assert.matches("#" .. ids[2] .. " <- #" .. ids[1], err, 1, true) -- the link next to the root
+      assert.is_true(#err < 4096, "message of " .. #err .. " bytes")
+    end)
+  end)
+
+  it("of nested waits stay linear, with a bounded message", function()
+    jobque.with_job_que({workers = 1}, function(q)
+      local root = q:submit(function() error("deep root") end)
+      local prev = root
+      local n = S.sanitized and 1000 or 10000
+      for _ = 1, n do
+        prev = q:submit(function(p) return p:wait() end, prev)
+      end
+      local ok, err = prev:pwait()
+      assert.is_false(ok)
+      assert.matches("deep root", err, 1, true)
+      assert.matches(("%d jobs on this chain"):format(n + 1), err, 1, true)
+      assert.matches("job #" .. prev:id() .. " failed: it waited for job #", err, 1, true)
+      assert.is_true(#err < 4096, "message of " .. #err .. " bytes")
+    end)
+  end)
+
+  it("keep an error a job raised itself after catching another's", function()
+    jobque.with_job_que({workers = 1}, function(q)
+      local root = q:submit(function() error("inner", 0) end)
+      local outer = q:submit(function(r)
+        local ok, e = r:pwait()
+        assert(not ok)
+        error("outer saw: " .. e, 0)
+      end, root)
+      local ok, err = outer:pwait()
+      assert.is_false(ok)
+      assert.matches("^outer saw: inner", err)
+      assert.is_nil(err:find("jobs on this chain", 1, true))
+    end)
+  end)
+end)
+
+describe("waiting across queues", function()
+  it("raises instead of deadlocking when a worker waits on a job of a queue without workers", function()
+    local q0 = jobque.new {workers = 0}
+    local j0 = q0:submit(function() return "never run here" end)
+    jobque.with_job_que({workers = 1}, function(q)
+      local ok, err = q:submit(function(j) return j:wait() end, j0):pwait()
+      assert.is_false(ok)
+      assert.matches("job #" .. j0:id() .. " belongs to a queue without workers", err, 1, true)
+    end)
+    assert.are.equal("never run here", j0:wait())
+    q0:close()
+  end)
+end)
+
+describe("marshal errors", function()
+  it("keep the reason when the path is long, shortening the path", function()
+    local t = {}
+    local cur = t
+    for i = 1, 150 do
+      cur["level_" .. i .. "_" .. ("x"):rep(20)] = {}
+      cur = cur["level_" .. i .. "_" .. ("x"):rep(20)]
+    end
+    cur.bad = io.stdout
+    jobque.with_job_que({workers = 0}, function(q)
+      local err = err_of(q.submit, q, function() end, t)
+      assert.matches("userdata cannot be sent to a worker", err, 1, true)
+      assert.matches("argument #2, field \"level_1_", err, 1, true)
+      assert.matches("field \"bad\": userdata", err, 1, true)
+      assert.matches("…", err, 1, true)
+    end)
+  end)
+end)
+
+describe("modules by name", function()
+  it("are decided at send time from what is loaded then", function()
+    local mod = {answer = 42}
+    package.loaded["lifecycle_fake_mod"] = mod
+    jobque.with_job_que({workers = 1}, function(q)
+      local f = function() return mod.answer end
+      local ok = q:submit(f):pwait() -- by name: not loadable over there
+      assert.is_false(ok)
+      package.loaded["lifecycle_fake_mod"] = nil
+      assert.are.equal(42, q:submit(f):wait()) -- now by value
+      package.loaded["lifecycle_fake_mod"] = mod
+      assert.is_false((q:submit(f):pwait())) -- by name again
+    end)
+    package.loaded["lifecycle_fake_mod"] = nil
+  end)
+end)
+
+describe("a worker that cannot start", function()
+  it("is named as the cause, not `init`", function()
+    if S.sanitized then return end -- the sanitizers' shadow memory needs more than the limit
+    local path, cpath = S.paths()
+    local script = S.tmpfile("start.lua")
+    S.write(script, ([[
+      package.path, package.cpath = %q, %q
+      local ok, err = pcall(require("jobque").new, {workers = 200})
+      print(ok, err)
+    ]]):format(path, cpath))
+    local p = assert(io.popen(("ulimit -v 100000; %s %s 2>&1"):format(S.lua, script)))
+    local out = p:read("a")
+    local ok = p:close()
+    assert.is_true(ok, out)
+    assert.matches("^false\tjobque.new: ", out)
+    assert.is_nil(out:find("option 'init'", 1, true), out)
+    local reason = out:match("cannot start worker thread %d+: %S") or out:match("cannot prepare its lua_State: %S")
+      or out:match("cannot create a lua_State")
+    assert.is_truthy(reason, out)
+  end)
+end)
