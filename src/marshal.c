@@ -205,20 +205,6 @@ static int still_loaded(lua_State *L, int idx) {
   return same;
 }
 
-/* Whether the table at idx is package.loaded[something] now (one look at
- * each loaded module: the name cache may predate it). */
-static int newly_loaded(lua_State *L, int idx) {
-  int found = 0;
-  lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  lua_pushnil(L);
-  while (!found && lua_next(L, -2)) {
-    found = lua_type(L, -2) == LUA_TSTRING && lua_rawequal(L, -1, idx);
-    lua_pop(L, 1);
-  }
-  lua_pop(L, found ? 2 : 1);
-  return found;
-}
-
 /* The name a loaded module, or a C function in one, travels by. */
 static int lookup_name(enc *e, int idx, int rebuild) {
   lua_State *L = e->L;
@@ -500,8 +486,7 @@ static int encode_value(enc *e, int idx) {
   }
   int is_c = lua_iscfunction(L, idx);
   int is_lua_fn = !is_c && lua_type(L, idx) == LUA_TFUNCTION; /* never a module member by name */
-  if (!is_lua_fn && (lookup_name(e, idx, 0) || (is_c && lookup_name(e, idx, 1)) ||
-                     (!is_c && newly_loaded(L, idx) && lookup_name(e, idx, 1)))) {
+  if (!is_lua_fn && (lookup_name(e, idx, 0) || (is_c && lookup_name(e, idx, 1)))) {
     size_t len;
     const char *name = lua_tolstring(L, -1, &len);
     put_byte(e, is_c ? T_CFN : T_MODULE);
