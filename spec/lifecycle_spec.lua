@@ -234,6 +234,9 @@ describe("modules by name", function()
     package.loaded["lifecycle_fake_mod"] = mod
     jobque.with_job_que({workers = 1}, function(q)
       local f = function() return mod.answer end
+      -- A C function found in no module refreshes the cache of names.
+      local refused = err_of(q.submit, q, f, coroutine.wrap(function() end))
+      assert.matches("a C function cannot be sent", refused, 1, true)
       local ok = q:submit(f):pwait() -- by name: not loadable over there
       assert.is_false(ok)
       package.loaded["lifecycle_fake_mod"] = nil
