@@ -139,6 +139,26 @@ describe("trace sessions", function()
     assert.are.same(S.markers(a, "api-twice"), S.markers(b, "api-twice"))
   end)
 
+  it("saves on a worker while the caller starts and stops sessions (ThreadSanitizer checks it)", function()
+    local path = S.tmpfile()
+    local q <close> = require("jobque").new{workers = 1}
+    local job = q:submit(function(file)
+      local pp = require "jobque_profile"
+      for _ = 1, 5000 do
+        local ok, err = pp.profile_save(file)
+        if not ok and not (err:find("tracing is still on", 1, true) or err:find("nothing was recorded", 1, true)) then
+          return err
+        end
+      end
+      return "done"
+    end, path)
+    for _ = 1, 5000 do
+      p.profile_start(16)
+      p.profile_stop()
+    end
+    assert.are.equal("done", job:wait())
+  end)
+
   it("reports whether tracing is on", function()
     assert.is_false(p.profile_is_on())
     p.profile_start(4)

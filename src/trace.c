@@ -486,9 +486,10 @@ int jq_trace_save(const char *path, char *err, size_t errlen, int *errnum) {
   }
   v.lost = atomic_load_explicit(&session_lost, memory_order_relaxed);
   if (!session_ever || recorded + dropped + v.lost == 0) {
+    int ever = session_ever; /* read before unlocking: start writes it */
     pthread_mutex_unlock(&control_mu);
-    snprintf(err, errlen, session_ever ? "nothing was recorded: the last session has no events"
-                                       : "nothing was recorded: profile_start() was never called");
+    snprintf(err, errlen, ever ? "nothing was recorded: the last session has no events"
+                               : "nothing was recorded: profile_start() was never called");
     return JQ_SAVE_EMPTY;
   }
   v.lanes = lanes;
