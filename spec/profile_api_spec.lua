@@ -139,6 +139,21 @@ describe("trace sessions", function()
     assert.are.same(S.markers(a, "api-twice"), S.markers(b, "api-twice"))
   end)
 
+  it("saves one session twice with the same bytes, timestamps included", function()
+    -- 1000 markers over about 30 ms: a tick rate that moved between the two
+    -- saves by a few parts in 10^8 would shift some of them by a nanosecond.
+    local m = p.profile_marker_id("api-twice-bytes")
+    p.profile_start(1000)
+    local t0 = os.clock()
+    for i = 1, 1000 do
+      p.profile_marker(m, i)
+      while os.clock() - t0 < i * 0.00003 do end -- spreads the markers out
+    end
+    p.profile_stop()
+    local first = select(2, S.save(p))
+    for i = 2, 5 do assert.are.equal(first, select(2, S.save(p)), "save " .. i) end
+  end)
+
   it("saves on a worker while the caller starts and stops sessions (ThreadSanitizer checks it)", function()
     local path = S.tmpfile()
     local q <close> = require("jobque").new{workers = 1}

@@ -55,6 +55,7 @@ static int joined_count;
 static int thread_names;              /* "thread N" counter of the session */
 static uint64_t session_cap;
 static uint64_t session_origin, session_stop;
+static jq_clock_scale session_scale;   /* ticks to ns, fixed when the session stops */
 static int session_ever;               /* a session was started */
 static _Atomic uint64_t session_lost;  /* events of threads with no lane */
 
@@ -208,6 +209,8 @@ static void stop_locked(void) {
   atomic_store_explicit(&jq_session_state, state & ~1u, memory_order_seq_cst);
   membarrier_all();
   session_stop = jq_clock_ticks();
+  /* Once per session, so that every save of it writes the same timestamps. */
+  session_scale = jq_clock_scale_from(session_origin);
   pthread_mutex_lock(&lanes_mu);
   for (int i = 0; i < all_count; i++) {
     for (int spins = 0; atomic_load_explicit(&all_lanes[i]->busy, memory_order_seq_cst); spins++)
@@ -493,7 +496,7 @@ int jq_trace_save(const char *path, char *err, size_t errlen, int *errnum) {
     return JQ_SAVE_EMPTY;
   }
   v.lanes = lanes;
-  v.scale = jq_clock_scale_from(session_origin);
+  v.scale = session_scale;
   v.stop_ticks = session_stop;
   v.events_per_lane = session_cap;
   v.pid = (long)getpid();
