@@ -154,6 +154,24 @@ describe("trace sessions", function()
     for i = 2, 5 do assert.are.equal(first, select(2, S.save(p)), "save " .. i) end
   end)
 
+  it("keeps the last session, stopped or running, when a new one cannot be allocated", function()
+    p.profile_start(16)
+    p.profile_marker("api-kept", 5)
+    p.profile_stop()
+    assert.matches("out of memory", select(2, pcall(p.profile_start, 1 << 40)), 1, true)
+    assert.is_false(p.profile_is_on())
+    local t = S.save(p)
+    assert.are.equal(1, #S.markers(t, "api-kept"))
+    assert.are.equal(16, t.jobqueProfile.eventsPerLane)
+    p.profile_start(24)
+    p.profile_marker("api-kept running", 6)
+    assert.matches("out of memory", select(2, pcall(p.profile_start, 1 << 40)), 1, true)
+    assert.is_false(p.profile_is_on()) -- the failed start stopped it
+    t = S.save(p)
+    assert.are.equal(1, #S.markers(t, "api-kept running"))
+    assert.are.equal(24, t.jobqueProfile.eventsPerLane)
+  end)
+
   it("saves on a worker while the caller starts and stops sessions (ThreadSanitizer checks it)", function()
     local path = S.tmpfile()
     local q <close> = require("jobque").new{workers = 1}

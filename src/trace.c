@@ -223,12 +223,34 @@ static void stop_locked(void) {
 int jq_trace_start(uint64_t events_per_lane) {
   jq_trace_init();
   pthread_mutex_lock(&control_mu);
+  /* Allocate first: a start that fails leaves the last session to be saved.
+   * Only this thread and a start (control_mu) change the caller's ring. */
+  jq_lane *self = jq_self.lane;
+  jq_event *ring = NULL;
+  if (!self || !self->events || self->cap != events_per_lane) {
+    ring = malloc((size_t)events_per_lane * sizeof(jq_event));
+    if (!ring) {
+      stop_locked(); /* as documented: tracing is off after a failed start */
+      pthread_mutex_unlock(&control_mu);
+      return ENOMEM;
+    }
+  }
   stop_locked();
   pthread_mutex_lock(&lanes_mu);
   uint32_t old = atomic_load_explicit(&jq_session_state, memory_order_relaxed);
   uint32_t state = ((old >> 1) + 1) << 1;
   if (state == 0) /* 2^31 sessions later: skip the word a fresh lane has */
     state = 2;
+  /* A lane struct for a thread that has none; it may recycle the lane of an
+   * exited thread, whose events then stay readable until lane_reset. */
+  jq_lane *caller = lane_for_thread(state | 1u);
+  if (!caller) {
+    pthread_mutex_unlock(&lanes_mu);
+    pthread_mutex_unlock(&control_mu);
+    free(ring);
+    return ENOMEM;
+  }
+  /* From here on nothing fails: the last session is replaced. */
   atomic_store_explicit(&jq_session_state, state, memory_order_relaxed);
   session_cap = events_per_lane;
   joined_count = 0;
@@ -238,7 +260,7 @@ int jq_trace_start(uint64_t events_per_lane) {
   /* Rings of lanes that may not record again go back to the allocator. */
   for (int i = 0; i < all_count; i++) {
     jq_lane *lane = all_lanes[i];
-    if (lane != jq_self.lane && lane->cap != events_per_lane) {
+    if (lane != caller && lane->cap != events_per_lane) {
       free(lane->events);
       lane->events = NULL;
       lane->cap = 0;
@@ -246,19 +268,14 @@ int jq_trace_start(uint64_t events_per_lane) {
     lane->count = 0;
     lane->dropped = 0;
   }
-  int rc = ENOMEM;
-  jq_lane *caller = lane_for_thread(state | 1u);
-  if (caller) {
-    rc = lane_reset(caller, state | 1u);
-    strcpy(caller->name, "caller");
-    caller->sort_key = INT32_MAX;
+  if (ring) {
+    free(caller->events);
+    caller->events = ring;
+    caller->cap = events_per_lane;
   }
-  if (rc != 0) {
-    joined_count = 0; /* the failed session records nothing */
-    pthread_mutex_unlock(&lanes_mu);
-    pthread_mutex_unlock(&control_mu);
-    return rc;
-  }
+  lane_reset(caller, state | 1u); /* the ring fits: it allocates nothing */
+  strcpy(caller->name, "caller");
+  caller->sort_key = INT32_MAX;
   session_origin = jq_clock_ticks();
   atomic_store_explicit(&jq_session_state, state | 1u, memory_order_release);
   pthread_mutex_unlock(&lanes_mu);
