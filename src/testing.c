@@ -19,6 +19,7 @@
 #include <lualib.h>
 
 #include "bindings.h"
+#include "file_replace.h"
 #include "trace.h"
 #include "worker.h"
 
@@ -162,6 +163,12 @@ static int l_lane_structs(lua_State *L) {
   return 1;
 }
 
+/* replace_without_tmpfile(on): file writes take the fallback path. */
+static int l_replace_without_tmpfile(lua_State *L) {
+  jq_replace_test_without_tmpfile(lua_toboolean(L, 1));
+  return 0;
+}
+
 void jq_open_testing(lua_State *L) {
   if (luaL_newmetatable(L, HANDLE)) {
     lua_pushcfunction(L, l_gc);
@@ -176,6 +183,7 @@ void jq_open_testing(lua_State *L) {
                                    {"stop", l_stop},
                                    {"stopping", l_stopping},
                                    {"lane_structs", l_lane_structs},
+                                   {"replace_without_tmpfile", l_replace_without_tmpfile},
                                    {NULL, NULL}};
   luaL_newlib(L, funcs);
 }
