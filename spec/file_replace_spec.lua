@@ -1,7 +1,7 @@
--- How files are written: profile_save
--- replaces a regular file atomically, follows a symlink at the target, keeps
--- an existing file's mode and owner, writes devices and FIFOs in place, and
--- leaves no temporary behind, not even when the process is killed mid-write.
+-- How files are written: profile_save, core.write_file and `jobque-profile html -o`
+-- replace a regular file atomically, follow a symlink at the target, keep an
+-- existing file's mode and owner, write devices and FIFOs in place, and leave
+-- no temporary behind, not even when the process is killed mid-write.
 local p = require "jobque_profile"
 local core = require "jobque.core"
 local S = require "support"
@@ -44,6 +44,16 @@ end
 local function is_trace(text, marker)
   local t = cjson.decode(text)
   return #S.markers(t, marker) == 1
+end
+
+-- Runs the CLI; returns exit code, stdout, stderr.
+local function cli(args)
+  local err = S.tmpfile("stderr.txt")
+  local cmd = ("LUA_CPATH='%s' %s lua/jobque-profile.lua %s 2>'%s'"):format(package.cpath, S.lua, args, err)
+  local h = io.popen(cmd)
+  local out = h:read("a")
+  local _, _, code = h:close()
+  return code, out, S.read(err)
 end
 
 describe("profile_save", function()
@@ -307,5 +317,84 @@ describe("profile_save", function()
     assert.is_true(is_trace(S.read(dir .. "/f.json"), "replace fallback"))
     assert.are.equal("600", stat("%a", dir .. "/f.json"))
     assert.are.equal("f.json\n", listing(dir))
+  end)
+end)
+
+describe("core.write_file", function()
+  it("writes a string, or a list of strings in order, replacing the file", function()
+    local dir = fresh_dir()
+    local path = dir .. "/out.txt"
+    assert.is_true(core.write_file(path, "one"))
+    assert.are.equal("one", S.read(path))
+    assert.is_true(core.write_file(path, {"a", "", "bc", ("x"):rep(100000)}))
+    assert.are.equal("abc" .. ("x"):rep(100000), S.read(path))
+    assert.is_true(core.write_file(path, {}))
+    assert.are.equal("", S.read(path))
+    assert.are.equal("out.txt\n", listing(dir))
+  end)
+
+  it("returns nil, a message naming the path, and errno when it cannot write", function()
+    local dir = fresh_dir()
+    local ok, err, code = core.write_file(dir .. "/no/such/dir.txt", "x")
+    assert.is_nil(ok)
+    assert.matches("cannot write '.*/no/such/dir.txt': No such file or directory", err)
+    assert.are.equal(2, code) -- ENOENT
+    ok, err = core.write_file(dir, "x")
+    assert.is_nil(ok)
+    assert.matches("Is a directory", err, 1, true)
+  end)
+
+  it("checks its arguments before writing anything", function()
+    local dir = fresh_dir()
+    assert.matches("bad argument #1 to 'jobque%.core%.write_file' %(string expected, got nil%)",
+      S.err_of(core.write_file, nil, "x"))
+    assert.matches("bad argument #1 to 'jobque%.core%.write_file' %(path contains a zero byte%)",
+      S.err_of(core.write_file, dir .. "/a\0b", "x"))
+    assert.matches("bad argument #2 to 'jobque%.core%.write_file' %(string or list of strings expected, got no value%)",
+      S.err_of(core.write_file, dir .. "/a"))
+    assert.matches("bad argument #2 to 'jobque%.core%.write_file' %(item 2 is a number, expected a string%)",
+      S.err_of(core.write_file, dir .. "/a", {"x", 5}))
+    assert.are.equal("", listing(dir))
+  end)
+end)
+
+describe("jobque-profile html -o", function()
+  local trace_path
+  setup(function()
+    one_session("html target")
+    trace_path = select(3, S.save(p))
+  end)
+
+  it("does not write through a symlink planted at OUT.tmp", function()
+    local dir = fresh_dir()
+    S.write(dir .. "/victim", "precious")
+    sh("ln -s victim " .. q(dir .. "/page.html.tmp"))
+    local code, _, err = cli(("html %s -o %s"):format(q(trace_path), q(dir .. "/page.html")))
+    assert.are.equal(0, code, err)
+    assert.are.equal("precious", S.read(dir .. "/victim"))
+    assert.are.equal("regular file", kind(dir .. "/page.html"))
+    assert.matches("<!DOCTYPE html>", S.read(dir .. "/page.html"), 1, true)
+  end)
+
+  it("follows a symlink at OUT and keeps the page's mode", function()
+    local dir = fresh_dir()
+    S.write(dir .. "/real.html", "old")
+    sh("chmod 0600 " .. q(dir .. "/real.html") .. " && ln -s real.html " .. q(dir .. "/page.html"))
+    local code, _, err = cli(("html %s -o %s"):format(q(trace_path), q(dir .. "/page.html")))
+    assert.are.equal(0, code, err)
+    assert.are.equal("symbolic link", kind(dir .. "/page.html"))
+    assert.are.equal("600", stat("%a", dir .. "/real.html"))
+    assert.matches("<!DOCTYPE html>", S.read(dir .. "/real.html"), 1, true)
+    assert.are.equal("page.html\nreal.html\n", listing(dir))
+  end)
+
+  it("exits 1 with the reason when the device it writes to is full", function()
+    if not root then return pending("needs root for mknod") end
+    local dir = fresh_dir()
+    sh("mknod " .. q(dir .. "/full") .. " c 1 7")
+    local code, _, err = cli(("html %s -o %s"):format(q(trace_path), q(dir .. "/full")))
+    assert.are.equal(1, code)
+    assert.matches("cannot write '.*/full': No space left on device", err)
+    assert.are.equal("character special file", kind(dir .. "/full"))
   end)
 end)
