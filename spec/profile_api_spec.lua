@@ -139,6 +139,59 @@ describe("trace sessions", function()
     assert.are.same(S.markers(a, "api-twice"), S.markers(b, "api-twice"))
   end)
 
+  it("saves one session twice with the same bytes, timestamps included", function()
+    -- 1000 markers over about 30 ms: a tick rate that moved between the two
+    -- saves by a few parts in 10^8 would shift some of them by a nanosecond.
+    local m = p.profile_marker_id("api-twice-bytes")
+    p.profile_start(1000)
+    local t0 = os.clock()
+    for i = 1, 1000 do
+      p.profile_marker(m, i)
+      while os.clock() - t0 < i * 0.00003 do end -- spreads the markers out
+    end
+    p.profile_stop()
+    local first = select(2, S.save(p))
+    for i = 2, 5 do assert.are.equal(first, select(2, S.save(p)), "save " .. i) end
+  end)
+
+  it("keeps the last session, stopped or running, when a new one cannot be allocated", function()
+    p.profile_start(16)
+    p.profile_marker("api-kept", 5)
+    p.profile_stop()
+    assert.matches("out of memory", select(2, pcall(p.profile_start, 1 << 40)), 1, true)
+    assert.is_false(p.profile_is_on())
+    local t = S.save(p)
+    assert.are.equal(1, #S.markers(t, "api-kept"))
+    assert.are.equal(16, t.jobqueProfile.eventsPerLane)
+    p.profile_start(24)
+    p.profile_marker("api-kept running", 6)
+    assert.matches("out of memory", select(2, pcall(p.profile_start, 1 << 40)), 1, true)
+    assert.is_false(p.profile_is_on()) -- the failed start stopped it
+    t = S.save(p)
+    assert.are.equal(1, #S.markers(t, "api-kept running"))
+    assert.are.equal(24, t.jobqueProfile.eventsPerLane)
+  end)
+
+  it("saves on a worker while the caller starts and stops sessions (ThreadSanitizer checks it)", function()
+    local path = S.tmpfile()
+    local q <close> = require("jobque").new{workers = 1}
+    local job = q:submit(function(file)
+      local pp = require "jobque_profile"
+      for _ = 1, 5000 do
+        local ok, err = pp.profile_save(file)
+        if not ok and not (err:find("tracing is still on", 1, true) or err:find("nothing was recorded", 1, true)) then
+          return err
+        end
+      end
+      return "done"
+    end, path)
+    for _ = 1, 5000 do
+      p.profile_start(16)
+      p.profile_stop()
+    end
+    assert.are.equal("done", job:wait())
+  end)
+
   it("reports whether tracing is on", function()
     assert.is_false(p.profile_is_on())
     p.profile_start(4)

@@ -10,12 +10,12 @@
 #include "json_writer.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
+
+#include "file_replace.h"
 
 #if !defined(JQ_WRITE_BUFFER)
 #define JQ_WRITE_BUFFER (1048576)
@@ -606,56 +606,34 @@ static void write_trace(wbuf *b, const context *c) {
   wbuf_flush(b);
 }
 
-/* Opens a fresh temporary file beside `path`; its name goes to `tmp`. */
-static int open_temp(const char *path, char *tmp, size_t tmplen) {
-  static _Atomic unsigned counter;
-  for (int tries = 0; tries < 100; tries++) {
-    unsigned k = atomic_fetch_add(&counter, 1);
-    if ((size_t)snprintf(tmp, tmplen, "%s.tmp-%ld-%u", path, (long)getpid(), k) >= tmplen) {
-      errno = ENAMETOOLONG;
-      return -1;
-    }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0 || errno != EEXIST)
-      return fd;
-  }
-  return -1;
-}
-
 int jq_json_save(const jq_save_view *v, const char *path, char *err, size_t errlen) {
   fragments marks = {NULL, NULL};
   context ctx;
   memset(&ctx, 0, sizeof ctx);
   wbuf b = {NULL, NULL, NULL, -1, 0};
-  size_t tmplen = strlen(path) + 64;
-  char *tmp = malloc(tmplen);
+  jq_replace file;
   int rc = ENOMEM;
-  if (!tmp || marker_fragments(&marks, v->markers, v->nmarkers) != 0 ||
+  if (marker_fragments(&marks, v->markers, v->nmarkers) != 0 ||
       context_init(&ctx, v, &marks) != 0 || !(b.base = malloc(JQ_WRITE_BUFFER))) {
     snprintf(err, errlen, "cannot save trace to '%s': out of memory", path);
     goto done;
   }
   b.p = b.base;
   b.end = b.base + JQ_WRITE_BUFFER;
-  b.fd = open_temp(path, tmp, tmplen);
-  if (b.fd < 0) {
-    rc = errno;
-    snprintf(err, errlen, "cannot write trace to '%s': %s", path, strerror(rc));
-    goto done;
+  rc = jq_replace_open(&file, path);
+  if (rc == 0) {
+    b.fd = file.fd;
+    write_trace(&b, &ctx);
+    rc = b.err;
+    if (rc == 0)
+      rc = jq_replace_commit(&file);
+    else
+      jq_replace_abort(&file);
   }
-  write_trace(&b, &ctx);
-  rc = b.err;
-  if (close(b.fd) != 0 && rc == 0)
-    rc = errno;
-  if (rc == 0 && rename(tmp, path) != 0)
-    rc = errno;
-  if (rc != 0) {
-    unlink(tmp);
-    snprintf(err, errlen, "cannot write trace to '%s': %s", path, strerror(rc));
-  }
+  if (rc != 0)
+    snprintf(err, errlen, "cannot write trace to '%s': %s", path, jq_replace_reason(&file, rc));
 done:
   context_free(&ctx);
-  free(tmp);
   free(marks.text);
   free(marks.off);
   free(b.base);

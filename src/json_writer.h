@@ -2,8 +2,8 @@
  * json_writer.h - the buffered Perfetto JSON writer.
  *
  * Owns: the file format (traceEvents + the jobqueProfile sibling key), JSON
- * string escaping and number formatting, and the atomic write (temporary
- * file beside the target, renamed into place).
+ * string escaping and number formatting. The file itself is written by
+ * file_replace.c (atomic replace, symlinks followed, devices in place).
  * Must not: call Lua, take locks or read live lanes: it formats a snapshot
  * (jq_save_view) that trace.c built while the session was quiescent.
  * Thread safety: reentrant; uses only its arguments.

@@ -53,7 +53,9 @@ static int registry_error(lua_State *L, const char *fn, int rc, const char *what
   return luaL_error(L, "%s: out of memory", fn);
 }
 
-/* profile_start([events_per_lane = 65536]) */
+/* profile_start([events_per_lane = 65536])
+ * Out of memory raises, with tracing off and the last session kept for
+ * profile_save (the ring is allocated before the session is replaced). */
 static int l_profile_start(lua_State *L) {
   lua_Integer n = luaL_optinteger(L, 1, DEFAULT_EVENTS_PER_LANE);
   if (n <= 0)
@@ -76,7 +78,10 @@ static int l_profile_stop(lua_State *L) {
   return 0;
 }
 
-/* profile_save(path) -> true | false, message [, errno] */
+/* profile_save(path) -> true | false, message [, errno]
+ * The file is written by file_replace.h's rules: replaced atomically, a
+ * symlink at `path` followed, mode and owner kept, a device or FIFO written
+ * in place (so /dev/full gives false, "... No space left on device", 28). */
 static int l_profile_save(lua_State *L) {
   size_t len;
   const char *path = luaL_checklstring(L, 1, &len);

@@ -19,6 +19,7 @@
 #include <lualib.h>
 
 #include "bindings.h"
+#include "file_replace.h"
 #include "queue.h"
 #include "trace.h"
 #include "worker.h"
@@ -179,6 +180,12 @@ static int l_reset_counts(lua_State *L) {
   return 0;
 }
 
+/* replace_without_tmpfile(on): file writes take the fallback path. */
+static int l_replace_without_tmpfile(lua_State *L) {
+  jq_replace_test_without_tmpfile(lua_toboolean(L, 1));
+  return 0;
+}
+
 void jq_open_testing(lua_State *L) {
   if (luaL_newmetatable(L, HANDLE)) {
     lua_pushcfunction(L, l_gc);
@@ -196,6 +203,7 @@ void jq_open_testing(lua_State *L) {
                                    {"live_queues", l_live_queues},
                                    {"double_finishes", l_double_finishes},
                                    {"reset_counts", l_reset_counts},
+                                   {"replace_without_tmpfile", l_replace_without_tmpfile},
                                    {NULL, NULL}};
   luaL_newlib(L, funcs);
 }

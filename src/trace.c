@@ -55,6 +55,7 @@ static int joined_count;
 static int thread_names;              /* "thread N" counter of the session */
 static uint64_t session_cap;
 static uint64_t session_origin, session_stop;
+static jq_clock_scale session_scale;   /* ticks to ns, fixed when the session stops */
 static int session_ever;               /* a session was started */
 static _Atomic uint64_t session_lost;  /* events of threads with no lane */
 
@@ -208,6 +209,8 @@ static void stop_locked(void) {
   atomic_store_explicit(&jq_session_state, state & ~1u, memory_order_seq_cst);
   membarrier_all();
   session_stop = jq_clock_ticks();
+  /* Once per session, so that every save of it writes the same timestamps. */
+  session_scale = jq_clock_scale_from(session_origin);
   pthread_mutex_lock(&lanes_mu);
   for (int i = 0; i < all_count; i++) {
     for (int spins = 0; atomic_load_explicit(&all_lanes[i]->busy, memory_order_seq_cst); spins++)
@@ -220,12 +223,34 @@ static void stop_locked(void) {
 int jq_trace_start(uint64_t events_per_lane) {
   jq_trace_init();
   pthread_mutex_lock(&control_mu);
+  /* Allocate first: a start that fails leaves the last session to be saved.
+   * Only this thread and a start (control_mu) change the caller's ring. */
+  jq_lane *self = jq_self.lane;
+  jq_event *ring = NULL;
+  if (!self || !self->events || self->cap != events_per_lane) {
+    ring = malloc((size_t)events_per_lane * sizeof(jq_event));
+    if (!ring) {
+      stop_locked(); /* as documented: tracing is off after a failed start */
+      pthread_mutex_unlock(&control_mu);
+      return ENOMEM;
+    }
+  }
   stop_locked();
   pthread_mutex_lock(&lanes_mu);
   uint32_t old = atomic_load_explicit(&jq_session_state, memory_order_relaxed);
   uint32_t state = ((old >> 1) + 1) << 1;
   if (state == 0) /* 2^31 sessions later: skip the word a fresh lane has */
     state = 2;
+  /* A lane struct for a thread that has none; it may recycle the lane of an
+   * exited thread, whose events then stay readable until lane_reset. */
+  jq_lane *caller = lane_for_thread(state | 1u);
+  if (!caller) {
+    pthread_mutex_unlock(&lanes_mu);
+    pthread_mutex_unlock(&control_mu);
+    free(ring);
+    return ENOMEM;
+  }
+  /* From here on nothing fails: the last session is replaced. */
   atomic_store_explicit(&jq_session_state, state, memory_order_relaxed);
   session_cap = events_per_lane;
   joined_count = 0;
@@ -235,7 +260,7 @@ int jq_trace_start(uint64_t events_per_lane) {
   /* Rings of lanes that may not record again go back to the allocator. */
   for (int i = 0; i < all_count; i++) {
     jq_lane *lane = all_lanes[i];
-    if (lane != jq_self.lane && lane->cap != events_per_lane) {
+    if (lane != caller && lane->cap != events_per_lane) {
       free(lane->events);
       lane->events = NULL;
       lane->cap = 0;
@@ -243,19 +268,14 @@ int jq_trace_start(uint64_t events_per_lane) {
     lane->count = 0;
     lane->dropped = 0;
   }
-  int rc = ENOMEM;
-  jq_lane *caller = lane_for_thread(state | 1u);
-  if (caller) {
-    rc = lane_reset(caller, state | 1u);
-    strcpy(caller->name, "caller");
-    caller->sort_key = INT32_MAX;
+  if (ring) {
+    free(caller->events);
+    caller->events = ring;
+    caller->cap = events_per_lane;
   }
-  if (rc != 0) {
-    joined_count = 0; /* the failed session records nothing */
-    pthread_mutex_unlock(&lanes_mu);
-    pthread_mutex_unlock(&control_mu);
-    return rc;
-  }
+  lane_reset(caller, state | 1u); /* the ring fits: it allocates nothing */
+  strcpy(caller->name, "caller");
+  caller->sort_key = INT32_MAX;
   session_origin = jq_clock_ticks();
   atomic_store_explicit(&jq_session_state, state | 1u, memory_order_release);
   pthread_mutex_unlock(&lanes_mu);
@@ -486,13 +506,14 @@ int jq_trace_save(const char *path, char *err, size_t errlen, int *errnum) {
   }
   v.lost = atomic_load_explicit(&session_lost, memory_order_relaxed);
   if (!session_ever || recorded + dropped + v.lost == 0) {
+    int ever = session_ever; /* read before unlocking: start writes it */
     pthread_mutex_unlock(&control_mu);
-    snprintf(err, errlen, session_ever ? "nothing was recorded: the last session has no events"
-                                       : "nothing was recorded: profile_start() was never called");
+    snprintf(err, errlen, ever ? "nothing was recorded: the last session has no events"
+                               : "nothing was recorded: profile_start() was never called");
     return JQ_SAVE_EMPTY;
   }
   v.lanes = lanes;
-  v.scale = jq_clock_scale_from(session_origin);
+  v.scale = session_scale;
   v.stop_ticks = session_stop;
   v.events_per_lane = session_cap;
   v.pid = (long)getpid();

@@ -39,8 +39,9 @@ void jq_trace_init(void);
 
 /* Arms a fresh session with rings of `events_per_lane` events; stops the
  * current one first. The calling thread becomes the "caller" lane.
- * Returns 0, or ENOMEM when the caller's ring cannot be allocated (the
- * session then stays off). */
+ * Returns 0, or ENOMEM when the caller's ring cannot be allocated: it is
+ * allocated first, so the last session (stopped, if it was running) is
+ * still there for jq_trace_save. */
 int jq_trace_start(uint64_t events_per_lane);
 void jq_trace_stop(void);
 static inline int jq_trace_armed(void) {

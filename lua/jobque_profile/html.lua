@@ -472,22 +472,11 @@ function M.render(model)
 end
 
 --- Writes the page for a model to `path`: true, or nil and a message.
+-- The page replaces `path` atomically (a symlink there is followed, a
+-- device or FIFO is written in place), by the same rules as profile_save.
 function M.write(model, path)
-  local page = M.render(model)
-  local tmp = path .. ".tmp"
-  local f, err = io.open(tmp, "wb")
-  if not f then return nil, ("cannot write %s"):format(err) end
-  local ok, werr = f:write(page)
-  local cok, cerr = f:close()
-  if not ok or not cok then
-    os.remove(tmp)
-    return nil, ("cannot write %s: %s"):format(path, tostring(werr or cerr))
-  end
-  local rok, rerr = os.rename(tmp, path)
-  if not rok then
-    os.remove(tmp)
-    return nil, ("cannot write %s: %s"):format(path, tostring(rerr))
-  end
+  local ok, err = require("jobque.core").write_file(path, M.render(model))
+  if not ok then return nil, err end
   return true
 end
 

@@ -1,0 +1,67 @@
+/*
+ * file_replace.h - writes a file the way a careful editor does.
+ *
+ * Owns: the rules for every file jobque.core writes (traces, and whatever
+ * Lua writes through core.write_file):
+ *   - a symlink at the target is followed (a chain of them, dangling or
+ *     not, up to 40): the file it points to is replaced, the link stays;
+ *   - a regular file (or no file) is replaced atomically: the new contents
+ *     go to an anonymous O_TMPFILE in the target's directory, which gets a
+ *     name only when complete (linked to a random temporary name, then
+ *     renamed over the target); where the file system has no O_TMPFILE, to
+ *     an exclusively created temporary ".NAME.jqtmp-PID-RANDOM" instead.
+ *     Every replace removes such temporaries of processes that no longer
+ *     exist (owned by this user, in the same directory);
+ *   - an existing file's mode and owner (where permitted) carry over; a new
+ *     file gets 0666 less the umask;
+ *   - a target that exists and is not a regular file (a device, a FIFO) is
+ *     written in place; a FIFO without a reader fails at once (ENXIO), and
+ *     a reader that goes away gives EPIPE, never SIGPIPE; a directory fails
+ *     with EISDIR.
+ * Not against power loss: nothing is fsync'd.
+ * Must not: call Lua, or take locks.
+ * Thread safety: reentrant; a jq_replace belongs to one thread from open to
+ * commit or abort (the SIGPIPE mask of a FIFO write is that thread's).
+ */
+#ifndef JQ_FILE_REPLACE_H
+#define JQ_FILE_REPLACE_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct jq_replace {
+  int fd;          /* write the contents here */
+  int in_place;    /* fd is the target itself (not a regular file) */
+  int anonymous;   /* fd is an O_TMPFILE that has no name yet */
+  int fifo;        /* the target is a FIFO */
+  int sigpipe;     /* SIGPIPE is blocked: 2 if one was pending before */
+  sigset_t oldmask;
+  char *target;    /* the path that gets replaced: symlinks resolved */
+  char *temp;      /* the temporary's name (when it has one) */
+} jq_replace;
+
+/* Prepares to replace `path`. Returns 0 with r->fd open for writing, or an
+ * errno value (nothing then needs closing). */
+int jq_replace_open(jq_replace *r, const char *path);
+
+/* Puts the written contents in place and releases r. Returns 0 or an errno
+ * value; on failure the target is as it was (unless written in place). */
+int jq_replace_commit(jq_replace *r);
+
+/* Drops what was written and releases r. */
+void jq_replace_abort(jq_replace *r);
+
+/* Writes all n bytes to fd, retrying after EINTR. Returns 0 or errno. */
+int jq_write_all(int fd, const void *p, size_t n);
+
+/* The reason to show for an error of open or commit: strerror, or a clearer
+ * sentence (a FIFO nobody reads). Valid after commit/abort too. */
+const char *jq_replace_reason(const jq_replace *r, int rc);
+
+#ifdef JQ_TESTING
+/* Non-zero: act as if the file system had no O_TMPFILE. */
+void jq_replace_test_without_tmpfile(int on);
+#endif
+
+#endif
