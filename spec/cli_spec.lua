@@ -121,6 +121,24 @@ describe("jobque-profile", function()
   end)
 end)
 
+-- Loads `page` in headless Chromium; returns the state the page published
+-- and the DOM Chromium dumped.
+local function open_page(page, fragment, screenshot)
+  local profile = S.tmpfile("chromium")
+  local url = "file://" .. page .. (fragment or "")
+  local flags = ("--headless --no-sandbox --disable-gpu --disable-background-networking "
+                 .. "--user-data-dir='%s' --window-size=1200,500"):format(profile)
+  if screenshot then
+    assert.is_true(os.execute(("chromium %s --screenshot='%s' '%s' >/dev/null 2>&1"):format(
+      flags, screenshot, url)))
+  end
+  local dom = io.popen(("chromium %s --dump-dom '%s' 2>/dev/null"):format(flags, url)):read("a")
+  local state = dom:match('data%-state="([^"]*)"')
+  assert(state, "the page published no state: " .. dom:sub(1, 300))
+  state = state:gsub("&quot;", '"'):gsub("&lt;", "<"):gsub("&gt;", ">"):gsub("&amp;", "&")
+  return cjson.decode(state), dom
+end
+
 describe("the HTML timeline", function()
   local path, page, model
   setup(function()
@@ -132,21 +150,8 @@ describe("the HTML timeline", function()
     model = assert(trace.load(path))
   end)
 
-  -- Loads the page in headless Chromium; returns the state the page published.
   local function open(fragment, screenshot)
-    local profile = S.tmpfile("chromium")
-    local url = "file://" .. page .. (fragment or "")
-    local flags = ("--headless --no-sandbox --disable-gpu --disable-background-networking "
-                   .. "--user-data-dir='%s' --window-size=1200,500"):format(profile)
-    if screenshot then
-      assert.is_true(os.execute(("chromium %s --screenshot='%s' '%s' >/dev/null 2>&1"):format(
-        flags, screenshot, url)))
-    end
-    local dom = io.popen(("chromium %s --dump-dom '%s' 2>/dev/null"):format(flags, url)):read("a")
-    local state = dom:match('data%-state="([^"]*)"')
-    assert(state, "the page published no state: " .. dom:sub(1, 300))
-    state = state:gsub("&quot;", '"'):gsub("&lt;", "<"):gsub("&gt;", ">"):gsub("&amp;", "&")
-    return cjson.decode(state)
+    return (open_page(page, fragment, screenshot))
   end
 
   it("is one file that fetches nothing", function()
@@ -228,5 +233,57 @@ describe("the HTML timeline", function()
     assert.near(want.total.idle, got.idle, 1e-9)
     assert.near(want.total.parallelism, got.parallelism, 1e-9)
     assert.equal(want.categories[1].name, got.top[1].name)
+  end)
+end)
+
+describe("the HTML timeline of a trace with hostile names", function()
+  -- Names that could change how an HTML page parses if they were pasted into
+  -- it. "<!--<script>" enters the double-escaped script state, where the real
+  -- "</script>" no longer ends the element; a later "-->" would leave that
+  -- state again, so the only "-->" comes first.
+  local CAT = "--><!--<script>"
+  local NAME = '</script><script>document.title="pwned"</script>' -- closes the data element
+  local LANE = "lane \"q\" 'a'\n<!-- \226\128\168"              -- quotes, a line break, U+2028
+  local KIND = "\226\128\169</script><!--<script"                -- U+2029
+  local ARG = "</SCRIPT>\r\n<!--"
+  local page
+  setup(function()
+    local events = {
+      {ph = "M", pid = 1, tid = 1, name = "thread_name", args = {name = LANE}},
+      {ph = "X", ts = 0, dur = 10, pid = 1, tid = 1, name = NAME, cat = CAT, args = {note = ARG}},
+      {ph = "X", ts = 90, dur = 10, pid = 1, tid = 1, name = "tail", cat = "plain"},
+      {ph = "i", s = "g", ts = 50, pid = 1, tid = 1, name = KIND, args = {arg = ARG}},
+    }
+    local path = S.tmpfile("hostile.json")
+    S.write(path, cjson.encode({traceEvents = events}))
+    page = S.tmpfile("hostile.html")
+    local code, _, err = run(("html '%s' -o '%s'"):format(path, page))
+    assert(code == 0, err)
+  end)
+
+  it("draws, and shows every name as text", function()
+    local state, dom = open_page(page, "#probe=0,5")
+    assert.equal(1, state.lanes)
+    assert.equal(2, state.legend)
+    assert.equal(1, state.markers)
+    assert.equal(2, state.drawn)
+    local tip = state.probe
+    assert.matches(NAME, tip, 1, true)
+    assert.matches("category " .. CAT, tip, 1, true)
+    assert.matches("lane     " .. LANE, tip, 1, true)
+    assert.matches('args     {"note":"</SCRIPT>\\r\\n<!--"}', tip, 1, true)
+    assert.matches("hostile%.json %- jobque%-profile timeline$", dom:match("<title>(.-)</title>")) -- no name ran
+    -- the legend shows the category's name as text (the DOM dump escapes it)
+    assert.matches("--&gt;&lt;!--&lt;script&gt;</span>", dom, 1, true)
+    local marker = open_page(page, "#probe=0,50").probe
+    assert.equal("marker " .. KIND .. "\narg    " .. ARG .. "\nat     50.000 us", marker)
+  end)
+
+  it("keeps every '<' of the data out of the markup", function()
+    local text = S.read(page)
+    local data = text:match('<script type="application/json" id="data">(.-)</script>')
+    assert.is_string(data)
+    assert.is_nil(data:find("<", 1, true))
+    assert.is_nil(data:find("\226\128[\168\169]"))
   end)
 end)

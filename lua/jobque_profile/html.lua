@@ -1,10 +1,11 @@
 --- jobque_profile.html: a trace model as one self-contained HTML timeline.
 --
 -- render(model) -> the page: inline CSS and JavaScript, the trace as JSON in
--- a script element, nothing fetched. The page draws on a canvas and, after
--- each draw, publishes what it shows in window.timelineState and in
--- document.body.dataset.state (lanes, legend entries, markers, the selected
--- range's figures), which the specs read. A URL fragment
+-- a script element (every "<" and ">" escaped: no name can end the element
+-- or change how the page parses), nothing fetched. The page draws on a
+-- canvas and, after each draw, publishes what it shows in
+-- window.timelineState and in document.body.dataset.state (lanes, legend
+-- entries, markers, the selected range's figures), which the specs read. A URL fragment
 -- "#from=US&to=US" (the file's own timestamps) selects a range on load.
 local report = require "jobque_profile.report"
 
@@ -23,6 +24,8 @@ local plain_key = setmetatable({}, {__index = function(t, k) -- usable in JSON a
   t[k] = plain
   return plain
 end})
+
+local INERT = {["<"] = "\\u003c", [">"] = "\\u003e", ["\226\128\168"] = "\\u2028", ["\226\128\169"] = "\\u2029"}
 
 -- The trace as the page's data, in columns; times in ns from model.t0.
 -- A slice's args: a[i] = -1 (none); >= 0, an index into "args" (JSON
@@ -90,7 +93,11 @@ local function data(model)
             table.concat(cats, ","), table.concat(names, ","), table.concat(args, ","),
             table.concat(keys, ","), table.concat(kinds, ","), table.concat(mt, ","), table.concat(mk, ","),
             table.concat(ma, ","), table.concat(lanes, ",\n"))
-  return (text:gsub("</", "<\\/")) -- never closes the script element early
+  -- No name may change how the page parses: "<" and ">" can only be in JSON
+  -- strings here, so as \u escapes they mean the same to JSON.parse but
+  -- nothing to the HTML parser ("</script>", "<!--<script", "-->"). U+2028
+  -- and U+2029 are escaped too, for tools that read the data as JavaScript.
+  return (text:gsub("[<>]", INERT):gsub("\226\128[\168\169]", INERT))
 end
 
 local PAGE = [==[
