@@ -3,7 +3,8 @@
 --   jobque-profile report trace.json [--from US --to US] [--json]
 --   jobque-profile compare a.json b.json [--from US --to US] [--json]
 --   jobque-profile html trace.json [-o timeline.html]
--- Exit status: 0 done, 1 a file could not be read or written, 2 bad usage.
+-- Exit status: 0 done, 1 a file could not be read or written (or an
+-- internal error: one line naming the file, "please report"), 2 bad usage.
 
 -- Run from a checkout: find the modules beside this script and the core in build/.
 local here = arg and arg[0] and arg[0]:match("^(.*)/[^/]*$")
@@ -13,6 +14,7 @@ if here and not package.searchpath("jobque_profile.trace", package.path) then
 end
 
 local argparse = require "argparse"
+local trace = require "jobque_profile.trace"
 
 local parser = argparse("jobque-profile", "Reads traces saved by jobque_profile (or any Chrome-trace JSON).")
   :epilog("Times are microseconds on the trace's own clock (the ts values in the file). "
@@ -25,6 +27,9 @@ local function microseconds(option)
     local n = tonumber(s)
     if not n or n ~= n then
       return nil, ("%s needs a time in microseconds, not '%s'"):format(option, s)
+    end
+    if not (n >= -trace.MAX_US and n <= trace.MAX_US) then
+      return nil, ("%s needs a time in microseconds within +-%.0e, not '%s'"):format(option, trace.MAX_US, s)
     end
     return n
   end
@@ -61,11 +66,14 @@ if args.from and args.to and args.from >= args.to then
   os.exit(2)
 end
 
-local trace = require "jobque_profile.trace"
 local stats = require "jobque_profile.stats"
 local report = require "jobque_profile.report"
 
+-- The file(s) being worked on, for the message of an unexpected error.
+local current
+
 local function load(path)
+  current = path
   local model, err = trace.load(path)
   if not model then
     io.stderr:write("jobque-profile: ", err, "\n")
@@ -86,26 +94,39 @@ end
 -- freeing the heap object by object (the system takes the memory back).
 collectgarbage("stop")
 
-if args.command == "report" then
-  local model = load(args.trace)
-  local f = stats.compute(model, args.from, args.to)
-  io.write(args.json and (report.json(f) .. "\n") or report.text(f, model))
-elseif args.command == "compare" then
-  local a, b = load(args.a), load(args.b)
-  local rows = stats.compare(stats.compute(a, args.from, args.to), stats.compute(b, args.from, args.to))
-  io.write(args.json and (report.json(rows) .. "\n") or report.compare_text(rows, args.a, args.b))
-elseif args.command == "html" then
-  local model = load(args.trace)
-  local out = args.output or (args.trace:gsub("%.json$", "") .. ".html")
-  local wrote, err = require("jobque_profile.html").write(model, out)
-  if not wrote then
-    io.stderr:write("jobque-profile: ", err, "\n")
-    os.exit(1)
+local function main()
+  if args.command == "report" then
+    local model = load(args.trace)
+    local f = stats.compute(model, args.from, args.to)
+    io.write(args.json and (report.json(f) .. "\n") or report.text(f, model))
+  elseif args.command == "compare" then
+    local a, b = load(args.a), load(args.b)
+    current = args.a .. " and " .. args.b
+    local rows = stats.compare(stats.compute(a, args.from, args.to), stats.compute(b, args.from, args.to))
+    io.write(args.json and (report.json(rows) .. "\n") or report.compare_text(rows, args.a, args.b))
+  elseif args.command == "html" then
+    local model = load(args.trace)
+    local out = args.output or (args.trace:gsub("%.json$", "") .. ".html")
+    local wrote, err = require("jobque_profile.html").write(model, out)
+    if not wrote then
+      io.stderr:write("jobque-profile: ", err, "\n")
+      os.exit(1)
+    end
+    local slices = 0
+    for _, lane in ipairs(model.lanes) do slices = slices + lane.n end
+    print(("wrote %s (%d lanes, %d slices, %d markers): open it in a browser"):format(
+      out, #model.lanes, slices, #model.markers))
   end
-  local slices = 0
-  for _, lane in ipairs(model.lanes) do slices = slices + lane.n end
-  print(("wrote %s (%d lanes, %d slices, %d markers): open it in a browser"):format(
-    out, #model.lanes, slices, #model.markers))
+end
+
+-- No input may end in a traceback: an error nobody expected is one line
+-- naming the file, and a bug to report.
+local ok_main, err_main = pcall(main)
+if not ok_main then
+  local msg = tostring(err_main):match("^[^\n]*")
+  io.stderr:write(("jobque-profile: internal error on %s: %s (please report this, with the file)\n")
+    :format(current or "the command line", msg))
+  os.exit(1)
 end
 io.stdout:flush()
 os.exit(0)

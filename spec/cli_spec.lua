@@ -96,6 +96,89 @@ describe("jobque-profile", function()
     assert.matches("cannot write", err, 1, true)
   end)
 
+  -- Writes a Chrome trace of the given event texts; returns its path.
+  local function chrome(...)
+    local file = S.tmpfile("chrome.json")
+    S.write(file, '{"traceEvents":[' .. table.concat({...}, ",") .. "]}")
+    return file
+  end
+
+  it("exits 1 naming the event and field of a time out of range, for report, compare and html", function()
+    local ok = '{"ph":"X","ts":0,"dur":10,"pid":1,"tid":1,"name":"fine"}'
+    local cases = {
+      {'{"ph":"X","ts":1e308,"dur":1e308,"pid":1,"tid":1,"name":"huge"}', 2, "huge", "ts", "1e+308"},
+      {'{"ph":"X","ts":-1e308,"dur":1,"pid":1,"tid":1,"name":"far back"}', 2, "far back", "ts", "-1e+308"},
+      {'{"ph":"X","ts":5,"dur":1e308,"pid":1,"tid":1,"name":"long"}', 2, "long", "dur", "1e+308"},
+      {'{"ph":"X","ts":1e999,"dur":1,"pid":1,"tid":1,"name":"inf"}', 2, "inf", "ts", "inf"},
+      {'{"ph":"i","s":"g","ts":-1e999,"pid":1,"tid":1,"name":"mark"}', 2, "mark", "ts", "-inf"},
+      {'{"ph":"X","ts":1e20,"dur":1,"pid":1,"tid":1,"name":"later"}', 2, "later", "ts", "1e+20"},
+      {'{"ph":"B","ts":0,"pid":1,"tid":2,"name":"open"},{"ph":"E","ts":4e16,"pid":1,"tid":2}', 3, "?", "ts", "4e+16"},
+    }
+    for _, c in ipairs(cases) do
+      local file = chrome(ok, c[1])
+      local want = ('event #%d ("%s"): "%s" is %s us, out of range (a time must be within'):format(
+        c[2], c[3], c[4], c[5])
+      local out_html = file .. ".html"
+      for _, cmd in ipairs{"report '" .. file .. "'", ("compare '%s' '%s'"):format(path, file),
+                           ("html '%s' -o '%s'"):format(file, out_html)} do
+        local code, out, err = run(cmd)
+        assert.equal(1, code, cmd)
+        assert.equal("", out, cmd)
+        assert.matches("^jobque%-profile: [^\n]*" .. file:gsub("%p", "%%%0"), err)
+        assert.matches(want, err, 1, true)
+        assert.equal(1, select(2, err:gsub("\n", "")), err) -- one line
+      end
+      assert.is_nil(io.open(out_html))
+    end
+  end)
+
+  it("reads times up to the limit: a trace stamped in microseconds since 1970", function()
+    local file = chrome('{"ph":"X","ts":1.7e15,"dur":2.5,"pid":1,"tid":1,"name":"now"}',
+                        '{"ph":"X","ts":1.7e15,"dur":2e15,"pid":1,"tid":2,"name":"long"}')
+    local code, out, err = run("report '" .. file .. "' --json")
+    assert.equal(0, code, err)
+    local got = cjson.decode(out)
+    assert.equal(1.7e15, got.range.from)
+    assert.equal(3.7e15, got.range.to)
+    assert.equal(2e15 + 2.5, got.total.busy)
+    code, out, err = run("report '" .. file .. "'")
+    assert.equal(0, code, err)
+    assert.matches("long ", out, 1, true)
+    code, out, err = run(("html '%s' -o '%s.html'"):format(file, file))
+    assert.equal(0, code, err)
+    assert.matches("2 slices", out, 1, true)
+  end)
+
+  it("exits 2 on a --from or --to that is not a time in range", function()
+    for _, opt in ipairs{"--from=1e999", "--to=-1e999", "--to=1e300", "--from=-4e15"} do
+      local code, out, err = run("report '" .. path .. "' " .. opt)
+      assert.equal(2, code, opt)
+      assert.equal("", out)
+      assert.matches(opt:match("^(%-%-%a+)") .. " needs a time in microseconds within", err, 1, true)
+    end
+  end)
+
+  it("turns an internal error into one line naming the file, never a traceback", function()
+    -- a stats module that fails as a bug would, found first on the path
+    local dir = S.tmpfile("fault")
+    assert(os.execute("mkdir -p '" .. dir .. "/jobque_profile'"))
+    S.write(dir .. "/jobque_profile/stats.lua",
+            'return {compute = function() error("oops\\nsecond line") end, compare = function() end}')
+    local err_file = S.tmpfile("stderr.txt")
+    local h = io.popen(("LUA_PATH='%s/?.lua;lua/?.lua;;' LUA_CPATH='%s' %s lua/jobque-profile.lua report '%s' 2>'%s'")
+      :format(dir, package.cpath, S.lua, path, err_file))
+    local out = h:read("a")
+    local _, _, code = h:close()
+    local err = S.read(err_file)
+    assert.equal(1, code)
+    assert.equal("", out)
+    assert.matches("^jobque%-profile: internal error on " .. path:gsub("%p", "%%%0") .. ": .*oops", err)
+    assert.matches("please report", err, 1, true)
+    assert.is_nil(err:find("traceback", 1, true))
+    assert.is_nil(err:find("second line", 1, true))
+    assert.equal(1, select(2, err:gsub("\n", "")), err)
+  end)
+
   it("exits 2 on bad usage, 0 on --help", function()
     local code, _, err = run("")
     assert.equal(2, code)
@@ -277,6 +360,21 @@ describe("the HTML timeline of a trace with hostile names", function()
     assert.matches("--&gt;&lt;!--&lt;script&gt;</span>", dom, 1, true)
     local marker = open_page(page, "#probe=0,50").probe
     assert.equal("marker " .. KIND .. "\narg    " .. ARG .. "\nat     50.000 us", marker)
+  end)
+
+  it("draws a trace whose args overflow to infinity", function()
+    local file = S.tmpfile("inf-args.json")
+    S.write(file, '{"traceEvents":[{"ph":"X","ts":0,"dur":4,"pid":1,"tid":1,"name":"a","args":{"x":1e999}},'
+            .. '{"ph":"i","s":"g","ts":5,"pid":1,"tid":1,"name":"m","args":{"arg":1e999}},'
+            .. '{"ph":"i","s":"g","ts":6,"pid":1,"tid":1,"name":"m","args":{"arg":-1e999}}]}')
+    local inf_page = S.tmpfile("inf-args.html")
+    local code, _, err = run(("html '%s' -o '%s'"):format(file, inf_page))
+    assert.equal(0, code, err)
+    local state = open_page(inf_page, "#probe=0,2")
+    assert.equal(2, state.markers)
+    assert.equal(1, state.drawn)
+    assert.matches('args     {"x":null}', state.probe, 1, true) -- as JSON writes it
+    assert.matches("arg    -inf", open_page(inf_page, "#probe=0,6").probe, 1, true)
   end)
 
   it("keeps every '<' of the data out of the markup", function()

@@ -104,6 +104,14 @@ describe("trace.load", function()
     assert.matches("not a trace: the JSON is a string", err('"hello"'), 1, true)
     assert.matches('bad "jobqueProfile.categories[1]"', err('{"traceEvents":[],"jobqueProfile":{"categories":[{}]}}'),
                    1, true)
+    assert.equal('event #2 ("x\\010y"): "dur" is 3000000000000000.5 us, out of range (a time must be within '
+                 .. "+-3e+15 us; is the file damaged?)",
+                 err('[{"ph":"i","s":"g","ts":0},{"ph":"X","ts":0,"dur":3000000000000000.5,"name":"x\\ny"}]')
+                   :match(": (.*)"))
+    assert.matches('bad "jobqueProfile.lanes[1].fullAtUs": -inf us is out of range',
+                   err('{"traceEvents":[{"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"w"}},'
+                       .. '{"ph":"X","ts":0,"dur":1,"pid":1,"tid":1}],'
+                       .. '"jobqueProfile":{"lanes":[{"name":"w","fullAtUs":-1e999}]}}'), 1, true)
     local m, e = trace.load(S.tmpdir .. "/missing.json")
     assert.is_nil(m)
     assert.matches("cannot open .*missing.json", e)
@@ -268,5 +276,7 @@ describe("report.json", function()
     assert.equal(f.markers[1].units[2].by_category[2].name, back.markers[1].units[2].by_category[2].name)
     assert.same({}, back.dropped.lanes)
     assert.equal('["a\\"\\n\\u0001"]', report.json({"a\"\n\1"}))
+    -- as many digits as it takes to read the same number back
+    assert.equal("[0.1,1700000000000002.5,null]", report.json({0.1, 1.7e15 + 2.5, math.huge}))
   end)
 end)

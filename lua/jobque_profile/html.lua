@@ -81,8 +81,15 @@ local function data(model)
   for i = 1, #mts do
     local arg = marg[i]
     mt[i], mk[i] = ns(mts[i] - t0), intern(kinds, kind_index, mkind[i])
-    ma[i] = arg == nil and "null" or math.tointeger(arg) or type(arg) == "number" and ("%.14g"):format(arg)
-            or quote(tostring(arg))
+    if arg == nil then
+      ma[i] = "null"
+    elseif math.tointeger(arg) then
+      ma[i] = math.tointeger(arg)
+    elseif type(arg) == "number" and arg - arg == 0 then -- finite: JSON has no inf or nan
+      ma[i] = ("%.14g"):format(arg)
+    else
+      ma[i] = quote(tostring(arg))
+    end
   end
   for i, str in ipairs(names) do names[i] = quote(str) end -- args are JSON already
   for i, str in ipairs(keys) do keys[i] = quote(str) end

@@ -17,6 +17,10 @@
 --   model.dropped     events dropped in all; model.lost, events never recorded
 --   model.skipped     events we could not read (no numeric ts, unknown ph)
 --
+-- A time (ts, dur, fullAtUs) beyond M.MAX_US microseconds from zero, or not
+-- finite, makes the file unreadable (nil and a message naming the event and
+-- field): such a file is corrupt, and its figures would overflow.
+--
 -- A slice's kind is "job" (a job's run), "submit", "wait" (the thread was
 -- blocked on a result) or "slice" (any other complete event); its cat is the
 -- name its time is counted under: the job's category for "job", "submit" for
@@ -26,6 +30,13 @@ local cjson = require "cjson.safe"
 local core = require "jobque.core"
 
 local M = {}
+
+--- The largest time the reader accepts, in microseconds either side of zero
+-- (about 95 years: room for traces stamped in microseconds since 1970). A
+-- trace's span is then below 3 * MAX_US, which keeps it an exact integer
+-- number of nanoseconds for the HTML page.
+M.MAX_US = 3e15
+local MAX_US = M.MAX_US
 
 local json = cjson.new()
 json.decode_invalid_numbers(false)
@@ -74,6 +85,28 @@ end
 
 local function str(v)
   return type(v) == "string" and v or nil
+end
+
+-- A name or value for a one-line message: quoted, control characters
+-- escaped, cut after 60 characters.
+local function shown(s)
+  s = tostring(s)
+  if #s > 60 then s = s:sub(1, 57) .. "..." end
+  return '"' .. s:gsub('[%c"\\]', function(c) return ("\\%03d"):format(c:byte()) end) .. '"'
+end
+
+-- A time out of range as it was written, near enough: "1e+308", "-inf".
+local function time_text(x)
+  local s = ("%g"):format(x)
+  return (x - x ~= 0 or tonumber(s) == x) and s or ("%.17g"):format(x)
+end
+
+local OUT_OF_RANGE = ("out of range (a time must be within +-%.0e us; is the file damaged?)"):format(MAX_US)
+
+-- The message for an event whose `field` holds a time out of range.
+local function bad_time(i, e, field, x)
+  return ('event #%d (%s): "%s" is %s us, %s'):format(i, shown(str(e.name) or "?"), field, time_text(x),
+                                                     OUT_OF_RANGE)
 end
 
 -- What a complete event of ours is, from its cat: kind and the name its time counts under.
@@ -213,6 +246,8 @@ local function build(events, meta)
       end
     elseif type(ts) ~= "number" then
       model.skipped = model.skipped + 1
+    elseif not (ts >= -MAX_US and ts <= MAX_US) then
+      return nil, bad_time(i, e, "ts", ts)
     else
       nev = nev + 1
       if ts < t0 then t0 = ts end
@@ -220,6 +255,7 @@ local function build(events, meta)
       if ph == "X" then
         local dur = e.dur
         if type(dur) ~= "number" or dur < 0 then dur = 0 end
+        if dur > MAX_US or dur ~= dur then return nil, bad_time(i, e, "dur", dur) end
         if ts + dur > t1 then t1 = ts + dur end
         local kind, cat = classify(e, ours)
         if kind then
@@ -306,12 +342,19 @@ local function build(events, meta)
     for _, lane in ipairs(model.lanes) do
       if lane.name then by_name[lane.name] = lane end
     end
-    for _, l in ipairs(meta.lanes) do
+    for i, l in ipairs(meta.lanes) do
       local lane = type(l) == "table" and by_name[l.name]
       if lane then
         lane.recorded = math.tointeger(l.recorded)
         lane.dropped = math.tointeger(l.dropped) or lane.dropped
-        if type(l.fullAtUs) == "number" then lane.full_at = l.fullAtUs end
+        local full = l.fullAtUs
+        if type(full) == "number" then
+          if not (full >= -MAX_US and full <= MAX_US) then
+            return nil, ('bad "jobqueProfile.lanes[%d].fullAtUs": %s us is %s'):format(i, time_text(full),
+                                                                                       OUT_OF_RANGE)
+          end
+          lane.full_at = full
+        end
       end
     end
   end
