@@ -79,8 +79,15 @@ local function load(path)
     io.stderr:write("jobque-profile: ", err, "\n")
     os.exit(1)
   end
+  local skipped = trace.skipped_text(model)
+  if model.nevents == 0 then -- a report of nothing would read as an idle trace
+    io.stderr:write(("jobque-profile: %s: nothing to report: %s\n"):format(path,
+      skipped and (skipped .. ", none left") or "the trace holds no events"))
+    os.exit(1)
+  end
+  if skipped then io.stderr:write(("jobque-profile: warning: %s: %s\n"):format(path, skipped)) end
   -- A range with nothing of the trace in it would read as 100% idle.
-  if model.nevents > 0 and ((args.from and args.from >= model.t1) or (args.to and args.to <= model.t0)) then
+  if (args.from and args.from >= model.t1) or (args.to and args.to <= model.t0) then
     io.stderr:write(("jobque-profile: the range %s .. %s us is outside %s, which runs from %.3f to %.3f us\n")
       :format(args.from and ("%.3f"):format(args.from) or "start", args.to and ("%.3f"):format(args.to) or "end",
               path, model.t0, model.t1))

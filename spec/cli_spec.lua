@@ -132,6 +132,56 @@ describe("jobque-profile", function()
     end
   end)
 
+  it("warns on one line how many events it skipped, and why", function()
+    local file = chrome('{"ph":"X","ts":0,"dur":10,"pid":1,"tid":1,"name":"a"}',
+                        '{"ph":"X","ts":"1","dur":1,"pid":1,"tid":1,"name":"b"}',
+                        '{"ph":"X","ts":"2","dur":1,"pid":1,"tid":1,"name":"c"}',
+                        '{"ph":"X","dur":1,"pid":1,"tid":1,"name":"no ts"}',
+                        '{"ph":"Q","ts":3,"pid":1,"tid":1}',
+                        '{"ph":"X","ts":4,"dur":-1,"pid":1,"tid":1,"name":"backwards"}',
+                        '7',
+                        '{"ph":"X","ts":"3","dur":1,"pid":1,"tid":1,"name":"d"}',
+                        '{"ph":"X","ts":20,"dur":10,"pid":1,"tid":1,"name":"e"}')
+    local want = ("jobque-profile: warning: %s: 7 events skipped (ts is not a number: 3, no ts: 1, unknown ph: 1, "
+                  .. "dur is negative: 1, not an object: 1)\n"):format(file)
+    local code, out, err = run("report '" .. file .. "'")
+    assert.equal(0, code)
+    assert.equal(want, err)
+    assert.matches("2 events", out, 1, true)
+    code, out, err = run("report '" .. file .. "' --json")
+    assert.equal(0, code)
+    assert.equal(want, err)
+    assert.equal(2, cjson.decode(out).events) -- stdout stays JSON
+    local one = chrome('{"ph":"X","ts":0,"dur":10,"pid":1,"tid":1,"name":"a"}', '{"ph":"X","ts":"1","dur":1}')
+    code, out, err = run(("compare '%s' '%s'"):format(path, one))
+    assert.equal(0, code)
+    assert.matches("b: " .. one, out, 1, true)
+    assert.equal(("jobque-profile: warning: %s: 1 event skipped (ts is not a number: 1)\n"):format(one), err)
+  end)
+
+  it("exits 1 when no event could be read, or traceEvents is not an array", function()
+    local skipped = chrome('{"ph":"X","ts":"1","dur":1}', '{"ph":"X","ts":"2","dur":1}')
+    local empty = chrome()
+    local object = S.tmpfile("object.json")
+    S.write(object, '{"traceEvents":{"a":{"ph":"X","ts":1,"dur":1}}}')
+    local cases = {
+      {skipped, "nothing to report: 2 events skipped (ts is not a number: 2), none left"},
+      {empty, "nothing to report: the trace holds no events"},
+      {object, 'not a trace: "traceEvents" is not an array (it is an object)'},
+    }
+    for _, c in ipairs(cases) do
+      local html_out = c[1] .. ".html"
+      for _, cmd in ipairs{"report '" .. c[1] .. "'", ("compare '%s' '%s'"):format(path, c[1]),
+                           ("html '%s' -o '%s'"):format(c[1], html_out)} do
+        local code, out, err = run(cmd)
+        assert.equal(1, code, cmd)
+        assert.equal("", out, cmd)
+        assert.equal(("jobque-profile: %s: %s\n"):format(c[1], c[2]), err)
+      end
+      assert.is_nil(io.open(html_out))
+    end
+  end)
+
   it("reads times up to the limit: a trace stamped in microseconds since 1970", function()
     local file = chrome('{"ph":"X","ts":1.7e15,"dur":2.5,"pid":1,"tid":1,"name":"now"}',
                         '{"ph":"X","ts":1.7e15,"dur":2e15,"pid":1,"tid":2,"name":"long"}')

@@ -78,6 +78,7 @@ describe("trace.load", function()
     assert.equal("chrome", m.format)
     assert.equal(2, #m.lanes) -- pid 7 and pid 8 are different lanes although both are tid 1
     assert.equal(1, m.skipped) -- the unknown phase
+    assert.same({{why = "unknown ph", n = 1}}, m.skips)
     local f = stats.compute(m)
     -- lane 1: outer 0..40 holds inner; tail 30..60 adds 40..60: busy 60, io 40, cpu 20
     assert.near(60, f.lanes[1].busy, 1e-9)
@@ -100,6 +101,7 @@ describe("trace.load", function()
     assert.matches('not a trace: no "traceEvents" array', err('{"events":[]}'), 1, true)
     assert.matches('not a trace: no "traceEvents" array', err('{}'), 1, true)
     assert.matches('"traceEvents" is not an array', err('{"traceEvents":3}'), 1, true)
+    assert.matches('"traceEvents" is not an array (it is an object)', err('{"traceEvents":{"x":{"ts":1}}}'), 1, true)
     assert.matches("not JSON", err('{"traceEvents":['))
     assert.matches("not a trace: the JSON is a string", err('"hello"'), 1, true)
     assert.matches('bad "jobqueProfile.categories[1]"', err('{"traceEvents":[],"jobqueProfile":{"categories":[{}]}}'),

@@ -15,7 +15,9 @@
 --   model.marker_kinds list of kind names, in order of registration/appearance
 --   model.awaits      list of { ts, dur, lane, job }
 --   model.dropped     events dropped in all; model.lost, events never recorded
---   model.skipped     events we could not read (no numeric ts, unknown ph)
+--   model.skipped     events we could not read, and model.skips why: a list
+--                     of { why, n } ("ts is not a number", "unknown ph", ...)
+--                     in order of first appearance
 --
 -- A time (ts, dur, fullAtUs) beyond M.MAX_US microseconds from zero, or not
 -- finite, makes the file unreadable (nil and a message naming the event and
@@ -200,12 +202,17 @@ local function read_meta(model, meta)
   return true
 end
 
+-- The phases read (flows, counters and object events count as events, and
+-- are not drawn).
+local PHASES = {}
+for ph in ("X i I R B E b e s t f C n N O D"):gmatch("%S+") do PHASES[ph] = true end
+
 -- Builds the model from decoded events.
 local function build(events, meta)
   local model = {format = meta and "jobque" or "chrome", lanes = {}, lane_by_key = {}, lane_cache = {},
                  categories = {by_name = {}}, marker_kinds = {}, kind_seen = {},
                  marker_ts = {}, marker_kind = {}, marker_arg = {},
-                 awaits = {}, dropped = 0, lost = 0, skipped = 0, nevents = 0}
+                 awaits = {}, dropped = 0, lost = 0, skipped = 0, skips = {}, nevents = 0}
   if meta then
     local ok, err = read_meta(model, meta)
     if not ok then return nil, err end
@@ -233,10 +240,22 @@ local function build(events, meta)
   end
   local m_ts, m_kind, m_arg = model.marker_ts, model.marker_kind, model.marker_arg
   local kind_seen, nmarkers = model.kind_seen, 0
+  local skips, skip_entry = model.skips, {}
+  local function skip(why)
+    local entry = skip_entry[why]
+    if not entry then
+      entry = {why = why, n = 0}
+      skip_entry[why] = entry
+      skips[#skips + 1] = entry
+    end
+    entry.n = entry.n + 1
+    model.skipped = model.skipped + 1
+  end
   for i = 1, #events do
     local e = events[i]
     local ph = type(e) == "table" and e.ph
     local ts = ph and e.ts
+    local dur = ph == "X" and e.dur -- false for other phases, nil when missing (0)
     if ph == "M" then
       local args = type(e.args) == "table" and e.args or {}
       if e.name == "thread_name" and str(args.name) then
@@ -245,16 +264,22 @@ local function build(events, meta)
         lane_of(model, e).sort = args.sort_index
       end
     elseif type(ts) ~= "number" then
-      model.skipped = model.skipped + 1
+      skip(type(e) ~= "table" and "not an object" or ph == nil and "no ph" or ts == nil and "no ts"
+           or "ts is not a number")
+    elseif not PHASES[ph] then
+      skip("unknown ph")
     elseif not (ts >= -MAX_US and ts <= MAX_US) then
       return nil, bad_time(i, e, "ts", ts)
+    elseif dur and type(dur) ~= "number" then
+      skip("dur is not a number")
+    elseif dur and dur < 0 then
+      skip("dur is negative")
     else
       nev = nev + 1
       if ts < t0 then t0 = ts end
       if ts > t1 then t1 = ts end
       if ph == "X" then
-        local dur = e.dur
-        if type(dur) ~= "number" or dur < 0 then dur = 0 end
+        dur = dur or 0
         if dur > MAX_US or dur ~= dur then return nil, bad_time(i, e, "dur", dur) end
         if ts + dur > t1 then t1 = ts + dur end
         local kind, cat = classify(e, ours)
@@ -318,10 +343,6 @@ local function build(events, meta)
                                                job = args.job}
           end
         end
-      elseif ph ~= "s" and ph ~= "t" and ph ~= "f" and ph ~= "C" and ph ~= "n" and ph ~= "N"
-          and ph ~= "O" and ph ~= "D" then
-        model.skipped = model.skipped + 1
-        nev = nev - 1
       end
     end
   end
@@ -415,7 +436,11 @@ local function decode(text, name)
     end
   end
   if type(events) ~= "table" then
-    return nil, ('%s: not a trace: "traceEvents" is not an array'):format(name)
+    return nil, ('%s: not a trace: "traceEvents" is not an array (it is %s)'):format(name,
+      type(events) == "userdata" and "null" or "a " .. type(events))
+  end
+  if next(events) ~= nil and events[1] == nil then
+    return nil, ('%s: not a trace: "traceEvents" is not an array (it is an object)'):format(name)
   end
   if meta == cjson.null then meta = nil end
   local model, berr = build(events, meta)
@@ -428,6 +453,19 @@ end
 -- labels messages).
 function M.decode(text, name)
   return M.without_gc(decode, text, name)
+end
+
+--- "3 events skipped (ts is not a number: 2, unknown ph: 1)", or nil when
+-- the model skipped none.
+function M.skipped_text(model)
+  if model.skipped == 0 then return nil end
+  local parts = {}
+  for i, entry in ipairs(model.skips) do
+    if i > 5 then parts[#parts + 1] = "..." break end
+    parts[i] = ("%s: %d"):format(entry.why, entry.n)
+  end
+  return ("%d event%s skipped (%s)"):format(model.skipped, model.skipped == 1 and "" or "s",
+                                              table.concat(parts, ", "))
 end
 
 --- Reads the trace saved at `path`: model, or nil and a message.
