@@ -69,11 +69,11 @@ end
 local stats = require "jobque_profile.stats"
 local report = require "jobque_profile.report"
 
--- The file(s) being worked on, for the message of an unexpected error.
-local current
+-- The files being worked on, for the message of an unexpected error.
+local current = {}
 
 local function load(path)
-  current = path
+  current[#current + 1] = path
   local model, err = trace.load(path)
   if not model then
     io.stderr:write("jobque-profile: ", err, "\n")
@@ -108,7 +108,6 @@ local function main()
     io.write(args.json and (report.json(f) .. "\n") or report.text(f, model))
   elseif args.command == "compare" then
     local a, b = load(args.a), load(args.b)
-    current = args.a .. " and " .. args.b
     local rows = stats.compare(stats.compute(a, args.from, args.to), stats.compute(b, args.from, args.to))
     io.write(args.json and (report.json(rows) .. "\n") or report.compare_text(rows, args.a, args.b))
   elseif args.command == "html" then
@@ -130,9 +129,20 @@ end
 -- naming the file, and a bug to report.
 local ok_main, err_main = pcall(main)
 if not ok_main then
+  if trace.out_of_memory(err_main) and #current > 0 then -- past reading: the figures or the page
+    collectgarbage()
+    local bytes = 0
+    for _, path in ipairs(current) do
+      local f = io.open(path, "rb")
+      if f then bytes = bytes + (f:seek("end") or 0) f:close() end
+    end
+    local doing = ({html = "draw a page of", compare = "compare"})[args.command] or "report on"
+    io.stderr:write("jobque-profile: ", trace.out_of_memory_text(table.concat(current, " and "), bytes, doing), "\n")
+    os.exit(1)
+  end
   local msg = tostring(err_main):match("^[^\n]*")
   io.stderr:write(("jobque-profile: internal error on %s: %s (please report this, with the file)\n")
-    :format(current or "the command line", msg))
+    :format(#current > 0 and table.concat(current, " and ") or "the command line", msg))
   os.exit(1)
 end
 io.stdout:flush()

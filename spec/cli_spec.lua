@@ -208,6 +208,33 @@ describe("jobque-profile", function()
     end
   end)
 
+  it("names the file and its size when memory runs out, reading it or decoding it", function()
+    if os.getenv("JQ_LUA") then pending("a sanitizer host cannot start under ulimit -v") return end
+    -- 300000 slices, 15.9 MB: reading the text takes about twice its size,
+    -- decoding it more than six times (a table per event).
+    local big = S.tmpfile("big.json")
+    local event = '{"ph":"X","ts":1,"dur":1,"pid":1,"tid":1,"name":"n"},'
+    S.write(big, '{"traceEvents":[' .. event:rep(300000) .. '{"ph":"X","ts":2,"dur":1}]}')
+    local size = #S.read(big)
+    local want = ("jobque-profile: %s: not enough memory to read %.1f MB of trace"):format(big, size / 1e6)
+    for _, kb in ipairs{size // 1024, 4 * size // 1024} do -- the text cannot be read; it cannot be decoded
+      for _, cmd in ipairs{"report", "html"} do
+        local err_file = S.tmpfile("stderr.txt")
+        local h = io.popen(("ulimit -v %d; LUA_CPATH='%s' lua5.4 lua/jobque-profile.lua %s '%s' 2>'%s'")
+          :format(kb, package.cpath, cmd, big, err_file))
+        local out = h:read("a")
+        local _, _, code = h:close()
+        local err = S.read(err_file)
+        assert.equal(1, code, err)
+        assert.equal("", out)
+        assert.matches(want, err, 1, true)
+        assert.matches("ulimit -v", err, 1, true) -- what to do
+        assert.equal(1, select(2, err:gsub("\n", "")), err)
+      end
+    end
+    assert.is_nil(io.open((big:gsub("%.json$", ".html"))))
+  end)
+
   it("turns an internal error into one line naming the file, never a traceback", function()
     -- a stats module that fails as a bug would, found first on the path
     local dir = S.tmpfile("fault")

@@ -468,17 +468,49 @@ function M.skipped_text(model)
                                               table.concat(parts, ", "))
 end
 
---- Reads the trace saved at `path`: model, or nil and a message.
+--- True when `err` is the error of an allocation that failed (Lua's own,
+-- or lua-cjson's).
+function M.out_of_memory(err)
+  return err == "not enough memory"
+    or type(err) == "string" and err:find("Memory allocation error", 1, true) ~= nil
+end
+
+--- The message for files (`what`, their names) of `bytes` in all that
+-- memory could not hold while `doing` ("read" by default) them.
+function M.out_of_memory_text(what, bytes, doing)
+  return ("%s: not enough memory to %s %.1f MB of trace (a trace takes many times its size in memory: "
+          .. "free some, raise this process's limit (ulimit -v) or record a shorter trace)")
+    :format(what, doing or "read", bytes / 1e6)
+end
+
+--- Reads the trace saved at `path`: model, or nil and a message (also
+-- when memory runs out: the message names the file and its size).
 function M.load(path)
   if type(path) ~= "string" then
     return nil, ("bad argument #1 to 'load' (path expected, got %s)"):format(type(path))
   end
   local f, err = io.open(path, "rb")
   if not f then return nil, ("cannot open %s"):format(err) end
-  local text = f:read("a")
+  local bytes = f:seek("end") or 0
+  f:seek("set")
+  local ok, text = pcall(f.read, f, "a")
   f:close()
-  if not text then return nil, ("cannot read %s"):format(path) end
-  return M.decode(text, path)
+  local model, derr
+  if ok then
+    if not text then return nil, ("cannot read %s"):format(path) end
+    ok, model, derr = pcall(M.decode, text, path)
+  else
+    model = text
+  end
+  if not ok then
+    if M.out_of_memory(model) then
+      collectgarbage() -- what the failed read left, before building the message
+      return nil, M.out_of_memory_text(path, bytes)
+    end
+    error(model, 0)
+  end
+  if model then model.bytes = bytes end
+  return model, derr
 end
 
 return M
