@@ -118,6 +118,7 @@ describe("trace.load", function()
     assert.is_nil(m)
     assert.matches("cannot open .*missing.json", e)
     assert.matches("path expected", select(2, trace.load(nil)), 1, true)
+    assert.equal("cannot read " .. S.tmpdir .. ": Is a directory", select(2, trace.load(S.tmpdir)))
   end)
 end)
 

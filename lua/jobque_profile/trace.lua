@@ -493,11 +493,11 @@ function M.load(path)
   if not f then return nil, ("cannot open %s"):format(err) end
   local bytes = f:seek("end") or 0
   f:seek("set")
-  local ok, text = pcall(f.read, f, "a")
+  local ok, text, rerr = pcall(f.read, f, "a")
   f:close()
   local model, derr
   if ok then
-    if not text then return nil, ("cannot read %s"):format(path) end
+    if not text then return nil, ("cannot read %s: %s"):format(path, tostring(rerr)) end
     ok, model, derr = pcall(M.decode, text, path)
   else
     model = text
