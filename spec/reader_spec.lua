@@ -77,6 +77,7 @@ describe("trace.load", function()
 ]])
     assert.equal("chrome", m.format)
     assert.equal(2, #m.lanes) -- pid 7 and pid 8 are different lanes although both are tid 1
+    assert.same({"thread 1", "thread 1"}, {m.lanes[1].name, m.lanes[2].name})
     assert.equal(1, m.skipped) -- the unknown phase
     assert.same({{why = "unknown ph", n = 1}}, m.skips)
     local f = stats.compute(m)

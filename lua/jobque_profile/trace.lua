@@ -382,7 +382,11 @@ local function build(events, meta)
   -- Lanes in order: sort index, then first appearance.
   for i, lane in ipairs(model.lanes) do
     lane.order = i
-    lane.name = lane.name or (lane.tid ~= nil and ("thread " .. tostring(lane.tid)) or "lane " .. i)
+    if not lane.name then -- JSON numbers decode as floats: tid 1 is "thread 1", not "thread 1.0"
+      local tid = math.tointeger(lane.tid) or lane.tid
+      local t = type(tid)
+      lane.name = tid == nil and "lane " .. i or "thread " .. ((t == "number" or t == "string") and tid or "?")
+    end
     model.dropped = model.dropped + lane.dropped
   end
   table.sort(model.lanes, function(a, b)
