@@ -3,7 +3,8 @@
 --   jobque-profile report trace.json [--from US --to US] [--json]
 --   jobque-profile compare a.json b.json [--from US --to US] [--json]
 --   jobque-profile html trace.json [-o timeline.html]
--- Exit status: 0 done, 1 a file could not be read or written, 2 bad usage.
+-- Exit status: 0 done, 1 a file could not be read or written (or an
+-- internal error: one line naming the file, "please report"), 2 bad usage.
 
 -- Run from a checkout: find the modules beside this script and the core in build/.
 local here = arg and arg[0] and arg[0]:match("^(.*)/[^/]*$")
@@ -13,6 +14,7 @@ if here and not package.searchpath("jobque_profile.trace", package.path) then
 end
 
 local argparse = require "argparse"
+local trace = require "jobque_profile.trace"
 
 local parser = argparse("jobque-profile", "Reads traces saved by jobque_profile (or any Chrome-trace JSON).")
   :epilog("Times are microseconds on the trace's own clock (the ts values in the file). "
@@ -25,6 +27,9 @@ local function microseconds(option)
     local n = tonumber(s)
     if not n or n ~= n then
       return nil, ("%s needs a time in microseconds, not '%s'"):format(option, s)
+    end
+    if not (n >= -trace.MAX_US and n <= trace.MAX_US) then
+      return nil, ("%s needs a time in microseconds within +-%.0e, not '%s'"):format(option, trace.MAX_US, s)
     end
     return n
   end
@@ -61,18 +66,28 @@ if args.from and args.to and args.from >= args.to then
   os.exit(2)
 end
 
-local trace = require "jobque_profile.trace"
 local stats = require "jobque_profile.stats"
 local report = require "jobque_profile.report"
 
+-- The files being worked on, for the message of an unexpected error.
+local current = {}
+
 local function load(path)
+  current[#current + 1] = path
   local model, err = trace.load(path)
   if not model then
     io.stderr:write("jobque-profile: ", err, "\n")
     os.exit(1)
   end
+  local skipped = trace.skipped_text(model)
+  if model.nevents == 0 then -- a report of nothing would read as an idle trace
+    io.stderr:write(("jobque-profile: %s: nothing to report: %s\n"):format(path,
+      skipped and (skipped .. ", none left") or "the trace holds no events"))
+    os.exit(1)
+  end
+  if skipped then io.stderr:write(("jobque-profile: warning: %s: %s\n"):format(path, skipped)) end
   -- A range with nothing of the trace in it would read as 100% idle.
-  if model.nevents > 0 and ((args.from and args.from >= model.t1) or (args.to and args.to <= model.t0)) then
+  if (args.from and args.from >= model.t1) or (args.to and args.to <= model.t0) then
     io.stderr:write(("jobque-profile: the range %s .. %s us is outside %s, which runs from %.3f to %.3f us\n")
       :format(args.from and ("%.3f"):format(args.from) or "start", args.to and ("%.3f"):format(args.to) or "end",
               path, model.t0, model.t1))
@@ -86,26 +101,49 @@ end
 -- freeing the heap object by object (the system takes the memory back).
 collectgarbage("stop")
 
-if args.command == "report" then
-  local model = load(args.trace)
-  local f = stats.compute(model, args.from, args.to)
-  io.write(args.json and (report.json(f) .. "\n") or report.text(f, model))
-elseif args.command == "compare" then
-  local a, b = load(args.a), load(args.b)
-  local rows = stats.compare(stats.compute(a, args.from, args.to), stats.compute(b, args.from, args.to))
-  io.write(args.json and (report.json(rows) .. "\n") or report.compare_text(rows, args.a, args.b))
-elseif args.command == "html" then
-  local model = load(args.trace)
-  local out = args.output or (args.trace:gsub("%.json$", "") .. ".html")
-  local wrote, err = require("jobque_profile.html").write(model, out)
-  if not wrote then
-    io.stderr:write("jobque-profile: ", err, "\n")
+local function main()
+  if args.command == "report" then
+    local model = load(args.trace)
+    local f = stats.compute(model, args.from, args.to)
+    io.write(args.json and (report.json(f) .. "\n") or report.text(f, model))
+  elseif args.command == "compare" then
+    local a, b = load(args.a), load(args.b)
+    local rows = stats.compare(stats.compute(a, args.from, args.to), stats.compute(b, args.from, args.to))
+    io.write(args.json and (report.json(rows) .. "\n") or report.compare_text(rows, args.a, args.b))
+  elseif args.command == "html" then
+    local model = load(args.trace)
+    local out = args.output or (args.trace:gsub("%.json$", "") .. ".html")
+    local wrote, err = require("jobque_profile.html").write(model, out)
+    if not wrote then
+      io.stderr:write("jobque-profile: ", err, "\n")
+      os.exit(1)
+    end
+    local slices = 0
+    for _, lane in ipairs(model.lanes) do slices = slices + lane.n end
+    print(("wrote %s (%d lanes, %d slices, %d markers): open it in a browser"):format(
+      out, #model.lanes, slices, #model.markers))
+  end
+end
+
+-- No input may end in a traceback: an error nobody expected is one line
+-- naming the file, and a bug to report.
+local ok_main, err_main = pcall(main)
+if not ok_main then
+  if trace.out_of_memory(err_main) and #current > 0 then -- past reading: the figures or the page
+    collectgarbage()
+    local bytes = 0
+    for _, path in ipairs(current) do
+      local f = io.open(path, "rb")
+      if f then bytes = bytes + (f:seek("end") or 0) f:close() end
+    end
+    local doing = ({html = "draw a page of", compare = "compare"})[args.command] or "report on"
+    io.stderr:write("jobque-profile: ", trace.out_of_memory_text(table.concat(current, " and "), bytes, doing), "\n")
     os.exit(1)
   end
-  local slices = 0
-  for _, lane in ipairs(model.lanes) do slices = slices + lane.n end
-  print(("wrote %s (%d lanes, %d slices, %d markers): open it in a browser"):format(
-    out, #model.lanes, slices, #model.markers))
+  local msg = tostring(err_main):match("^[^\n]*")
+  io.stderr:write(("jobque-profile: internal error on %s: %s (please report this, with the file)\n")
+    :format(#current > 0 and table.concat(current, " and ") or "the command line", msg))
+  os.exit(1)
 end
 io.stdout:flush()
 os.exit(0)

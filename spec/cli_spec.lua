@@ -96,6 +96,166 @@ describe("jobque-profile", function()
     assert.matches("cannot write", err, 1, true)
   end)
 
+  -- Writes a Chrome trace of the given event texts; returns its path.
+  local function chrome(...)
+    local file = S.tmpfile("chrome.json")
+    S.write(file, '{"traceEvents":[' .. table.concat({...}, ",") .. "]}")
+    return file
+  end
+
+  it("exits 1 naming the event and field of a time out of range, for report, compare and html", function()
+    local ok = '{"ph":"X","ts":0,"dur":10,"pid":1,"tid":1,"name":"fine"}'
+    local cases = {
+      {'{"ph":"X","ts":1e308,"dur":1e308,"pid":1,"tid":1,"name":"huge"}', 2, "huge", "ts", "1e+308"},
+      {'{"ph":"X","ts":-1e308,"dur":1,"pid":1,"tid":1,"name":"far back"}', 2, "far back", "ts", "-1e+308"},
+      {'{"ph":"X","ts":5,"dur":1e308,"pid":1,"tid":1,"name":"long"}', 2, "long", "dur", "1e+308"},
+      {'{"ph":"X","ts":1e999,"dur":1,"pid":1,"tid":1,"name":"inf"}', 2, "inf", "ts", "inf"},
+      {'{"ph":"i","s":"g","ts":-1e999,"pid":1,"tid":1,"name":"mark"}', 2, "mark", "ts", "-inf"},
+      {'{"ph":"X","ts":1e20,"dur":1,"pid":1,"tid":1,"name":"later"}', 2, "later", "ts", "1e+20"},
+      {'{"ph":"B","ts":0,"pid":1,"tid":2,"name":"open"},{"ph":"E","ts":4e16,"pid":1,"tid":2}', 3, "?", "ts", "4e+16"},
+    }
+    for _, c in ipairs(cases) do
+      local file = chrome(ok, c[1])
+      local want = ('event #%d ("%s"): "%s" is %s us, out of range (a time must be within'):format(
+        c[2], c[3], c[4], c[5])
+      local out_html = file .. ".html"
+      for _, cmd in ipairs{"report '" .. file .. "'", ("compare '%s' '%s'"):format(path, file),
+                           ("html '%s' -o '%s'"):format(file, out_html)} do
+        local code, out, err = run(cmd)
+        assert.equal(1, code, cmd)
+        assert.equal("", out, cmd)
+        assert.matches("^jobque%-profile: [^\n]*" .. file:gsub("%p", "%%%0"), err)
+        assert.matches(want, err, 1, true)
+        assert.equal(1, select(2, err:gsub("\n", "")), err) -- one line
+      end
+      assert.is_nil(io.open(out_html))
+    end
+  end)
+
+  it("warns on one line how many events it skipped, and why", function()
+    local file = chrome('{"ph":"X","ts":0,"dur":10,"pid":1,"tid":1,"name":"a"}',
+                        '{"ph":"X","ts":"1","dur":1,"pid":1,"tid":1,"name":"b"}',
+                        '{"ph":"X","ts":"2","dur":1,"pid":1,"tid":1,"name":"c"}',
+                        '{"ph":"X","dur":1,"pid":1,"tid":1,"name":"no ts"}',
+                        '{"ph":"Q","ts":3,"pid":1,"tid":1}',
+                        '{"ph":"X","ts":4,"dur":-1,"pid":1,"tid":1,"name":"backwards"}',
+                        '7',
+                        '{"ph":"X","ts":"3","dur":1,"pid":1,"tid":1,"name":"d"}',
+                        '{"ph":"X","ts":20,"dur":10,"pid":1,"tid":1,"name":"e"}')
+    local want = ("jobque-profile: warning: %s: 7 events skipped (ts is not a number: 3, no ts: 1, unknown ph: 1, "
+                  .. "dur is negative: 1, not an object: 1)\n"):format(file)
+    local code, out, err = run("report '" .. file .. "'")
+    assert.equal(0, code)
+    assert.equal(want, err)
+    assert.matches("2 events", out, 1, true)
+    code, out, err = run("report '" .. file .. "' --json")
+    assert.equal(0, code)
+    assert.equal(want, err)
+    assert.equal(2, cjson.decode(out).events) -- stdout stays JSON
+    local one = chrome('{"ph":"X","ts":0,"dur":10,"pid":1,"tid":1,"name":"a"}', '{"ph":"X","ts":"1","dur":1}')
+    code, out, err = run(("compare '%s' '%s'"):format(path, one))
+    assert.equal(0, code)
+    assert.matches("b: " .. one, out, 1, true)
+    assert.equal(("jobque-profile: warning: %s: 1 event skipped (ts is not a number: 1)\n"):format(one), err)
+  end)
+
+  it("exits 1 when no event could be read, or traceEvents is not an array", function()
+    local skipped = chrome('{"ph":"X","ts":"1","dur":1}', '{"ph":"X","ts":"2","dur":1}')
+    local empty = chrome()
+    local object = S.tmpfile("object.json")
+    S.write(object, '{"traceEvents":{"a":{"ph":"X","ts":1,"dur":1}}}')
+    local cases = {
+      {skipped, "nothing to report: 2 events skipped (ts is not a number: 2), none left"},
+      {empty, "nothing to report: the trace holds no events"},
+      {object, 'not a trace: "traceEvents" is not an array (it is an object)'},
+    }
+    for _, c in ipairs(cases) do
+      local html_out = c[1] .. ".html"
+      for _, cmd in ipairs{"report '" .. c[1] .. "'", ("compare '%s' '%s'"):format(path, c[1]),
+                           ("html '%s' -o '%s'"):format(c[1], html_out)} do
+        local code, out, err = run(cmd)
+        assert.equal(1, code, cmd)
+        assert.equal("", out, cmd)
+        assert.equal(("jobque-profile: %s: %s\n"):format(c[1], c[2]), err)
+      end
+      assert.is_nil(io.open(html_out))
+    end
+  end)
+
+  it("reads times up to the limit: a trace stamped in microseconds since 1970", function()
+    local file = chrome('{"ph":"X","ts":1.7e15,"dur":2.5,"pid":1,"tid":1,"name":"now"}',
+                        '{"ph":"X","ts":1.7e15,"dur":2e15,"pid":1,"tid":2,"name":"long"}')
+    local code, out, err = run("report '" .. file .. "' --json")
+    assert.equal(0, code, err)
+    local got = cjson.decode(out)
+    assert.equal(1.7e15, got.range.from)
+    assert.equal(3.7e15, got.range.to)
+    assert.equal(2e15 + 2.5, got.total.busy)
+    code, out, err = run("report '" .. file .. "'")
+    assert.equal(0, code, err)
+    assert.matches("long ", out, 1, true)
+    code, out, err = run(("html '%s' -o '%s.html'"):format(file, file))
+    assert.equal(0, code, err)
+    assert.matches("2 slices", out, 1, true)
+  end)
+
+  it("exits 2 on a --from or --to that is not a time in range", function()
+    for _, opt in ipairs{"--from=1e999", "--to=-1e999", "--to=1e300", "--from=-4e15"} do
+      local code, out, err = run("report '" .. path .. "' " .. opt)
+      assert.equal(2, code, opt)
+      assert.equal("", out)
+      assert.matches(opt:match("^(%-%-%a+)") .. " needs a time in microseconds within", err, 1, true)
+    end
+  end)
+
+  it("names the file and its size when memory runs out, reading it or decoding it", function()
+    if os.getenv("JQ_LUA") then pending("a sanitizer host cannot start under ulimit -v") return end
+    -- 300000 slices, 15.9 MB: reading the text takes about twice its size,
+    -- decoding it more than six times (a table per event).
+    local big = S.tmpfile("big.json")
+    local event = '{"ph":"X","ts":1,"dur":1,"pid":1,"tid":1,"name":"n"},'
+    S.write(big, '{"traceEvents":[' .. event:rep(300000) .. '{"ph":"X","ts":2,"dur":1}]}')
+    local size = #S.read(big)
+    local want = ("jobque-profile: %s: not enough memory to read %.1f MB of trace"):format(big, size / 1e6)
+    for _, kb in ipairs{size // 1024, 4 * size // 1024} do -- the text cannot be read; it cannot be decoded
+      for _, cmd in ipairs{"report", "html"} do
+        local err_file = S.tmpfile("stderr.txt")
+        local h = io.popen(("ulimit -v %d; LUA_CPATH='%s' lua5.4 lua/jobque-profile.lua %s '%s' 2>'%s'")
+          :format(kb, package.cpath, cmd, big, err_file))
+        local out = h:read("a")
+        local _, _, code = h:close()
+        local err = S.read(err_file)
+        assert.equal(1, code, err)
+        assert.equal("", out)
+        assert.matches(want, err, 1, true)
+        assert.matches("ulimit -v", err, 1, true) -- what to do
+        assert.equal(1, select(2, err:gsub("\n", "")), err)
+      end
+    end
+    assert.is_nil(io.open((big:gsub("%.json$", ".html"))))
+  end)
+
+  it("turns an internal error into one line naming the file, never a traceback", function()
+    -- a stats module that fails as a bug would, found first on the path
+    local dir = S.tmpfile("fault")
+    assert(os.execute("mkdir -p '" .. dir .. "/jobque_profile'"))
+    S.write(dir .. "/jobque_profile/stats.lua",
+            'return {compute = function() error("oops\\nsecond line") end, compare = function() end}')
+    local err_file = S.tmpfile("stderr.txt")
+    local h = io.popen(("LUA_PATH='%s/?.lua;lua/?.lua;;' LUA_CPATH='%s' %s lua/jobque-profile.lua report '%s' 2>'%s'")
+      :format(dir, package.cpath, S.lua, path, err_file))
+    local out = h:read("a")
+    local _, _, code = h:close()
+    local err = S.read(err_file)
+    assert.equal(1, code)
+    assert.equal("", out)
+    assert.matches("^jobque%-profile: internal error on " .. path:gsub("%p", "%%%0") .. ": .*oops", err)
+    assert.matches("please report", err, 1, true)
+    assert.is_nil(err:find("traceback", 1, true))
+    assert.is_nil(err:find("second line", 1, true))
+    assert.equal(1, select(2, err:gsub("\n", "")), err)
+  end)
+
   it("exits 2 on bad usage, 0 on --help", function()
     local code, _, err = run("")
     assert.equal(2, code)
@@ -121,6 +281,24 @@ describe("jobque-profile", function()
   end)
 end)
 
+-- Loads `page` in headless Chromium; returns the state the page published
+-- and the DOM Chromium dumped.
+local function open_page(page, fragment, screenshot)
+  local profile = S.tmpfile("chromium")
+  local url = "file://" .. page .. (fragment or "")
+  local flags = ("--headless --no-sandbox --disable-gpu --disable-background-networking "
+                 .. "--user-data-dir='%s' --window-size=1200,500"):format(profile)
+  if screenshot then
+    assert.is_true(os.execute(("chromium %s --screenshot='%s' '%s' >/dev/null 2>&1"):format(
+      flags, screenshot, url)))
+  end
+  local dom = io.popen(("chromium %s --dump-dom '%s' 2>/dev/null"):format(flags, url)):read("a")
+  local state = dom:match('data%-state="([^"]*)"')
+  assert(state, "the page published no state: " .. dom:sub(1, 300))
+  state = state:gsub("&quot;", '"'):gsub("&lt;", "<"):gsub("&gt;", ">"):gsub("&amp;", "&")
+  return cjson.decode(state), dom
+end
+
 describe("the HTML timeline", function()
   local path, page, model
   setup(function()
@@ -132,21 +310,8 @@ describe("the HTML timeline", function()
     model = assert(trace.load(path))
   end)
 
-  -- Loads the page in headless Chromium; returns the state the page published.
   local function open(fragment, screenshot)
-    local profile = S.tmpfile("chromium")
-    local url = "file://" .. page .. (fragment or "")
-    local flags = ("--headless --no-sandbox --disable-gpu --disable-background-networking "
-                   .. "--user-data-dir='%s' --window-size=1200,500"):format(profile)
-    if screenshot then
-      assert.is_true(os.execute(("chromium %s --screenshot='%s' '%s' >/dev/null 2>&1"):format(
-        flags, screenshot, url)))
-    end
-    local dom = io.popen(("chromium %s --dump-dom '%s' 2>/dev/null"):format(flags, url)):read("a")
-    local state = dom:match('data%-state="([^"]*)"')
-    assert(state, "the page published no state: " .. dom:sub(1, 300))
-    state = state:gsub("&quot;", '"'):gsub("&lt;", "<"):gsub("&gt;", ">"):gsub("&amp;", "&")
-    return cjson.decode(state)
+    return (open_page(page, fragment, screenshot))
   end
 
   it("is one file that fetches nothing", function()
@@ -228,5 +393,72 @@ describe("the HTML timeline", function()
     assert.near(want.total.idle, got.idle, 1e-9)
     assert.near(want.total.parallelism, got.parallelism, 1e-9)
     assert.equal(want.categories[1].name, got.top[1].name)
+  end)
+end)
+
+describe("the HTML timeline of a trace with hostile names", function()
+  -- Names that could change how an HTML page parses if they were pasted into
+  -- it. "<!--<script>" enters the double-escaped script state, where the real
+  -- "</script>" no longer ends the element; a later "-->" would leave that
+  -- state again, so the only "-->" comes first.
+  local CAT = "--><!--<script>"
+  local NAME = '</script><script>document.title="pwned"</script>' -- closes the data element
+  local LANE = "lane \"q\" 'a'\n<!-- \226\128\168"              -- quotes, a line break, U+2028
+  local KIND = "\226\128\169</script><!--<script"                -- U+2029
+  local ARG = "</SCRIPT>\r\n<!--"
+  local page
+  setup(function()
+    local events = {
+      {ph = "M", pid = 1, tid = 1, name = "thread_name", args = {name = LANE}},
+      {ph = "X", ts = 0, dur = 10, pid = 1, tid = 1, name = NAME, cat = CAT, args = {note = ARG}},
+      {ph = "X", ts = 90, dur = 10, pid = 1, tid = 1, name = "tail", cat = "plain"},
+      {ph = "i", s = "g", ts = 50, pid = 1, tid = 1, name = KIND, args = {arg = ARG}},
+    }
+    local path = S.tmpfile("hostile.json")
+    S.write(path, cjson.encode({traceEvents = events}))
+    page = S.tmpfile("hostile.html")
+    local code, _, err = run(("html '%s' -o '%s'"):format(path, page))
+    assert(code == 0, err)
+  end)
+
+  it("draws, and shows every name as text", function()
+    local state, dom = open_page(page, "#probe=0,5")
+    assert.equal(1, state.lanes)
+    assert.equal(2, state.legend)
+    assert.equal(1, state.markers)
+    assert.equal(2, state.drawn)
+    local tip = state.probe
+    assert.matches(NAME, tip, 1, true)
+    assert.matches("category " .. CAT, tip, 1, true)
+    assert.matches("lane     " .. LANE, tip, 1, true)
+    assert.matches('args     {"note":"</SCRIPT>\\r\\n<!--"}', tip, 1, true)
+    assert.matches("hostile%.json %- jobque%-profile timeline$", dom:match("<title>(.-)</title>")) -- no name ran
+    -- the legend shows the category's name as text (the DOM dump escapes it)
+    assert.matches("--&gt;&lt;!--&lt;script&gt;</span>", dom, 1, true)
+    local marker = open_page(page, "#probe=0,50").probe
+    assert.equal("marker " .. KIND .. "\narg    " .. ARG .. "\nat     50.000 us", marker)
+  end)
+
+  it("draws a trace whose args overflow to infinity", function()
+    local file = S.tmpfile("inf-args.json")
+    S.write(file, '{"traceEvents":[{"ph":"X","ts":0,"dur":4,"pid":1,"tid":1,"name":"a","args":{"x":1e999}},'
+            .. '{"ph":"i","s":"g","ts":5,"pid":1,"tid":1,"name":"m","args":{"arg":1e999}},'
+            .. '{"ph":"i","s":"g","ts":6,"pid":1,"tid":1,"name":"m","args":{"arg":-1e999}}]}')
+    local inf_page = S.tmpfile("inf-args.html")
+    local code, _, err = run(("html '%s' -o '%s'"):format(file, inf_page))
+    assert.equal(0, code, err)
+    local state = open_page(inf_page, "#probe=0,2")
+    assert.equal(2, state.markers)
+    assert.equal(1, state.drawn)
+    assert.matches('args     {"x":null}', state.probe, 1, true) -- as JSON writes it
+    assert.matches("arg    -inf", open_page(inf_page, "#probe=0,6").probe, 1, true)
+  end)
+
+  it("keeps every '<' of the data out of the markup", function()
+    local text = S.read(page)
+    local data = text:match('<script type="application/json" id="data">(.-)</script>')
+    assert.is_string(data)
+    assert.is_nil(data:find("<", 1, true))
+    assert.is_nil(data:find("\226\128[\168\169]"))
   end)
 end)

@@ -77,7 +77,9 @@ describe("trace.load", function()
 ]])
     assert.equal("chrome", m.format)
     assert.equal(2, #m.lanes) -- pid 7 and pid 8 are different lanes although both are tid 1
+    assert.same({"thread 1", "thread 1"}, {m.lanes[1].name, m.lanes[2].name})
     assert.equal(1, m.skipped) -- the unknown phase
+    assert.same({{why = "unknown ph", n = 1}}, m.skips)
     local f = stats.compute(m)
     -- lane 1: outer 0..40 holds inner; tail 30..60 adds 40..60: busy 60, io 40, cpu 20
     assert.near(60, f.lanes[1].busy, 1e-9)
@@ -100,14 +102,24 @@ describe("trace.load", function()
     assert.matches('not a trace: no "traceEvents" array', err('{"events":[]}'), 1, true)
     assert.matches('not a trace: no "traceEvents" array', err('{}'), 1, true)
     assert.matches('"traceEvents" is not an array', err('{"traceEvents":3}'), 1, true)
+    assert.matches('"traceEvents" is not an array (it is an object)', err('{"traceEvents":{"x":{"ts":1}}}'), 1, true)
     assert.matches("not JSON", err('{"traceEvents":['))
     assert.matches("not a trace: the JSON is a string", err('"hello"'), 1, true)
     assert.matches('bad "jobqueProfile.categories[1]"', err('{"traceEvents":[],"jobqueProfile":{"categories":[{}]}}'),
                    1, true)
+    assert.equal('event #2 ("x\\010y"): "dur" is 3000000000000000.5 us, out of range (a time must be within '
+                 .. "+-3e+15 us; is the file damaged?)",
+                 err('[{"ph":"i","s":"g","ts":0},{"ph":"X","ts":0,"dur":3000000000000000.5,"name":"x\\ny"}]')
+                   :match(": (.*)"))
+    assert.matches('bad "jobqueProfile.lanes[1].fullAtUs": -inf us is out of range',
+                   err('{"traceEvents":[{"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"w"}},'
+                       .. '{"ph":"X","ts":0,"dur":1,"pid":1,"tid":1}],'
+                       .. '"jobqueProfile":{"lanes":[{"name":"w","fullAtUs":-1e999}]}}'), 1, true)
     local m, e = trace.load(S.tmpdir .. "/missing.json")
     assert.is_nil(m)
     assert.matches("cannot open .*missing.json", e)
     assert.matches("path expected", select(2, trace.load(nil)), 1, true)
+    assert.equal("cannot read " .. S.tmpdir .. ": Is a directory", select(2, trace.load(S.tmpdir)))
   end)
 end)
 
@@ -268,5 +280,7 @@ describe("report.json", function()
     assert.equal(f.markers[1].units[2].by_category[2].name, back.markers[1].units[2].by_category[2].name)
     assert.same({}, back.dropped.lanes)
     assert.equal('["a\\"\\n\\u0001"]', report.json({"a\"\n\1"}))
+    -- as many digits as it takes to read the same number back
+    assert.equal("[0.1,1700000000000002.5,null]", report.json({0.1, 1.7e15 + 2.5, math.huge}))
   end)
 end)

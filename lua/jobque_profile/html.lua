@@ -1,10 +1,11 @@
 --- jobque_profile.html: a trace model as one self-contained HTML timeline.
 --
 -- render(model) -> the page: inline CSS and JavaScript, the trace as JSON in
--- a script element, nothing fetched. The page draws on a canvas and, after
--- each draw, publishes what it shows in window.timelineState and in
--- document.body.dataset.state (lanes, legend entries, markers, the selected
--- range's figures), which the specs read. A URL fragment
+-- a script element (every "<" and ">" escaped: no name can end the element
+-- or change how the page parses), nothing fetched. The page draws on a
+-- canvas and, after each draw, publishes what it shows in
+-- window.timelineState and in document.body.dataset.state (lanes, legend
+-- entries, markers, the selected range's figures), which the specs read. A URL fragment
 -- "#from=US&to=US" (the file's own timestamps) selects a range on load.
 local report = require "jobque_profile.report"
 
@@ -23,6 +24,8 @@ local plain_key = setmetatable({}, {__index = function(t, k) -- usable in JSON a
   t[k] = plain
   return plain
 end})
+
+local INERT = {["<"] = "\\u003c", [">"] = "\\u003e", ["\226\128\168"] = "\\u2028", ["\226\128\169"] = "\\u2029"}
 
 -- The trace as the page's data, in columns; times in ns from model.t0.
 -- A slice's args: a[i] = -1 (none); >= 0, an index into "args" (JSON
@@ -78,8 +81,15 @@ local function data(model)
   for i = 1, #mts do
     local arg = marg[i]
     mt[i], mk[i] = ns(mts[i] - t0), intern(kinds, kind_index, mkind[i])
-    ma[i] = arg == nil and "null" or math.tointeger(arg) or type(arg) == "number" and ("%.14g"):format(arg)
-            or quote(tostring(arg))
+    if arg == nil then
+      ma[i] = "null"
+    elseif math.tointeger(arg) then
+      ma[i] = math.tointeger(arg)
+    elseif type(arg) == "number" and arg - arg == 0 then -- finite: JSON has no inf or nan
+      ma[i] = ("%.14g"):format(arg)
+    else
+      ma[i] = quote(tostring(arg))
+    end
   end
   for i, str in ipairs(names) do names[i] = quote(str) end -- args are JSON already
   for i, str in ipairs(keys) do keys[i] = quote(str) end
@@ -90,7 +100,11 @@ local function data(model)
             table.concat(cats, ","), table.concat(names, ","), table.concat(args, ","),
             table.concat(keys, ","), table.concat(kinds, ","), table.concat(mt, ","), table.concat(mk, ","),
             table.concat(ma, ","), table.concat(lanes, ",\n"))
-  return (text:gsub("</", "<\\/")) -- never closes the script element early
+  -- No name may change how the page parses: "<" and ">" can only be in JSON
+  -- strings here, so as \u escapes they mean the same to JSON.parse but
+  -- nothing to the HTML parser ("</script>", "<!--<script", "-->"). U+2028
+  -- and U+2029 are escaped too, for tools that read the data as JavaScript.
+  return (text:gsub("[<>]", INERT):gsub("\226\128[\168\169]", INERT))
 end
 
 local PAGE = [==[

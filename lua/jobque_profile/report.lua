@@ -16,7 +16,8 @@ local function pct(x)
 end
 
 local function bar(share, width)
-  local n = math.floor(share * width + 0.5)
+  if share ~= share or share <= 0 then return "" end
+  local n = math.floor(math.min(share, 1) * width + 0.5)
   return ("#"):rep(n)
 end
 
@@ -149,7 +150,9 @@ local function encode(v, out)
     elseif math.type(v) == "integer" then
       out[#out + 1] = tostring(v)
     else
-      out[#out + 1] = ("%.14g"):format(v)
+      local s = ("%.14g"):format(v)
+      if tonumber(s) ~= v then s = ("%.17g"):format(v) end -- times since 1970 need more digits
+      out[#out + 1] = s
     end
   elseif t == "boolean" then
     out[#out + 1] = tostring(v)

@@ -15,7 +15,13 @@
 --   model.marker_kinds list of kind names, in order of registration/appearance
 --   model.awaits      list of { ts, dur, lane, job }
 --   model.dropped     events dropped in all; model.lost, events never recorded
---   model.skipped     events we could not read (no numeric ts, unknown ph)
+--   model.skipped     events we could not read, and model.skips why: a list
+--                     of { why, n } ("ts is not a number", "unknown ph", ...)
+--                     in order of first appearance
+--
+-- A time (ts, dur, fullAtUs) beyond M.MAX_US microseconds from zero, or not
+-- finite, makes the file unreadable (nil and a message naming the event and
+-- field): such a file is corrupt, and its figures would overflow.
 --
 -- A slice's kind is "job" (a job's run), "submit", "wait" (the thread was
 -- blocked on a result) or "slice" (any other complete event); its cat is the
@@ -26,6 +32,13 @@ local cjson = require "cjson.safe"
 local core = require "jobque.core"
 
 local M = {}
+
+--- The largest time the reader accepts, in microseconds either side of zero
+-- (about 95 years: room for traces stamped in microseconds since 1970). A
+-- trace's span is then below 3 * MAX_US, which keeps it an exact integer
+-- number of nanoseconds for the HTML page.
+M.MAX_US = 3e15
+local MAX_US = M.MAX_US
 
 local json = cjson.new()
 json.decode_invalid_numbers(false)
@@ -74,6 +87,28 @@ end
 
 local function str(v)
   return type(v) == "string" and v or nil
+end
+
+-- A name or value for a one-line message: quoted, control characters
+-- escaped, cut after 60 characters.
+local function shown(s)
+  s = tostring(s)
+  if #s > 60 then s = s:sub(1, 57) .. "..." end
+  return '"' .. s:gsub('[%c"\\]', function(c) return ("\\%03d"):format(c:byte()) end) .. '"'
+end
+
+-- A time out of range as it was written, near enough: "1e+308", "-inf".
+local function time_text(x)
+  local s = ("%g"):format(x)
+  return (x - x ~= 0 or tonumber(s) == x) and s or ("%.17g"):format(x)
+end
+
+local OUT_OF_RANGE = ("out of range (a time must be within +-%.0e us; is the file damaged?)"):format(MAX_US)
+
+-- The message for an event whose `field` holds a time out of range.
+local function bad_time(i, e, field, x)
+  return ('event #%d (%s): "%s" is %s us, %s'):format(i, shown(str(e.name) or "?"), field, time_text(x),
+                                                     OUT_OF_RANGE)
 end
 
 -- What a complete event of ours is, from its cat: kind and the name its time counts under.
@@ -167,12 +202,17 @@ local function read_meta(model, meta)
   return true
 end
 
+-- The phases read (flows, counters and object events count as events, and
+-- are not drawn).
+local PHASES = {}
+for ph in ("X i I R B E b e s t f C n N O D"):gmatch("%S+") do PHASES[ph] = true end
+
 -- Builds the model from decoded events.
 local function build(events, meta)
   local model = {format = meta and "jobque" or "chrome", lanes = {}, lane_by_key = {}, lane_cache = {},
                  categories = {by_name = {}}, marker_kinds = {}, kind_seen = {},
                  marker_ts = {}, marker_kind = {}, marker_arg = {},
-                 awaits = {}, dropped = 0, lost = 0, skipped = 0, nevents = 0}
+                 awaits = {}, dropped = 0, lost = 0, skipped = 0, skips = {}, nevents = 0}
   if meta then
     local ok, err = read_meta(model, meta)
     if not ok then return nil, err end
@@ -200,10 +240,22 @@ local function build(events, meta)
   end
   local m_ts, m_kind, m_arg = model.marker_ts, model.marker_kind, model.marker_arg
   local kind_seen, nmarkers = model.kind_seen, 0
+  local skips, skip_entry = model.skips, {}
+  local function skip(why)
+    local entry = skip_entry[why]
+    if not entry then
+      entry = {why = why, n = 0}
+      skip_entry[why] = entry
+      skips[#skips + 1] = entry
+    end
+    entry.n = entry.n + 1
+    model.skipped = model.skipped + 1
+  end
   for i = 1, #events do
     local e = events[i]
     local ph = type(e) == "table" and e.ph
     local ts = ph and e.ts
+    local dur = ph == "X" and e.dur -- false for other phases, nil when missing (0)
     if ph == "M" then
       local args = type(e.args) == "table" and e.args or {}
       if e.name == "thread_name" and str(args.name) then
@@ -212,14 +264,23 @@ local function build(events, meta)
         lane_of(model, e).sort = args.sort_index
       end
     elseif type(ts) ~= "number" then
-      model.skipped = model.skipped + 1
+      skip(type(e) ~= "table" and "not an object" or ph == nil and "no ph" or ts == nil and "no ts"
+           or "ts is not a number")
+    elseif not PHASES[ph] then
+      skip("unknown ph")
+    elseif not (ts >= -MAX_US and ts <= MAX_US) then
+      return nil, bad_time(i, e, "ts", ts)
+    elseif dur and type(dur) ~= "number" then
+      skip("dur is not a number")
+    elseif dur and dur < 0 then
+      skip("dur is negative")
     else
       nev = nev + 1
       if ts < t0 then t0 = ts end
       if ts > t1 then t1 = ts end
       if ph == "X" then
-        local dur = e.dur
-        if type(dur) ~= "number" or dur < 0 then dur = 0 end
+        dur = dur or 0
+        if dur > MAX_US or dur ~= dur then return nil, bad_time(i, e, "dur", dur) end
         if ts + dur > t1 then t1 = ts + dur end
         local kind, cat = classify(e, ours)
         if kind then
@@ -282,10 +343,6 @@ local function build(events, meta)
                                                job = args.job}
           end
         end
-      elseif ph ~= "s" and ph ~= "t" and ph ~= "f" and ph ~= "C" and ph ~= "n" and ph ~= "N"
-          and ph ~= "O" and ph ~= "D" then
-        model.skipped = model.skipped + 1
-        nev = nev - 1
       end
     end
   end
@@ -306,19 +363,30 @@ local function build(events, meta)
     for _, lane in ipairs(model.lanes) do
       if lane.name then by_name[lane.name] = lane end
     end
-    for _, l in ipairs(meta.lanes) do
+    for i, l in ipairs(meta.lanes) do
       local lane = type(l) == "table" and by_name[l.name]
       if lane then
         lane.recorded = math.tointeger(l.recorded)
         lane.dropped = math.tointeger(l.dropped) or lane.dropped
-        if type(l.fullAtUs) == "number" then lane.full_at = l.fullAtUs end
+        local full = l.fullAtUs
+        if type(full) == "number" then
+          if not (full >= -MAX_US and full <= MAX_US) then
+            return nil, ('bad "jobqueProfile.lanes[%d].fullAtUs": %s us is %s'):format(i, time_text(full),
+                                                                                       OUT_OF_RANGE)
+          end
+          lane.full_at = full
+        end
       end
     end
   end
   -- Lanes in order: sort index, then first appearance.
   for i, lane in ipairs(model.lanes) do
     lane.order = i
-    lane.name = lane.name or (lane.tid ~= nil and ("thread " .. tostring(lane.tid)) or "lane " .. i)
+    if not lane.name then -- JSON numbers decode as floats: tid 1 is "thread 1", not "thread 1.0"
+      local tid = math.tointeger(lane.tid) or lane.tid
+      local t = type(tid)
+      lane.name = tid == nil and "lane " .. i or "thread " .. ((t == "number" or t == "string") and tid or "?")
+    end
     model.dropped = model.dropped + lane.dropped
   end
   table.sort(model.lanes, function(a, b)
@@ -372,7 +440,11 @@ local function decode(text, name)
     end
   end
   if type(events) ~= "table" then
-    return nil, ('%s: not a trace: "traceEvents" is not an array'):format(name)
+    return nil, ('%s: not a trace: "traceEvents" is not an array (it is %s)'):format(name,
+      type(events) == "userdata" and "null" or "a " .. type(events))
+  end
+  if next(events) ~= nil and events[1] == nil then
+    return nil, ('%s: not a trace: "traceEvents" is not an array (it is an object)'):format(name)
   end
   if meta == cjson.null then meta = nil end
   local model, berr = build(events, meta)
@@ -387,17 +459,62 @@ function M.decode(text, name)
   return M.without_gc(decode, text, name)
 end
 
---- Reads the trace saved at `path`: model, or nil and a message.
+--- "3 events skipped (ts is not a number: 2, unknown ph: 1)", or nil when
+-- the model skipped none.
+function M.skipped_text(model)
+  if model.skipped == 0 then return nil end
+  local parts = {}
+  for i, entry in ipairs(model.skips) do
+    if i > 5 then parts[#parts + 1] = "..." break end
+    parts[i] = ("%s: %d"):format(entry.why, entry.n)
+  end
+  return ("%d event%s skipped (%s)"):format(model.skipped, model.skipped == 1 and "" or "s",
+                                              table.concat(parts, ", "))
+end
+
+--- True when `err` is the error of an allocation that failed (Lua's own,
+-- or lua-cjson's).
+function M.out_of_memory(err)
+  return err == "not enough memory"
+    or type(err) == "string" and err:find("Memory allocation error", 1, true) ~= nil
+end
+
+--- The message for files (`what`, their names) of `bytes` in all that
+-- memory could not hold while `doing` ("read" by default) them.
+function M.out_of_memory_text(what, bytes, doing)
+  return ("%s: not enough memory to %s %.1f MB of trace (a trace takes many times its size in memory: "
+          .. "free some, raise this process's limit (ulimit -v) or record a shorter trace)")
+    :format(what, doing or "read", bytes / 1e6)
+end
+
+--- Reads the trace saved at `path`: model, or nil and a message (also
+-- when memory runs out: the message names the file and its size).
 function M.load(path)
   if type(path) ~= "string" then
     return nil, ("bad argument #1 to 'load' (path expected, got %s)"):format(type(path))
   end
   local f, err = io.open(path, "rb")
   if not f then return nil, ("cannot open %s"):format(err) end
-  local text = f:read("a")
+  local bytes = f:seek("end") or 0
+  f:seek("set")
+  local ok, text, rerr = pcall(f.read, f, "a")
   f:close()
-  if not text then return nil, ("cannot read %s"):format(path) end
-  return M.decode(text, path)
+  local model, derr
+  if ok then
+    if not text then return nil, ("cannot read %s: %s"):format(path, tostring(rerr)) end
+    ok, model, derr = pcall(M.decode, text, path)
+  else
+    model = text
+  end
+  if not ok then
+    if M.out_of_memory(model) then
+      collectgarbage() -- what the failed read left, before building the message
+      return nil, M.out_of_memory_text(path, bytes)
+    end
+    error(model, 0)
+  end
+  if model then model.bytes = bytes end
+  return model, derr
 end
 
 return M
