@@ -159,6 +159,21 @@ describe("jobque-profile", function()
     assert.equal(("jobque-profile: warning: %s: 1 event skipped (ts is not a number: 1)\n"):format(one), err)
   end)
 
+  it("prints names with line breaks and escape sequences as visible escapes", function()
+    local file = chrome('{"ph":"M","name":"thread_name","pid":1,"tid":1,"args":{"name":"evil\\nlane\\u001b[2J"}}',
+                        '{"ph":"X","ts":0,"dur":10,"pid":1,"tid":1,"name":"a\\r\\nb","cat":"c\\tat"}',
+                        '{"ph":"i","s":"g","ts":5,"pid":1,"tid":1,"name":"mark\\nkind"}')
+    local code, out = run("report '" .. file .. "'")
+    assert.equal(0, code)
+    assert.is_nil(out:find("[%z\1-\9\11-\31\127]"), "a control character reached the terminal:\n" .. out)
+    assert.matches("\nevil\\nlane\\x1B[2J  ", out, 1, true) -- the lane's row, its name escaped
+    local rows = 0
+    for line in out:gmatch("[^\n]*") do
+      if line:find("^evil") then rows = rows + 1 end
+    end
+    assert.equal(1, rows)
+  end)
+
   it("exits 1 when no event could be read, or traceEvents is not an array", function()
     local skipped = chrome('{"ph":"X","ts":"1","dur":1}', '{"ph":"X","ts":"2","dur":1}')
     local empty = chrome()

@@ -21,6 +21,17 @@ local function bar(share, width)
   return ("#"):rep(n)
 end
 
+local ESCAPES = {["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t"}
+
+--- A name as the terminal should see it: control characters (line breaks,
+-- escape sequences) written as \n, \r, \t or \xHH, so a name can neither
+-- break the table nor drive the terminal.
+function M.shown(s)
+  return (tostring(s):gsub("[%c]", function(c)
+    return ESCAPES[c] or ("\\x%02X"):format(c:byte())
+  end))
+end
+
 local function pad(s, n)
   s = tostring(s)
   if #s >= n then return s end
@@ -30,7 +41,7 @@ end
 local function top_categories(by, n)
   local parts = {}
   for i = 1, math.min(n, #by) do
-    parts[i] = ("%s %s"):format(by[i].name, M.us(by[i].busy))
+    parts[i] = ("%s %s"):format(M.shown(by[i].name), M.us(by[i].busy))
   end
   return table.concat(parts, ", ")
 end
@@ -42,7 +53,7 @@ function M.text(f, model)
   local out = {}
   local function say(fmt, ...) out[#out + 1] = fmt:format(...) end
   local r = f.range
-  say("%s: %s trace%s, %d lanes, %d events", model.path or "trace",
+  say("%s: %s trace%s, %d lanes, %d events", M.shown(model.path or "trace"),
       model.format == "jobque" and "jobque" or "Chrome",
       model.clock and (" (clock " .. model.clock .. ")") or "", #model.lanes, f.events)
   say("range %.3f .. %.3f us (%s)", r.from, r.to, M.us(r.duration))
@@ -52,16 +63,16 @@ function M.text(f, model)
         f.dropped.events, (f.dropped.lost or 0) > 0 and (", %d more were lost"):format(f.dropped.lost) or "")
     for _, l in ipairs(f.dropped.lanes) do
       say("  %s filled at %.3f us and dropped %d events: it is not idle after that,",
-          l.name, l.full_at or 0, l.dropped)
+          M.shown(l.name), l.full_at or 0, l.dropped)
     end
     say("  only unrecorded. Record fewer events or pass a larger size to profile_start.")
   end
   say("")
   local w = 8
-  for _, l in ipairs(f.lanes) do w = math.max(w, #l.name) end
+  for _, l in ipairs(f.lanes) do w = math.max(w, #M.shown(l.name)) end
   say("%s  %10s  %10s  %7s  %8s", pad("lane", w), "busy", "wait", "idle", "events")
   for _, l in ipairs(f.lanes) do
-    say("%s  %10s  %10s  %7s  %8d", pad(l.name, w), M.us(l.busy), M.us(l.wait), pct(l.idle), l.events)
+    say("%s  %10s  %10s  %7s  %8d", pad(M.shown(l.name), w), M.us(l.busy), M.us(l.wait), pct(l.idle), l.events)
   end
   say("%s  %10s  %10s  %7s  %8d", pad("all", w), M.us(f.total.busy), M.us(f.total.wait), pct(f.total.idle), f.events)
   say("parallelism %.2f (busy lanes on average, of %d)", f.total.parallelism, f.total.lanes)
@@ -72,23 +83,23 @@ function M.text(f, model)
   if #f.categories > 0 then
     say("")
     local cw = 8
-    for _, c in ipairs(f.categories) do cw = math.max(cw, #c.name) end
+    for _, c in ipairs(f.categories) do cw = math.max(cw, #M.shown(c.name)) end
     say("%s  %10s  %6s", pad("category", cw), "busy", "share")
     for _, c in ipairs(f.categories) do
-      say("%s  %10s  %6s  %s", pad(c.name, cw), M.us(c.busy), pct(c.share), bar(c.share, 30))
+      say("%s  %10s  %6s  %s", pad(M.shown(c.name), cw), M.us(c.busy), pct(c.share), bar(c.share, 30))
     end
   end
   for _, m in ipairs(f.markers) do
     say("")
     if m.count == 0 then
-      say("marker %q: no units in range", m.kind)
+      say("marker \"%s\": no units in range", M.shown(m.kind))
     else
-      say("marker %q: %d units; duration min %s, median %s, p95 %s, max %s", m.kind, m.count,
+      say("marker \"%s\": %d units; duration min %s, median %s, p95 %s, max %s", M.shown(m.kind), m.count,
           M.us(m.min), M.us(m.median), M.us(m.p95), M.us(m.max))
       say("  %5s  %8s  %14s  %10s  %s", "unit", "arg", "start (us)", "duration", "busy by category")
       for i = 1, math.min(#m.units, MAX_UNITS) do
         local u = m.units[i]
-        say("  %5d  %8s  %14.3f  %10s  %s", u.index, u.arg ~= nil and tostring(u.arg) or "-", u.from,
+        say("  %5d  %8s  %14.3f  %10s  %s", u.index, u.arg ~= nil and M.shown(u.arg) or "-", u.from,
             M.us(u.duration), top_categories(u.by_category, 3))
       end
       if #m.units > MAX_UNITS then
@@ -103,7 +114,7 @@ end
 function M.compare_text(rows, a_name, b_name)
   local out = {}
   local w = 12
-  for _, r in ipairs(rows) do w = math.max(w, #r.label) end
+  for _, r in ipairs(rows) do w = math.max(w, #M.shown(r.label)) end
   local function fmt(v, unit)
     if v == nil then return "-" end
     if unit == "us" then return M.us(v) end
@@ -111,7 +122,7 @@ function M.compare_text(rows, a_name, b_name)
     if unit == "x" then return ("%.2f"):format(v) end
     return tostring(math.tointeger(v) or v)
   end
-  out[#out + 1] = ("a: %s\nb: %s\n"):format(a_name, b_name)
+  out[#out + 1] = ("a: %s\nb: %s\n"):format(M.shown(a_name), M.shown(b_name))
   out[#out + 1] = ("%s  %12s  %12s  %12s  %8s"):format(pad("", w), "a", "b", "b - a", "b / a")
   for _, r in ipairs(rows) do
     local diff
@@ -122,7 +133,7 @@ function M.compare_text(rows, a_name, b_name)
     else
       diff = (r.diff >= 0 and "+" or "") .. fmt(r.diff, r.unit)
     end
-    out[#out + 1] = ("%s  %12s  %12s  %12s  %8s"):format(pad(r.label, w), fmt(r.a, r.unit), fmt(r.b, r.unit),
+    out[#out + 1] = ("%s  %12s  %12s  %12s  %8s"):format(pad(M.shown(r.label), w), fmt(r.a, r.unit), fmt(r.b, r.unit),
                                                        diff, r.ratio and ("%.2fx"):format(r.ratio) or "-")
   end
   return table.concat(out, "\n") .. "\n"
