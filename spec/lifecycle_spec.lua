@@ -269,3 +269,51 @@ describe("a worker that cannot start", function()
     assert.is_truthy(reason, out)
   end)
 end)
+
+describe("a job that yields in a loop", function()
+  for _, workers in ipairs({0, 1}) do
+    it("does not starve the jobs queued behind it (" .. workers .. " workers)", function()
+      jobque.with_job_que({workers = workers}, function(q)
+        local spinner = q:submit(function()
+          local k = 0
+          while not _G.LIFECYCLE_DONE do
+            k = k + 1
+            if k > 1e5 then error("starved: the other job never ran", 0) end
+            coroutine.yield()
+          end
+          return k
+        end)
+        local other = q:submit(function() _G.LIFECYCLE_DONE = true return "ran" end)
+        assert.are.same({true, "ran"}, {other:pwait()})
+        local ok, k = spinner:pwait()
+        assert.is_true(ok, k)
+        assert.is_true(k <= 2, "the spinner ran " .. tostring(k) .. " slices first")
+      end)
+      _G.LIFECYCLE_DONE = nil
+    end)
+  end
+end)
+
+describe("errors passed through a wait inside a job", function()
+  it("keep their type", function()
+    jobque.with_job_que({workers = 1}, function(q)
+      local bad = q:submit(function() error(42) end)
+      local seen = q:submit(function(b) local ok, e = b:pwait() return ok, math.type(e), e end, bad)
+      assert.are.same({true, false, "integer", 42}, {seen:pwait()})
+      assert.are.same({false, 42}, {q:submit(function(b) b:wait() end, bad):pwait()})
+    end)
+  end)
+end)
+
+describe("a queue in a to-be-closed variable inside its own job", function()
+  it("refuses to close, as close does", function()
+    local q = jobque.new {workers = 0}
+    _G.LIFECYCLE_Q = q
+    local ok, err = q:submit(function() do local x <close> = _G.LIFECYCLE_Q end return 1 end):pwait() -- luacheck: ignore x
+    _G.LIFECYCLE_Q = nil
+    assert.is_false(ok)
+    assert.matches("a queue cannot be closed from one of its own jobs", err, 1, true)
+    assert.is_false(q:is_closed())
+    q:close()
+  end)
+end)

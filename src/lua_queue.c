@@ -218,7 +218,7 @@ static void push_error(lua_State *L, jq_job *job) {
  * job then fails with this very message, it is stored as a link. */
 static void note_raised(lua_State *L, jq_job *failed) {
   jq_worker *w = jq_worker_current(L);
-  if (!w || w->current_co != L || !lua_isstring(L, -1))
+  if (!w || w->current_co != L || lua_type(L, -1) != LUA_TSTRING) /* (never convert a number) */
     return;
   jq_job *self = w->current;
   size_t len;
@@ -417,12 +417,17 @@ static int l_queue_new(lua_State *L) {
   return 1;
 }
 
-static int l_queue_close(lua_State *L) {
-  qhandle *h = check_class(L, 1, QUEUE_MT_UP, QUEUE_MT);
+/* Raises when L runs a job of h's queue: a close there would cancel it. */
+static void refuse_own_job(lua_State *L, qhandle *h) {
   jq_worker *w = jq_worker_current(L);
   if (h->q && w && w->q == h->q)
-    return luaL_error(L, "a queue cannot be closed from one of its own jobs (it would cancel "
-                         "the job that asks); close it where it was created");
+    luaL_error(L, "a queue cannot be closed from one of its own jobs (it would cancel the job "
+                  "that asks); close it where it was created");
+}
+
+static int l_queue_close(lua_State *L) {
+  qhandle *h = check_class(L, 1, QUEUE_MT_UP, QUEUE_MT);
+  refuse_own_job(L, h);
   if (h->q && !h->owner)
     return luaL_error(L, "only the state that created a queue can close it");
   release(L, h);
@@ -431,6 +436,15 @@ static int l_queue_close(lua_State *L) {
 
 static int l_queue_gc(lua_State *L) {
   qhandle *h = check_class(L, 1, QUEUE_MT_UP, QUEUE_MT);
+  release(L, h);
+  return 0;
+}
+
+/* __close: as close, and like it refused inside one of the queue's jobs
+ * (__gc cannot refuse: a close from the collector skips running jobs). */
+static int l_queue_tbc(lua_State *L) {
+  qhandle *h = check_class(L, 1, QUEUE_MT_UP, QUEUE_MT);
+  refuse_own_job(L, h);
   release(L, h);
   return 0;
 }
@@ -582,7 +596,7 @@ static const luaL_Reg queue_methods[] = {
     {NULL, NULL}};
 
 static const luaL_Reg queue_meta[] = {
-    {"__gc", l_queue_gc}, {"__close", l_queue_gc}, {"__tostring", l_queue_tostring},
+    {"__gc", l_queue_gc}, {"__close", l_queue_tbc}, {"__tostring", l_queue_tostring},
     {NULL, NULL}};
 
 static const luaL_Reg queue_funcs[] = {

@@ -275,6 +275,7 @@ static void push_resume(jq_queue *q, jq_job *job) {
 }
 
 void jq_queue_requeue(jq_worker *w, jq_job *job) {
+  job->yielded = 1;
   push_resume(w->q, job);
 }
 
@@ -411,7 +412,13 @@ jq_job *jq_queue_take(jq_queue *q, jq_worker *w, int *resume) {
   int pending = atomic_load(&q->wake_pending) && atomic_exchange(&q->wake_pending, 0);
   drain_incoming(q);
   jq_job *job = w->resume_head;
+  /* Cooperative yields take turns with ready jobs: a job that yields in a
+   * loop never starves the queued ones (nor they it). */
+  if (job && job->yielded && w->took_yielded && q->ready_head)
+    job = NULL;
   if (job) {
+    w->took_yielded = job->yielded;
+    job->yielded = 0;
     if (pending && q->ready_head && !q->spinning)
       wake_one(q);
     w->resume_head = job->next;
@@ -431,6 +438,7 @@ jq_job *jq_queue_take(jq_queue *q, jq_worker *w, int *resume) {
     }
     job->state = JQ_JOB_RUNNING;
     job->worker = w->index;
+    w->took_yielded = 0;
     *resume = 0;
     if (q->ready_head && !q->spinning)
       wake_one(q); /* more work than this worker: pass the wake-up on */

@@ -54,6 +54,7 @@ typedef struct jq_job {
   int worker;            /* where its coroutine lives once started, else -1 */
   int deps_left;
   int on_cpu;            /* a slice of it is running now: nobody else may finish it */
+  int yielded;           /* on a resume list after a cooperative yield */
   struct jq_job *failed_dep; /* for JQ_FAIL_DEPENDENCY and _AWAITED (holds a reference) */
   /* A failure chain (failed_dep set): the job where it started (kept alive
    * through the failed_dep links), how many jobs it has, this one included,
@@ -92,6 +93,7 @@ typedef struct jq_worker {
   jq_job *resume_head, *resume_tail; /* jobs whose coroutine may continue */
   _Atomic int resume_hint; /* resume list non-empty (read without mu) */
   int suspended;         /* coroutines alive in this state awaiting or yielded */
+  int took_yielded;      /* its last take resumed a cooperative yield: a ready job goes next */
   /* The worker's own thread only. */
   jq_job *current;       /* job whose coroutine is running */
   lua_State *current_co;
