@@ -228,6 +228,19 @@ describe("marshal errors", function()
   end)
 end)
 
+describe("marshal errors under keys that are not strings", function()
+  it("name the key, and mark a cut field name", function()
+    jobque.with_job_que({workers = 0}, function(q)
+      local function why(t) return err_of(q.submit, q, function() end, t) end
+      assert.matches("argument #2, [true]: userdata", why({[true] = io.stdout}), 1, true)
+      assert.matches("argument #2, [1.5]: userdata", why({[1.5] = io.stdout}), 1, true)
+      assert.matches("argument #2, the value of a table key: userdata", why({[{}] = io.stdout}), 1, true)
+      assert.matches("argument #2, a table key: userdata", why({[io.stdout] = 1}), 1, true)
+      assert.matches('field "' .. ("k"):rep(60) .. '…": userdata', why({[("k"):rep(200)] = io.stdout}), 1, true)
+    end)
+  end)
+end)
+
 describe("modules by name", function()
   it("are decided at send time from what is loaded then", function()
     local mod = {answer = 42}

@@ -60,10 +60,12 @@ uint64_t jq_hash64(const char *p, size_t n) {
 /* ---- encoding ---- */
 
 typedef struct segment {
-  char kind; /* 'a' argument, 'f' string field, 'i' integer field, 'k' a key, 'u' upvalue */
+  char kind; /* 'a' argument, 'f' string field, 'i' integer field, 'b' boolean field, 'd' float
+              * field, 'v' under a key of another type (s: its type), 'k' a key, 'u' upvalue */
   const char *s;
   size_t len;
   lua_Integer i;
+  lua_Number d;
 } segment;
 
 typedef struct enc {
@@ -125,8 +127,14 @@ static size_t segment_text(const enc *e, int i, char *out, size_t cap) {
   int n = 0;
   switch (s->kind) {
   case 'a': n = snprintf(out, cap, "%s #%lld", e->label, (long long)s->i); break;
-  case 'f': n = snprintf(out, cap, "field \"%.*s\"", (int)(s->len > 60 ? 60 : s->len), s->s); break;
+  case 'f':
+    n = snprintf(out, cap, "field \"%.*s%s\"", (int)(s->len > 60 ? 60 : s->len), s->s,
+                 s->len > 60 ? "\xe2\x80\xa6" : "");
+    break;
   case 'i': n = snprintf(out, cap, "[%lld]", (long long)s->i); break;
+  case 'b': n = snprintf(out, cap, "[%s]", s->i ? "true" : "false"); break;
+  case 'd': n = snprintf(out, cap, "[%.14g]", (double)s->d); break;
+  case 'v': n = snprintf(out, cap, "the value of a %s key", s->s); break;
   case 'k': n = snprintf(out, cap, "a table key"); break;
   case 'u': n = snprintf(out, cap, "upvalue '%.60s'", s->s ? s->s : "?"); break;
   default: out[0] = '\0'; break;
@@ -302,6 +310,15 @@ static int encode_table(enc *e, int idx) {
     } else if (lua_isinteger(L, k)) {
       s->kind = 'i';
       s->i = lua_tointeger(L, k);
+    } else if (lua_type(L, k) == LUA_TBOOLEAN) {
+      s->kind = 'b';
+      s->i = lua_toboolean(L, k);
+    } else if (lua_type(L, k) == LUA_TNUMBER) {
+      s->kind = 'd';
+      s->d = lua_tonumber(L, k);
+    } else {
+      s->kind = 'v';
+      s->s = luaL_typename(L, k);
     }
     if (encode_value(e, k + 1) != 0)
       return -1;
