@@ -6,15 +6,7 @@ local stats = require "jobque_profile.stats"
 local p = require "jobque_profile"
 local jobque = require "jobque"
 
--- Runs the command from the checkout; returns exit code, stdout, stderr.
-local function run(args)
-  local err = S.tmpfile("stderr.txt")
-  local cmd = ("LUA_CPATH='%s' %s lua/jobque-profile.lua %s 2>'%s'"):format(package.cpath, S.lua, args, err)
-  local h = io.popen(cmd)
-  local out = h:read("a")
-  local _, _, code = h:close()
-  return code, out, S.read(err)
-end
+local run = S.cli
 
 -- A trace of a small job graph with markers, saved by the library itself.
 local function saved_trace()

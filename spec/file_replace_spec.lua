@@ -46,15 +46,7 @@ local function is_trace(text, marker)
   return #S.markers(t, marker) == 1
 end
 
--- Runs the CLI; returns exit code, stdout, stderr.
-local function cli(args)
-  local err = S.tmpfile("stderr.txt")
-  local cmd = ("LUA_CPATH='%s' %s lua/jobque-profile.lua %s 2>'%s'"):format(package.cpath, S.lua, args, err)
-  local h = io.popen(cmd)
-  local out = h:read("a")
-  local _, _, code = h:close()
-  return code, out, S.read(err)
-end
+local cli = S.cli
 
 describe("profile_save", function()
   it("follows a symlink at the target: the file it points to is replaced, the link stays", function()

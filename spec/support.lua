@@ -85,6 +85,17 @@ S.lua = os.getenv("JQ_LUA") or "lua5.4"
 -- that size their work for the plain build use less of it there.
 S.sanitized = S.lua:find("lua_host", 1, true) ~= nil
 
+-- Runs the jobque-profile command from the checkout under that interpreter;
+-- returns its exit code, stdout and stderr.
+function S.cli(args)
+  local err = S.tmpfile("stderr.txt")
+  local cmd = ("LUA_CPATH='%s' %s lua/jobque-profile.lua %s 2>'%s'"):format(package.cpath, S.lua, args, err)
+  local h = io.popen(cmd)
+  local out = h:read("a")
+  local _, _, code = h:close()
+  return code, out, S.read(err)
+end
+
 -- The Lua search paths a native helper thread needs to find our modules.
 function S.paths()
   return "lua/?.lua;" .. package.path, package.cpath
