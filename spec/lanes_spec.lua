@@ -53,7 +53,7 @@ describe("lanes", function()
       assert.are.equal("0", r) -- the tag belongs to the thread that set it
     end
     local t = S.save(p)
-    local lanes = t.jobqueProfile.lanes
+    local lanes = t.jobqueProfile.laneInfo
     assert.are.equal(4, #lanes)
     local names = {}
     for i, lane in ipairs(lanes) do
@@ -85,8 +85,8 @@ describe("lanes", function()
     p.profile_marker("lane only caller", 1)
     p.profile_stop()
     local t = S.save(p)
-    assert.are.equal(1, #t.jobqueProfile.lanes)
-    assert.are.equal("caller", t.jobqueProfile.lanes[1].name)
+    assert.are.equal(1, #t.jobqueProfile.laneInfo)
+    assert.are.equal("caller", t.jobqueProfile.laneInfo[1].name)
   end)
 
   it("counts drops per lane when a thread fills its ring", function()
@@ -95,7 +95,7 @@ describe("lanes", function()
     p.profile_stop()
     local t = S.save(p)
     local threads = 0
-    for _, lane in ipairs(t.jobqueProfile.lanes) do
+    for _, lane in ipairs(t.jobqueProfile.laneInfo) do
       if lane.name ~= "caller" then
         threads = threads + 1
         assert.are.equal(50, lane.recorded)
@@ -116,7 +116,7 @@ describe("lanes", function()
       p.profile_start(10)
       spawn(2, RECORD_N:format(1)):join()
       p.profile_stop()
-      assert.are.equal(3, #S.save(p).jobqueProfile.lanes)
+      assert.are.equal(3, S.save(p).jobqueProfile.lanes)
     end
     assert.are.equal(made, T.lane_structs())
   end)
@@ -129,7 +129,7 @@ describe("lanes", function()
       p.profile_stop()
       local t = S.save(p)
       local caller_seen = false
-      for _, lane in ipairs(t.jobqueProfile.lanes) do
+      for _, lane in ipairs(t.jobqueProfile.laneInfo) do
         assert.is_true(lane.recorded <= 200 + round)
         if lane.name == "caller" then caller_seen = true end
       end

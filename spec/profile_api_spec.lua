@@ -88,7 +88,7 @@ describe("trace sessions", function()
     local marks = S.markers(t, "api-full")
     assert.are.equal(10, #marks)
     for i, ev in ipairs(marks) do assert.are.equal(i, ev.args.arg) end -- the first ten, kept
-    local lane = t.jobqueProfile.lanes[1]
+    local lane = t.jobqueProfile.laneInfo[1]
     assert.are.equal(10, lane.recorded)
     assert.are.equal(15, lane.dropped)
   end)
@@ -101,7 +101,7 @@ describe("trace sessions", function()
     local marks = S.markers(t, "api-fill")
     assert.is_true(fill[1].ts >= marks[3].ts)
     assert.are.equal(marks[3].tid, fill[1].tid)
-    assert.are.equal(fill[1].ts, t.jobqueProfile.lanes[1].fullAtUs)
+    assert.are.equal(fill[1].ts, t.jobqueProfile.laneInfo[1].fullAtUs)
   end)
 
   it("records nothing after profile_stop", function()

@@ -54,7 +54,7 @@ describe("queue tracing", function()
 
   it("names worker lanes in order, with the caller last", function()
     local order = {}
-    for _, lane in ipairs(t.jobqueProfile.lanes) do order[#order + 1] = lane.name end
+    for _, lane in ipairs(t.jobqueProfile.laneInfo) do order[#order + 1] = lane.name end
     assert.are.same({"worker 0", "worker 1", "caller"}, order)
   end)
 

@@ -91,6 +91,24 @@ describe("trace.load", function()
     assert.same({"frame"}, m.marker_kinds)
   end)
 
+  it("reads per-lane counts from laneInfo, and from the old list under lanes", function()
+    local head = '{"traceEvents":[{"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"w"}},'
+                 .. '{"ph":"X","ts":0,"dur":1,"pid":1,"tid":1,"name":"x","cat":"job"}],'
+    local info = '[{"tid":1,"name":"w","recorded":7,"dropped":3,"fullAtUs":0.5}]'
+    for _, meta in ipairs{'{"lanes":1,"laneInfo":' .. info .. '}', '{"lanes":' .. info .. '}'} do
+      local m = load_text(head .. '"jobqueProfile":' .. meta .. '}')
+      assert.equal(1, #m.lanes)
+      assert.equal(7, m.lanes[1].recorded)
+      assert.equal(3, m.lanes[1].dropped)
+      assert.equal(0.5, m.lanes[1].full_at)
+      assert.equal(3, m.dropped)
+    end
+    local path = S.tmpfile()
+    S.write(path, head .. '"jobqueProfile":{"lanes":1,"laneInfo":[{"name":"w","fullAtUs":1e999}]}}')
+    assert.matches('bad "jobqueProfile.laneInfo[1].fullAtUs": inf us is out of range', select(2, trace.load(path)),
+                   1, true)
+  end)
+
   it("says what is wrong with a file that is not a trace", function()
     local function err(text)
       local path = S.tmpfile()

@@ -2,6 +2,7 @@
 local p = require "jobque_profile"
 local S = require "support"
 local cjson = require "cjson"
+local jobque = require "jobque"
 
 local function one_session(name, arg)
   p.profile_start(64)
@@ -27,7 +28,7 @@ describe("the saved file", function()
     assert.are.equal("jobque_profile", process[1].args.name)
     local names = S.lane_names(t)
     local sorts = S.events(t, function(ev) return ev.ph == "M" and ev.name == "thread_sort_index" end)
-    assert.are.equal(#t.jobqueProfile.lanes, #sorts)
+    assert.are.equal(t.jobqueProfile.lanes, #sorts)
     for _, ev in ipairs(sorts) do
       assert.is_string(names[ev.tid])
       assert.are.equal(ev.tid - 1, ev.args.sort_index)
@@ -79,11 +80,31 @@ describe("the saved file", function()
     for _, x in ipairs(jp.markers) do if x.id == m then mk = x end end
     assert.are.same({id = c, name = "file cat", color = "#D678B4"}, cat)
     assert.are.same({id = m, name = "file marker"}, mk)
-    assert.are.equal(1, #jp.lanes)
-    assert.are.equal("caller", jp.lanes[1].name)
-    assert.are.equal(4, jp.lanes[1].recorded)
-    assert.are.equal(2, jp.lanes[1].dropped)
+    assert.are.equal(1, jp.lanes) -- the lane count, as in the seed's format (version 1)
+    assert.are.equal(1, #jp.laneInfo)
+    assert.are.equal("caller", jp.laneInfo[1].name)
+    assert.are.equal(4, jp.laneInfo[1].recorded)
+    assert.are.equal(2, jp.laneInfo[1].dropped)
     assert.are.equal(0, jp.lostEvents)
+  end)
+
+  it("keeps jobqueProfile.lanes the lane count and the per-lane details in laneInfo", function()
+    p.profile_start(16)
+    p.profile_marker("file lanes", 1)
+    jobque.with_job_que({workers = 2}, function(q) q:submit(function() return 1 end):wait() end)
+    p.profile_stop()
+    local t, text = S.save(p)
+    local jp = t.jobqueProfile
+    assert.are.equal("number", type(jp.lanes))
+    assert.are.equal(#jp.laneInfo, jp.lanes)
+    assert.are.equal(3, jp.lanes) -- two workers and the caller
+    assert.matches('"lanes":3,', text, 1, true)
+    for i, lane in ipairs(jp.laneInfo) do
+      assert.are.equal(i, lane.tid)
+      assert.is_string(lane.name)
+      assert.is_number(lane.recorded)
+      assert.are.equal(0, lane.dropped)
+    end
   end)
 
   it("stays valid JSON whatever the names hold", function()

@@ -551,7 +551,11 @@ static void put_profile(wbuf *b, const jq_save_view *v) {
   b->p = put_us(p, jq_clock_to_ns(&v->scale, v->stop_ticks));
   PUT_LIT(b, ",\"lostEvents\":");
   put_number(b, (int64_t)v->lost);
-  PUT_LIT(b, ",\n\"lanes\":[");
+  /* As in the seed's format (version 1), "lanes" is the lane count; the
+   * details of each lane are in "laneInfo". */
+  PUT_LIT(b, ",\"lanes\":");
+  put_number(b, v->nlanes);
+  PUT_LIT(b, ",\n\"laneInfo\":[");
   for (int i = 0; i < v->nlanes; i++) {
     const jq_save_lane *l = &v->lanes[i];
     PUT_ITEM(b, i == 0, ",\n{\"tid\":");

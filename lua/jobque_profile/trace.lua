@@ -357,13 +357,17 @@ local function build(events, meta)
   model.nevents = nev
   if nev == 0 then t0, t1 = 0, 0 end
   model.t0, model.t1 = t0, t1
-  -- Lane counts from jobqueProfile, by name.
-  if meta and type(meta.lanes) == "table" then
+  -- Lane counts from jobqueProfile, by name: in "laneInfo" (and "lanes" is
+  -- the lane count, as in the seed's format), or in "lanes" itself in files
+  -- written before laneInfo existed.
+  local info, info_key = meta and meta.laneInfo, "laneInfo"
+  if meta and type(info) ~= "table" and type(meta.lanes) == "table" then info, info_key = meta.lanes, "lanes" end
+  if type(info) == "table" then
     local by_name = {}
     for _, lane in ipairs(model.lanes) do
       if lane.name then by_name[lane.name] = lane end
     end
-    for i, l in ipairs(meta.lanes) do
+    for i, l in ipairs(info) do
       local lane = type(l) == "table" and by_name[l.name]
       if lane then
         lane.recorded = math.tointeger(l.recorded)
@@ -371,8 +375,8 @@ local function build(events, meta)
         local full = l.fullAtUs
         if type(full) == "number" then
           if not (full >= -MAX_US and full <= MAX_US) then
-            return nil, ('bad "jobqueProfile.lanes[%d].fullAtUs": %s us is %s'):format(i, time_text(full),
-                                                                                       OUT_OF_RANGE)
+            return nil, ('bad "jobqueProfile.%s[%d].fullAtUs": %s us is %s'):format(info_key, i, time_text(full),
+                                                                                      OUT_OF_RANGE)
           end
           lane.full_at = full
         end
