@@ -155,7 +155,62 @@ describe("stats.compute", function()
     assert.same({"a", "b", "submit"}, {f.categories[1].name, f.categories[2].name, f.categories[3].name})
     assert.same({90, 10, 5}, {f.categories[1].busy, f.categories[2].busy, f.categories[3].busy})
     assert.near(90 / 105, f.categories[1].share, 1e-12)
-    assert.equal(7, f.events) -- 5 slices, 2 markers; the wake instant at 100 is past the end
+    -- every event of the file: 5 slices, the flow's end at 60, 2 markers and
+    -- the wake instant at 100, the last moment of the trace (the range is closed)
+    assert.equal(9, f.events)
+  end)
+
+  it("covers the session: from its start to its stop, the last marker's unit included", function()
+    -- A loop of 3 frames (markers at 0, 5 ms, 10 ms) whose third takes 50 ms
+    -- of untraced work; the session stops at 60 ms. A job slice 1..4 ms on the caller.
+    local frames = [[
+{"traceEvents":[
+{"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"caller"}},
+{"ph":"i","s":"g","ts":0.000,"pid":1,"tid":1,"name":"frame","args":{"arg":1}},
+{"ph":"X","ts":1000.000,"dur":3000.000,"pid":1,"tid":1,"name":"job","cat":"job","args":{"job":1}},
+{"ph":"i","s":"g","ts":5000.000,"pid":1,"tid":1,"name":"frame","args":{"arg":2}},
+{"ph":"i","s":"g","ts":10000.000,"pid":1,"tid":1,"name":"frame","args":{"arg":3}}
+],
+"jobqueProfile":{"version":1,"clock":"tsc","durationUs":60000.000,"startUs":%s,"stopUs":%s,"lostEvents":0,"lanes":1,
+"laneInfo":[{"tid":1,"name":"caller","recorded":4,"dropped":0}],"categories":[],"markers":[{"id":1,"name":"frame"}]}}
+]]
+    local m = load_text(frames:format("0.000", "60000.000"))
+    assert.same({0, 60000}, {m.t0, m.t1})
+    local f = stats.compute(m)
+    assert.same({from = 0, to = 60000, duration = 60000}, f.range)
+    local u = f.markers[1]
+    assert.same({3, 5000, 5000, 50000, 50000}, {u.count, u.min, u.median, u.p95, u.max})
+    assert.same({3, 10000, 60000}, {u.units[3].arg, u.units[3].from, u.units[3].to})
+    assert.equal(4, f.events)
+    assert.near(1 - 3000 / 60000, f.lanes[1].idle, 1e-12)
+    -- a session that starts before its first event
+    m = load_text(frames:format("-500.000", "60000.000"))
+    assert.same({-500, 60000}, {m.t0, m.t1})
+    -- a stop before the last event (a damaged legend) never hides an event
+    m = load_text(frames:format("0.000", "7000.000"))
+    assert.same({0, 10000}, {m.t0, m.t1})
+    -- files of ours written before startUs/stopUs: the session is 0 .. durationUs
+    m = load_text(frames:gsub('"startUs":%%s,"stopUs":%%s,', ""))
+    assert.same({0, 60000}, {m.t0, m.t1})
+    assert.equal(3, stats.compute(m).markers[1].count)
+  end)
+
+  it("counts events at the end of a range, and the last event of a plain Chrome trace", function()
+    -- no session bounds: the trace runs from its first event (0) to its last (30)
+    local m = load_text([[
+[{"ph":"i","s":"g","ts":0,"pid":1,"tid":1,"name":"u"},
+ {"ph":"X","ts":5,"dur":25,"pid":1,"tid":1,"name":"x"},
+ {"ph":"i","s":"g","ts":10,"pid":1,"tid":1,"name":"u"},
+ {"ph":"i","s":"g","ts":30,"pid":1,"tid":1,"name":"u"}]
+]])
+    assert.same({0, 30}, {m.t0, m.t1})
+    local f = stats.compute(m)
+    assert.equal(4, f.events)
+    local u = f.markers[1]
+    assert.equal(2, u.count) -- the marker at the very end counts as an event, but has no time for a unit
+    assert.same({10, 30}, {u.units[2].from, u.units[2].to})
+    f = stats.compute(m, 0, 10)
+    assert.equal(3, f.events) -- the markers at 0 and 10 and the slice starting at 5
   end)
 
   it("splits marker units and their busy time by category", function()
@@ -272,6 +327,7 @@ describe("a trace saved by jobque_profile", function()
     local tokens
     for _, k in ipairs(f.markers) do if k.kind == "reader token" then tokens = k end end
     assert.equal(3, tokens.count)
+    assert.equal(m.t1, tokens.units[3].to) -- the last unit runs to the session's stop
     local by = {}
     for _, c in ipairs(f.categories) do by[c.name] = c.busy end
     assert.is_true(by["reader test"] > 0)
@@ -286,6 +342,33 @@ describe("a trace saved by jobque_profile", function()
     assert.equal(1, #sf.dropped.lanes)
     assert.is_number(sf.dropped.lanes[1].full_at)
     assert.matches("truncated: 12 events were dropped", report.text(sf, sm), 1, true)
+  end)
+end)
+
+describe("the session's bounds", function()
+  it("are in the saved file, and the reader's figures cover them", function()
+    -- The README's example: four markers with work between them, then stop.
+    local tok = p.profile_marker_id("bounds token")
+    p.profile_start(64)
+    for i = 0, 3 do
+      p.profile_marker(tok, i)
+      local x = 0
+      for k = 1, 10000 do x = x + k end
+    end
+    p.profile_stop()
+    local t, _, path = S.save(p)
+    local jp = t.jobqueProfile
+    assert.equal(0, jp.startUs)
+    assert.equal(jp.durationUs, jp.stopUs)
+    for _, ev in ipairs(t.traceEvents) do
+      if ev.ts then assert.is_true(ev.ts + (ev.dur or 0) <= jp.stopUs) end
+    end
+    local m = assert(trace.load(path))
+    assert.same({0, jp.stopUs}, {m.t0, m.t1})
+    local u
+    for _, k in ipairs(stats.compute(m).markers) do if k.kind == "bounds token" then u = k end end
+    assert.equal(4, u.count)
+    assert.same({3, jp.stopUs}, {u.units[4].arg, u.units[4].to})
   end)
 end)
 

@@ -546,9 +546,13 @@ static void put_profile(wbuf *b, const jq_save_view *v) {
   put_number(b, v->pid);
   PUT_LIT(b, ",\"eventsPerLane\":");
   put_number(b, (int64_t)v->events_per_lane);
-  char *p = wbuf_room(b, 64);
+  /* The session's bounds, on the events' timeline: zero is its start. */
+  uint64_t stop = jq_clock_to_ns(&v->scale, v->stop_ticks);
+  char *p = wbuf_room(b, 128);
   p = LIT(p, ",\"durationUs\":");
-  b->p = put_us(p, jq_clock_to_ns(&v->scale, v->stop_ticks));
+  p = put_us(p, stop);
+  p = LIT(p, ",\"startUs\":0.000,\"stopUs\":");
+  b->p = put_us(p, stop);
   PUT_LIT(b, ",\"lostEvents\":");
   put_number(b, (int64_t)v->lost);
   /* As in the seed's format (version 1), "lanes" is the lane count; the

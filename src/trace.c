@@ -208,7 +208,6 @@ static void stop_locked(void) {
     return;
   atomic_store_explicit(&jq_session_state, state & ~1u, memory_order_seq_cst);
   membarrier_all();
-  session_stop = jq_clock_ticks();
   /* Once per session, so that every save of it writes the same timestamps. */
   session_scale = jq_clock_scale_from(session_origin);
   pthread_mutex_lock(&lanes_mu);
@@ -218,6 +217,9 @@ static void stop_locked(void) {
         sched_yield();
   }
   pthread_mutex_unlock(&lanes_mu);
+  /* After the last recorder left its ring: every event read its clock
+   * before this, so the session's stop is after its last event. */
+  session_stop = jq_clock_ticks();
 }
 
 int jq_trace_start(uint64_t events_per_lane) {

@@ -1,9 +1,11 @@
 --- jobque_profile.stats: figures over a trace model (see jobque_profile.trace).
 --
--- compute(model [, from, to]) -> figures over the range [from, to)
--- (microseconds, the trace's whole span by default):
+-- compute(model [, from, to]) -> figures over the range [from, to], ends
+-- included (microseconds; by default the trace's bounds, model.t0 .. t1:
+-- the session's start and stop for our files):
 --   range     { from, to, duration }
---   events    events that start in the range (slices, instants, markers)
+--   events    events that start in the range: every event of the file
+--             (slices, slice ends, instants, markers, flows, awaits ...)
 --   lanes[i]  { name, busy, wait, idle, events, dropped, full_at }
 --   total     { busy, wait, idle, parallelism, lanes }
 --   categories[i] { name, color, busy, share }, most busy first
@@ -15,7 +17,9 @@
 -- and submits, for our traces), counted once where slices nest; idle is
 -- 1 - busy / (duration x lanes); parallelism is busy / duration, the
 -- average number of busy lanes. Marker units run from one marker of a kind
--- to the next; the last runs to the end of the range. Median and p95 are
+-- to the next; the last runs to the end of the range (a marker at the very
+-- end of the range counts as an event but starts no unit: it has no time
+-- in the range). Median and p95 are
 -- nearest-rank.
 -- compare(a, b) -> rows { label, a, b, diff, ratio } of two figures.
 local without_gc = require("jobque_profile.trace").without_gc
@@ -72,10 +76,10 @@ local function sweep_lane(lane, a, b, acc, span)
   local busy_end, wait_end = -math.huge, -math.huge
   for i = lo, lane.n do
     local s = ts[i]
-    if s >= b then break end
-    if s >= a then events = events + 1 end
+    if s > b then break end
+    if s >= a then events = events + 1 end -- closed: a slice starting at b counts
     local e = s + dur[i]
-    if e > a then
+    if e > a and s < b then
       local x, y = s < a and a or s, e > b and b or e
       if cat[i] == "wait" then -- the category waits count under (the page does the same)
         if y > wait_end then
@@ -99,9 +103,23 @@ local function count_in(list, a, b)
   local n = 0
   for _, x in ipairs(list) do
     local ts = x.ts
-    if ts >= a and ts < b then n = n + 1 end
+    if ts >= a and ts <= b then n = n + 1 end
   end
   return n
+end
+
+-- How many of the sorted times in list lie in [a, b].
+local function count_sorted(list, a, b)
+  local function first_at_least(x, strict) -- index of the first time >= x (> x when strict)
+    local lo, hi = 1, #list + 1
+    while lo < hi do
+      local mid = (lo + hi) // 2
+      local t = list[mid]
+      if t < x or (strict and t == x) then lo = mid + 1 else hi = mid end
+    end
+    return lo
+  end
+  return first_at_least(b, true) - first_at_least(a, false)
 end
 
 local function by_busy(x, y)
@@ -226,14 +244,11 @@ local function compute(model, from, to)
                 dropped = lane.dropped, full_at = lane.full_at}
     tbusy, twait, events = tbusy + busy, twait + wait, events + n
   end
-  local mts = model.marker_ts
-  for i = 1, #mts do
-    if mts[i] >= a and mts[i] < b then events = events + 1 end
-  end
+  events = events + count_sorted(model.marker_ts, a, b) + count_sorted(model.extra_ts or {}, a, b)
   local awaits = {count = 0, time = 0}
   for _, w in ipairs(model.awaits) do
     local x, y = math.max(w.ts, a), math.min(w.ts + w.dur, b)
-    if y > x or (w.ts >= a and w.ts < b) then
+    if y > x or (w.ts >= a and w.ts <= b) then
       awaits.count = awaits.count + 1
       awaits.time = awaits.time + math.max(0, y - x)
     end
@@ -258,7 +273,7 @@ local function compute(model, from, to)
   }
 end
 
---- Figures over [from, to) of a model (the whole trace by default).
+--- Figures over [from, to] of a model (the whole trace by default).
 function M.compute(model, from, to)
   return without_gc(compute, model, from, to)
 end

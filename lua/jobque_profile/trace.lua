@@ -5,7 +5,13 @@
 -- returns a model, or nil and a message that says what is wrong:
 --
 --   model.format      "jobque" (has a jobqueProfile key) or "chrome"
---   model.t0, t1      the first and last moment of any event, microseconds
+--   model.t0, t1      the trace's bounds, microseconds: the session's start
+--                     and stop when the file records them (jobqueProfile
+--                     startUs/stopUs), widened to take in every event; else
+--                     the first and last moment of any event
+--   model.extra_ts    times of the events kept as no slice, instant or
+--                     marker (slice ends, flows, awaits, counters...), so
+--                     that figures count every event of the file
 --   model.lanes[i]    in lane order: { name, pid, tid, sort,
 --                       n, ts[], dur[], cat[], kind[], ev[],   -- slices, by start
 --                       instants[], recorded, dropped, full_at }
@@ -180,6 +186,21 @@ local function read_meta(model, meta)
   end
   model.meta = meta
   model.clock = str(meta.clock)
+  -- The session's bounds: startUs/stopUs, or 0 .. durationUs in files of
+  -- ours written before those keys.
+  local start, stop = meta.startUs, meta.stopUs
+  if start == nil and stop == nil and type(meta.durationUs) == "number" then
+    start, stop = 0, meta.durationUs
+  end
+  if type(start) == "number" and type(stop) == "number" then
+    for _, pair in ipairs{{"startUs", start}, {"stopUs", stop}} do
+      local x = pair[2]
+      if not (x >= -MAX_US and x <= MAX_US) then
+        return nil, ('bad "jobqueProfile.%s": %s us is %s'):format(pair[1], time_text(x), OUT_OF_RANGE)
+      end
+    end
+    model.session = {start = math.min(start, stop), stop = math.max(start, stop)}
+  end
   model.lost = math.tointeger(meta.lostEvents) or 0
   for i, c in ipairs(type(meta.categories) == "table" and meta.categories or {}) do
     if type(c) ~= "table" or not str(c.name) then
@@ -212,7 +233,7 @@ local function build(events, meta)
   local model = {format = meta and "jobque" or "chrome", lanes = {}, lane_by_key = {}, lane_cache = {},
                  categories = {by_name = {}}, marker_kinds = {}, kind_seen = {},
                  marker_ts = {}, marker_kind = {}, marker_arg = {},
-                 awaits = {}, dropped = 0, lost = 0, skipped = 0, skips = {}, nevents = 0}
+                 awaits = {}, extra_ts = {}, dropped = 0, lost = 0, skipped = 0, skips = {}, nevents = 0}
   if meta then
     local ok, err = read_meta(model, meta)
     if not ok then return nil, err end
@@ -240,6 +261,7 @@ local function build(events, meta)
   end
   local m_ts, m_kind, m_arg = model.marker_ts, model.marker_kind, model.marker_arg
   local kind_seen, nmarkers = model.kind_seen, 0
+  local extra_ts, nextra = model.extra_ts, 0
   local skips, skip_entry = model.skips, {}
   local function skip(why)
     local entry = skip_entry[why]
@@ -293,6 +315,9 @@ local function build(events, meta)
           cn = cn + 1
           cts[cn], cdur[cn], ccat[cn], ckind[cn], cev[cn] = ts, dur, cat, kind, e
           if cat ~= last_cat then category(cat) end
+        else
+          nextra = nextra + 1
+          extra_ts[nextra] = ts
         end
       elseif ph == "i" or ph == "I" or ph == "R" then
         local scope = e.s
@@ -320,6 +345,8 @@ local function build(events, meta)
         open_b[lane] = stack
         stack[#stack + 1] = e
       elseif ph == "E" then
+        nextra = nextra + 1
+        extra_ts[nextra] = ts
         flush()
         local lane = lane_of(model, e)
         local stack = open_b[lane]
@@ -327,10 +354,18 @@ local function build(events, meta)
         if b then
           stack[#stack] = nil
           local kind, cat = classify(b, ours)
-          if kind then add_slice(lane, b.ts, math.max(0, ts - b.ts), cat, kind, b) category(cat) end
+          if kind then
+            add_slice(lane, b.ts, math.max(0, ts - b.ts), cat, kind, b)
+            category(cat)
+          else
+            nextra = nextra + 1
+            extra_ts[nextra] = b.ts
+          end
         end
-      elseif ph == "b" or ph == "e" then
-        if ours and e.cat == "await" then
+      else
+        nextra = nextra + 1 -- b/e, flows, counters, objects: counted, not drawn
+        extra_ts[nextra] = ts
+        if (ph == "b" or ph == "e") and ours and e.cat == "await" then
           local id = type(e.id2) == "table" and e.id2["local"] or e.id
           id = tostring(id)
           if ph == "b" then
@@ -347,6 +382,11 @@ local function build(events, meta)
     end
   end
   flush()
+  if nev == 0 then t0, t1 = 0, 0 end
+  if model.session then -- the session's bounds, never hiding an event
+    if nev == 0 or model.session.start < t0 then t0 = model.session.start end
+    if nev == 0 or model.session.stop > t1 then t1 = model.session.stop end
+  end
   -- A "B" never ended runs to the end of the trace.
   for lane, stack in pairs(open_b) do
     for _, b in ipairs(stack) do
@@ -355,7 +395,6 @@ local function build(events, meta)
     end
   end
   model.nevents = nev
-  if nev == 0 then t0, t1 = 0, 0 end
   model.t0, model.t1 = t0, t1
   -- Lane counts from jobqueProfile, by name: in "laneInfo" (and "lanes" is
   -- the lane count, as in the seed's format), or in "lanes" itself in files
@@ -408,6 +447,7 @@ local function build(events, meta)
     lane.maxdur = maxdur
   end
   sort_columns(model, {"marker_ts", "marker_kind", "marker_arg"}, #model.marker_ts)
+  table.sort(extra_ts)
   model.markers = marker_list(model)
   model.kind_seen, model.lane_by_key, model.lane_cache = nil, nil, nil
   return model
