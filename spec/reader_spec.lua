@@ -372,6 +372,67 @@ describe("the session's bounds", function()
   end)
 end)
 
+describe("marker args", function()
+  it("round-trip exactly through the file, the reader, the report, --json and the page", function()
+    local html = require "jobque_profile.html"
+    local big = {math.maxinteger, math.mininteger, (1 << 53) + 1, -(1 << 53) - 1, 1 << 53, 42}
+    local kind = p.profile_marker_id("exact arg")
+    p.profile_start(64)
+    for _, v in ipairs(big) do p.profile_marker(kind, v) end
+    p.profile_stop()
+    local _, text, path = S.save(p)
+    assert.matches('"args":{"arg":9223372036854775807}', text, 1, true)
+    assert.matches('"args":{"arg":-9223372036854775808}', text, 1, true)
+    local m = assert(trace.load(path))
+    local args = {}
+    for i = 1, #m.markers do
+      if m.markers[i].kind == "exact arg" then args[#args + 1] = m.markers[i].arg end
+    end
+    assert.equal(#big, #args)
+    for i, v in ipairs(big) do
+      assert.equal("integer", math.type(args[i]))
+      assert.is_true(args[i] == v, ("arg %d: %s read as %s"):format(i, v, args[i]))
+    end
+    local f = stats.compute(m)
+    local units
+    for _, k in ipairs(f.markers) do if k.kind == "exact arg" then units = k.units end end
+    local txt, js = report.text(f, m), report.json(f)
+    for _, v in ipairs(big) do
+      assert.matches(" " .. v .. " ", txt, 1, true)
+      assert.matches('"arg":' .. v .. ",", js, 1, true)
+    end
+    assert.equal(math.maxinteger, units[1].arg)
+    -- the page: JavaScript numbers hold 53 bits, so larger args travel as text
+    local page = html.render(m)
+    assert.matches('"9223372036854775807"', page, 1, true)
+    assert.matches('"-9223372036854775808"', page, 1, true)
+    assert.matches('"9007199254740993"', page, 1, true)
+    assert.is_nil(page:find("9.2233720368548e+18", 1, true))
+  end)
+
+  it("are read exactly only where they are args.arg of an event", function()
+    -- 2^63 - 1 as a name, as a ts-like field and nested deeper: none is a marker arg
+    local m = load_text([[
+{"traceEvents":[
+{"ph":"i","s":"g","ts":0,"pid":1,"tid":1,"name":"9223372036854775807","args":{"x":{"arg":9223372036854775807},"arg":7}},
+{"ph":"i","s":"g","ts":1,"pid":1,"tid":1,"name":"k","args":{"arg":9007199254740993.0}},
+{"ph":"i","s":"g","ts":2,"pid":1,"tid":1,"name":"k","args":{"arg":-9223372036854775807}},
+{"ph":"i","s":"g","ts":3,"pid":1,"tid":1,"name":"k","args":{"arg":99999999999999999999}},
+{"ph":"i","s":"g","ts":4,"pid":1,"tid":1,"name":"k","args":{"arg":9223372036854775807},"args":{"arg":3}}
+],"jobqueProfile":{"lanes":1,"laneInfo":[],"categories":[],"markers":[]}}
+]])
+    local want = {7, 9007199254740992, -9223372036854775807, 1e20, 3}
+    for i, v in ipairs(want) do
+      assert.is_true(m.markers[i].arg == v, ("marker %d: %s, want %s"):format(i, m.markers[i].arg, v))
+    end
+    assert.equal("float", math.type(m.markers[4].arg))
+    assert.same({}, core.exact_marker_args('{"traceEvents":[{"args":{"arg":"9223372036854775807"}}]}'))
+    assert.same({[2] = math.maxinteger},
+                core.exact_marker_args('[{"a":"\\\"{"},{"args":{"arg":9223372036854775807}}]'))
+    assert.is_nil((core.exact_marker_args(("["):rep(2000))))
+  end)
+end)
+
 describe("report.json", function()
   it("writes JSON that reads back to the same figures", function()
     local cjson = require "cjson"

@@ -2,7 +2,8 @@
  * core.c - luaopen_jobque_core, the one exported symbol of jobque.core.
  *
  * Returns { profile = {...}, clock_source = "tsc"|"monotonic",
- * noop, monotonic_ns, palette_color, write_file, queue functions } (and
+ * noop, monotonic_ns, palette_color, write_file, exact_marker_args, queue
+ * functions } (and
  * `_test` in test builds). The profile functions
  * sit one level down so that Lua's error messages name them after the module
  * users require ('jobque_profile.profile_marker'), not after the core.
@@ -13,6 +14,7 @@
 
 #include "bindings.h"
 #include "file_replace.h"
+#include "json_scan.h"
 #include "trace.h"
 
 /* The benchmarks' baseline: a C function that takes arguments and does nothing. */
@@ -83,6 +85,38 @@ static int l_write_file(lua_State *L) {
   return 3;
 }
 
+/* The scan's findings go into the table on top of the stack. */
+static void put_exact_arg(void *ud, uint64_t index, int exact, int64_t value, int reset) {
+  lua_State *L = ud;
+  if (reset) {
+    lua_pop(L, 1);
+    lua_newtable(L);
+    return;
+  }
+  if (exact)
+    lua_pushinteger(L, (lua_Integer)value);
+  else
+    lua_pushnil(L);
+  lua_rawseti(L, -2, (lua_Integer)index);
+}
+
+/* exact_marker_args(text) -> { [event index] = integer } | fail, message
+ * The events (of "traceEvents", or of a bare array) whose args.arg is an
+ * integer literal beyond +-2^53 that fits 64 bits, with its exact value:
+ * what lua-cjson, which reads every number as a double, rounds. */
+static int l_exact_marker_args(lua_State *L) {
+  size_t len;
+  const char *text = luaL_checklstring(L, 1, &len);
+  lua_settop(L, 1);
+  lua_newtable(L);
+  if (jq_json_scan_args(text, len, put_exact_arg, L) != 0) {
+    luaL_pushfail(L);
+    lua_pushliteral(L, "the JSON is too deep or malformed for the scan");
+    return 2;
+  }
+  return 1;
+}
+
 __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   jq_trace_init();
   lua_createtable(L, 0, 8);
@@ -99,6 +133,8 @@ __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   lua_setfield(L, -2, "palette_color");
   lua_pushcfunction(L, l_write_file);
   lua_setfield(L, -2, "write_file");
+  lua_pushcfunction(L, l_exact_marker_args);
+  lua_setfield(L, -2, "exact_marker_args");
 #ifdef JQ_TESTING
   jq_open_testing(L);
   lua_setfield(L, -2, "_test");

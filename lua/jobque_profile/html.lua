@@ -84,7 +84,8 @@ local function data(model)
     if arg == nil then
       ma[i] = "null"
     elseif math.tointeger(arg) then
-      ma[i] = math.tointeger(arg)
+      local n = math.tointeger(arg) -- beyond 2^53 a JavaScript number would round it: as text
+      ma[i] = (n > 1 << 53 or n < -(1 << 53)) and quote(tostring(n)) or n
     elseif type(arg) == "number" and arg - arg == 0 then -- finite: JSON has no inf or nan
       ma[i] = ("%.14g"):format(arg)
     else

@@ -16,7 +16,8 @@
 --                       n, ts[], dur[], cat[], kind[], ev[],   -- slices, by start
 --                       instants[], recorded, dropped, full_at }
 --   model.categories  list of { name, color = "#RRGGBB" }, and by_name
---   model.markers     list of { ts, kind, arg }, by time (also as columns:
+--   model.markers     list of { ts, kind, arg }, by time (an integer arg is
+--                     exact to 64 bits, though cjson reads doubles; also as columns:
 --                     marker_ts[], marker_kind[], marker_arg[]); markers are global
 --   model.marker_kinds list of kind names, in order of registration/appearance
 --   model.awaits      list of { ts, dur, lane, job }
@@ -228,8 +229,10 @@ end
 local PHASES = {}
 for ph in ("X i I R B E b e s t f C n N O D"):gmatch("%S+") do PHASES[ph] = true end
 
--- Builds the model from decoded events.
-local function build(events, meta)
+local TWO53 = 2.0 ^ 53
+
+-- Builds the model from decoded events (and the text they came from).
+local function build(events, meta, text)
   local model = {format = meta and "jobque" or "chrome", lanes = {}, lane_by_key = {}, lane_cache = {},
                  categories = {by_name = {}}, marker_kinds = {}, kind_seen = {},
                  marker_ts = {}, marker_kind = {}, marker_arg = {},
@@ -262,6 +265,7 @@ local function build(events, meta)
   local m_ts, m_kind, m_arg = model.marker_ts, model.marker_kind, model.marker_arg
   local kind_seen, nmarkers = model.kind_seen, 0
   local extra_ts, nextra = model.extra_ts, 0
+  local rounded = {} -- marker -> index of its event, for args beyond 2^53
   local skips, skip_entry = model.skips, {}
   local function skip(why)
     local entry = skip_entry[why]
@@ -326,9 +330,12 @@ local function build(events, meta)
           local kind = str(e.name) or "?"
           if not kind_seen[kind] then add_marker_kind(model, kind) end
           local arg = args.arg
+          nmarkers = nmarkers + 1
+          if math.type(arg) == "float" and (arg >= TWO53 or arg <= -TWO53) and arg == arg // 1 then
+            rounded[nmarkers] = i -- a double may have rounded it: read it from the text below
+          end
           arg = math.tointeger(arg) or arg -- cjson reads every number as a float
           if type(arg) ~= "number" and type(arg) ~= "string" then arg = nil end
-          nmarkers = nmarkers + 1
           m_ts[nmarkers], m_kind[nmarkers], m_arg[nmarkers] = ts, kind, arg
         else
           local lane = lane_of(model, e)
@@ -382,6 +389,15 @@ local function build(events, meta)
     end
   end
   flush()
+  if next(rounded) and text then
+    -- lua-cjson reads every number as a double: take the exact integers
+    -- from the text (a scan that runs only for such files).
+    local exact = core.exact_marker_args(text)
+    for k, i in pairs(exact and rounded or {}) do
+      local v = exact[i]
+      if v and v + 0.0 == m_arg[k] + 0.0 then m_arg[k] = v end
+    end
+  end
   if nev == 0 then t0, t1 = 0, 0 end
   if model.session then -- the session's bounds, never hiding an event
     if nev == 0 or model.session.start < t0 then t0 = model.session.start end
@@ -491,7 +507,7 @@ local function decode(text, name)
     return nil, ('%s: not a trace: "traceEvents" is not an array (it is an object)'):format(name)
   end
   if meta == cjson.null then meta = nil end
-  local model, berr = build(events, meta)
+  local model, berr = build(events, meta, text)
   if not model then return nil, ("%s: %s"):format(name, berr) end
   model.path = name
   return model
