@@ -34,7 +34,9 @@
 -- blocked on a result) or "slice" (any other complete event); its cat is the
 -- name its time is counted under: the job's category for "job", "submit" for
 -- submits, "wait" for waits, and the event's cat (else its name) otherwise;
--- a slice whose category is "wait" is a wait in any trace.
+-- a slice whose category is "wait" is a wait in any trace. In traces of the
+-- seed system's writer, publish and chunk slices count under their chain's
+-- category (stage >> 8 of the chain's publish), stage_wait as a wait.
 local cjson = require "cjson.safe"
 local core = require "jobque.core"
 
@@ -214,6 +216,8 @@ local function read_meta(model, meta)
       model.categories[#model.categories + 1] = entry
       model.categories.by_name[c.name] = entry
     end
+    local id = math.tointeger(c.id)
+    if id and not model.category_by_id[id] then model.category_by_id[id] = model.categories.by_name[c.name] end
   end
   for i, m in ipairs(type(meta.markers) == "table" and meta.markers or {}) do
     if type(m) ~= "table" or not str(m.name) then
@@ -222,6 +226,39 @@ local function read_meta(model, meta)
     add_marker_kind(model, m.name)
   end
   return true
+end
+
+-- The seed system's writer (its format, version 1): slices named publish,
+-- chunk or stage_wait, with no cat, belong to a parallel operation (a
+-- chain, args.chain); the op tag it was published under is stage >> 8 of
+-- its publish event, and the category with that id names it.
+local SEED_CHAINED = {publish = true, chunk = true, stage_wait = true}
+
+-- chain id -> op tag, from the publish events of a seed trace.
+local function seed_chain_tags(events)
+  local tags = {}
+  for i = 1, #events do
+    local e = events[i]
+    if type(e) == "table" and e.name == "publish" and e.ph == "X" and e.cat == nil and type(e.args) == "table" then
+      local chain, stage = e.args.chain, math.tointeger(e.args.stage)
+      if chain ~= nil and chain == chain and stage and stage >= 0 then tags[chain] = stage >> 8 end
+    end
+  end
+  return tags
+end
+
+-- What a seed slice of a chain is: ("wait", "wait") for stage_wait, else
+-- "slice" under its chain's category ("untagged" for tag 0, "tag N" for a
+-- tag with no category), or under its own name when no publish of its
+-- chain is in the file.
+local function seed_classify(model, e, tags)
+  if e.name == "stage_wait" then return "wait", "wait" end
+  local chain = e.args.chain
+  local tag = chain ~= nil and chain == chain and tags[chain]
+  if not tag then return "slice", e.name end
+  if tag == 0 then return "slice", "untagged" end
+  local c = model.category_by_id[tag]
+  return "slice", c and c.name or ("tag %d"):format(tag)
 end
 
 -- The phases read (flows, counters and object events count as events, and
@@ -234,7 +271,7 @@ local TWO53 = 2.0 ^ 53
 -- Builds the model from decoded events (and the text they came from).
 local function build(events, meta, text)
   local model = {format = meta and "jobque" or "chrome", lanes = {}, lane_by_key = {}, lane_cache = {},
-                 categories = {by_name = {}}, marker_kinds = {}, kind_seen = {},
+                 categories = {by_name = {}}, category_by_id = {}, marker_kinds = {}, kind_seen = {},
                  marker_ts = {}, marker_kind = {}, marker_arg = {},
                  awaits = {}, extra_ts = {}, dropped = 0, lost = 0, skipped = 0, skips = {}, nevents = 0}
   if meta then
@@ -266,6 +303,7 @@ local function build(events, meta, text)
   local kind_seen, nmarkers = model.kind_seen, 0
   local extra_ts, nextra = model.extra_ts, 0
   local rounded = {} -- marker -> index of its event, for args beyond 2^53
+  local seed_tags -- chain id -> op tag, in traces of the seed's writer
   local skips, skip_entry = model.skips, {}
   local function skip(why)
     local entry = skip_entry[why]
@@ -308,7 +346,13 @@ local function build(events, meta, text)
         dur = dur or 0
         if dur > MAX_US or dur ~= dur then return nil, bad_time(i, e, "dur", dur) end
         if ts + dur > t1 then t1 = ts + dur end
-        local kind, cat = classify(e, ours)
+        local kind, cat
+        if e.cat == nil and SEED_CHAINED[e.name] and type(e.args) == "table" then
+          seed_tags = seed_tags or seed_chain_tags(events) -- once, for seed traces only
+          kind, cat = seed_classify(model, e, seed_tags)
+        else
+          kind, cat = classify(e, ours)
+        end
         if kind then
           local pid, tid = e.pid, e.tid
           if not cur or pid ~= cpid or tid ~= ctid then
@@ -465,7 +509,7 @@ local function build(events, meta, text)
   sort_columns(model, {"marker_ts", "marker_kind", "marker_arg"}, #model.marker_ts)
   table.sort(extra_ts)
   model.markers = marker_list(model)
-  model.kind_seen, model.lane_by_key, model.lane_cache = nil, nil, nil
+  model.kind_seen, model.lane_by_key, model.lane_cache, model.category_by_id = nil, nil, nil, nil
   return model
 end
 
