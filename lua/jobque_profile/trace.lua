@@ -507,7 +507,9 @@ local function build(events, meta, text)
     lane.maxdur = maxdur
   end
   sort_columns(model, {"marker_ts", "marker_kind", "marker_arg"}, #model.marker_ts)
-  table.sort(extra_ts)
+  for k = 2, #extra_ts do
+    if extra_ts[k] < extra_ts[k - 1] then table.sort(extra_ts) break end
+  end
   model.markers = marker_list(model)
   model.kind_seen, model.lane_by_key, model.lane_cache, model.category_by_id = nil, nil, nil, nil
   return model
