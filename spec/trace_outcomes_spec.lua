@@ -275,3 +275,43 @@ describe("copying values between states", function()
     assert.are.equal(3, cjson.decode(report.json(f)).copies[1].count)
   end)
 end)
+
+describe("an error text in a lane's ring", function()
+  teardown(function() p.profile_stop() end)
+
+  it("is skipped whole by the writer: its bytes never read as events", function()
+    -- bytes 30 of each 32-byte entry would be an event's kind: make them all SUBMIT (2)
+    local msg = ("\2"):rep(200)
+    p.profile_start(1000)
+    local q <close> = jobque.new{workers = 1}
+    local job = q:submit(function(m) error(m, 0) end, msg)
+    local id = job:id()
+    job:pwait()
+    q:close()
+    p.profile_stop()
+    local t = S.save(p)
+    for _, ev in ipairs(S.events(t, function(ev) return ev.cat == "submit" end)) do
+      assert.are.equal(id, ev.args.job, "a submit that was never recorded")
+    end
+    local failed = S.events(t, function(ev) return ev.cat == "job" and ev.args.job == id end)
+    assert.are.equal(msg, failed[1].args.error)
+  end)
+
+  it("is dropped whole and counted when the ring has no room for it; the slice stays failed", function()
+    p.profile_start(6) -- the worker's ring: a few events, not a 200-byte text (8 entries)
+    local q <close> = jobque.new{workers = 1}
+    local job = q:submit(function(m) error(m, 0) end, ("y"):rep(200))
+    local id = job:id()
+    job:pwait()
+    q:close()
+    p.profile_stop()
+    local t = S.save(p)
+    local worker
+    for _, lane in ipairs(t.jobqueProfile.lanes) do if lane.name == "worker 0" then worker = lane end end
+    assert.is_true(worker.dropped >= 1)
+    local failed = S.events(t, function(ev) return ev.cat == "job" and ev.args.job == id end)
+    assert.are.equal(1, #failed, "the slice fits in the ring")
+    assert.is_true(failed[1].args.failed)
+    assert.is_nil(failed[1].args.error)
+  end)
+end)
