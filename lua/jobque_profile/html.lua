@@ -5,8 +5,8 @@
 -- or change how the page parses), nothing fetched. The page draws on a
 -- canvas and, after each draw, publishes what it shows in
 -- window.timelineState and in document.body.dataset.state (lanes, legend
--- entries, markers, the selected range's figures), which the specs read. A URL fragment
--- "#from=US&to=US" (the file's own timestamps) selects a range on load.
+-- entries, markers, failed slices (outlined in red), the selected range's
+-- figures), which the specs read. A URL fragment "#from=US&to=US" (the file's own timestamps) selects a range on load.
 local report = require "jobque_profile.report"
 
 local M = {}
