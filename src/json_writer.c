@@ -329,7 +329,7 @@ static int context_init(context *c, const jq_save_view *v, const fragments *mark
   c->cat_index = calloc(65536, sizeof(uint16_t));
   size_t ns = 0, nw = 0;
   for (int l = 0; l < v->nlanes; l++)
-    for (uint64_t i = 0; i < v->lanes[l].count; i++) {
+    for (uint64_t i = 0; i < v->lanes[l].count; i += jq_event_span(&v->lanes[l].events[i])) {
       ns += v->lanes[l].events[i].kind == JQ_EV_SUBMIT;
       nw += v->lanes[l].events[i].kind == JQ_EV_FLOW;
     }
@@ -345,7 +345,7 @@ static int context_init(context *c, const jq_save_view *v, const fragments *mark
   }
   c->cats.off[v->ncategories] = (size_t)(p - c->cats.text);
   for (int l = 0; l < v->nlanes && ns + nw > 0; l++) /* a marker-only trace skips this */
-    for (uint64_t i = 0; i < v->lanes[l].count; i++) {
+    for (uint64_t i = 0; i < v->lanes[l].count; i += jq_event_span(&v->lanes[l].events[i])) {
       const jq_event *e = &v->lanes[l].events[i];
       if (e->kind == JQ_EV_SUBMIT)
         c->submits[c->nsubmits++] = (uint64_t)e->arg;
@@ -401,6 +401,35 @@ static char *put_span_head(char *p, const jq_clock_scale *s, const jq_event *e, 
   return p + headlen;
 }
 
+/* The error text recorded for `job` right after event i of a lane, or NULL. */
+static const jq_event *text_after(const jq_save_lane *lane, uint64_t i, int64_t job) {
+  uint64_t k = i + 1;
+  if (k >= lane->count)
+    return NULL;
+  const jq_event *t = &lane->events[k];
+  if (t->kind != JQ_EV_TEXT || t->arg != job || t->id > JQ_TEXT_MAX ||
+      jq_text_slots(t->id) > lane->count - k - 1)
+    return NULL;
+  return t;
+}
+
+/* The room an error text takes in args. */
+#define ERROR_MAX (ESCAPED_MAX(JQ_TEXT_MAX) + 16)
+
+/* ,"error":"..." for a text event (an ellipsis ends a cut message). */
+static char *put_error(char *p, const jq_event *t) {
+  if (!t)
+    return p;
+  p = LIT(p, ",\"error\":\"");
+  p = json_escape(p, (const char *)(t + 1), t->id);
+  if (t->flags & JQ_TEXT_CUT)
+    p = LIT(p, "\xe2\x80\xa6");
+  *p++ = '"';
+  return p;
+}
+
+static const char *const copy_names[4] = {"copy", "copy in", "copy out", "copy result"};
+
 static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane, int tid) {
   const jq_save_view *v = c->v;
   const fragments *marks = c->marks;
@@ -409,7 +438,7 @@ static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane,
   h = put_u64(h, (uint64_t)tid);
   h = LIT(h, ",\"name\":\"");
   size_t headlen = (size_t)(h - head);
-  for (uint64_t i = 0; i < lane->count; i++) {
+  for (uint64_t i = 0; i < lane->count; i += jq_event_span(&lane->events[i])) {
     const jq_event *e = &lane->events[i];
     char *p;
     switch (e->kind) {
@@ -439,13 +468,15 @@ static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane,
       p = LIT(p, ",\"flow_out\":true}");
       break;
     case JQ_EV_SLICE:
-      p = wbuf_room(b, EVENT_MAX + cat_len(c, e->cat));
+      p = wbuf_room(b, EVENT_MAX + cat_len(c, e->cat) + ERROR_MAX);
       p = put_span_head(p, &v->scale, e, head, headlen);
       p = put_cat(p, c, e->cat);
       p = LIT(p, "\",\"cat\":\"job\",\"args\":{\"job\":");
       p = put_i64(p, e->arg);
-      if (e->flags & JQ_SLICE_FAILED)
+      if (e->flags & JQ_SLICE_FAILED) {
         p = LIT(p, ",\"failed\":true");
+        p = put_error(p, text_after(lane, i, e->arg));
+      }
       p = LIT(p, "}");
       if ((e->flags & JQ_SLICE_FIRST) && has(c->submits, c->nsubmits, (uint64_t)e->arg)) {
         p = LIT(p, ",\"bind_id\":");
@@ -457,6 +488,37 @@ static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane,
         p = LIT(p, ",\"flow_in\":true");
       }
       p = LIT(p, "}");
+      break;
+    case JQ_EV_COPY: {
+      p = wbuf_room(b, EVENT_MAX + cat_len(c, e->cat) + ERROR_MAX);
+      p = put_span_head(p, &v->scale, e, head, headlen);
+      const char *name = copy_names[e->flags & JQ_COPY_KIND];
+      p = put_lit(p, name, strlen(name));
+      p = LIT(p, "\",\"cat\":\"copy\",\"args\":{\"job\":");
+      p = put_i64(p, e->arg);
+      p = LIT(p, ",\"bytes\":");
+      p = put_u64(p, e->id);
+      p = LIT(p, ",\"category\":\"");
+      p = put_cat(p, c, e->cat);
+      p = LIT(p, "\"");
+      if (e->flags & JQ_COPY_FAILED) {
+        p = LIT(p, ",\"failed\":true");
+        p = put_error(p, text_after(lane, i, e->arg));
+      }
+      p = LIT(p, "}}");
+      break;
+    }
+    case JQ_EV_CANCEL:
+      p = wbuf_room(b, EVENT_MAX + cat_len(c, e->cat));
+      p = LIT(p, ",\n{\"ph\":\"i\",\"s\":\"t\",\"ts\":");
+      p = put_us(p, jq_clock_to_ns(&v->scale, e->t0));
+      memcpy(p, head, COPY_CHUNK);
+      p += headlen;
+      p = LIT(p, "cancelled\",\"cat\":\"jobque\",\"args\":{\"job\":");
+      p = put_i64(p, e->arg);
+      p = LIT(p, ",\"category\":\"");
+      p = put_cat(p, c, e->cat);
+      p = LIT(p, "\"}}");
       break;
     case JQ_EV_FLOW:
       p = wbuf_room(b, EVENT_MAX);

@@ -237,7 +237,12 @@ static int deliver(lua_State *L, jq_job *job, int protected) {
   if (protected)
     lua_pushboolean(L, job->state == JQ_JOB_DONE);
   if (job->state == JQ_JOB_DONE) {
+    uint64_t t0 = jq_ring_armed() ? jq_clock_ticks() : 0;
     jq_decode(L, &job->result);
+    if (t0 && jq_ring_armed())
+      jq_ring_put(JQ_EV_COPY, JQ_COPY_RESULT, job->tag,
+                  job->result.len > UINT32_MAX ? UINT32_MAX : (uint32_t)job->result.len,
+                  (int64_t)job->id, t0, jq_clock_ticks());
     return lua_gettop(L) - top;
   }
   push_error(L, job);

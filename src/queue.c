@@ -205,6 +205,11 @@ void jq_job_unref(jq_job *job) {
   unref_active = 0;
 }
 
+void jq_job_cancel(jq_job *job) {
+  job->fail_reason = JQ_FAIL_CLOSED;
+  jq_ring_put(JQ_EV_CANCEL, 0, job->tag, 0, (int64_t)job->id, 0, 0); /* on the cancelling lane */
+}
+
 void jq_job_set_cause(jq_job *job, jq_job *cause, int reason) {
   job->fail_reason = reason;
   jq_job_ref(cause);
@@ -495,7 +500,7 @@ static int finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int *
       if (!q->closing) {
         push_ready(q, d);
       } else {
-        d->fail_reason = JQ_FAIL_CLOSED; /* ready only now that its queue closes */
+        jq_job_cancel(d); /* ready only now that its queue closes */
         if (add_ptr((void **)work, nwork, capwork, sizeof d, &d) == 0)
           continue;
         d->state = JQ_JOB_FAILED;
@@ -545,7 +550,7 @@ void jq_queue_begin_close(jq_queue *q) {
   while (q->ready_head) { /* jobs that never started fail */
     jq_job *job = q->ready_head;
     q->ready_head = job->next;
-    job->fail_reason = JQ_FAIL_CLOSED;
+    jq_job_cancel(job);
     jq_queue_finish(q, job, JQ_JOB_FAILED);
   }
   q->ready_tail = NULL;
@@ -571,7 +576,7 @@ void jq_queue_fail_rest(jq_queue *q) {
       job = job->all_next;
     if (!job)
       return;
-    job->fail_reason = JQ_FAIL_CLOSED;
+    jq_job_cancel(job);
     jq_queue_finish(q, job, JQ_JOB_FAILED);
   }
 }

@@ -185,6 +185,10 @@ jq_job *jq_queue_suspended_on(jq_queue *q, jq_worker *w);
  * with a slice running (they finish when it ends). */
 void jq_queue_fail_rest(jq_queue *q);
 
+/* Before `job` finishes: it fails because its queue closes (reason
+ * JQ_FAIL_CLOSED); a `cancelled` instant is recorded on the calling lane. */
+void jq_job_cancel(jq_job *job);
+
 /* Before `job` finishes: it fails because `cause` failed (reason
  * JQ_FAIL_DEPENDENCY or JQ_FAIL_AWAITED). Takes a reference to `cause`
  * (which must have finished) and extends its failure chain. */

@@ -14,6 +14,7 @@
 
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "clock.h"
 
@@ -36,8 +37,32 @@ enum {
   JQ_EV_AWAIT,      /* span: a job suspended awaiting another; arg = job id,
                        id = awaited job id */
   JQ_EV_WAIT,       /* span: a thread blocked waiting; arg = job id, 0 = all */
-  JQ_EV_PARK        /* span: a worker parked with nothing to run */
+  JQ_EV_PARK,       /* span: a worker parked with nothing to run */
+  JQ_EV_TEXT,       /* the error of the failed slice just before it: arg =
+                       job id, id = bytes of text, which fill the next
+                       jq_text_slots(id) events; flags JQ_TEXT_CUT */
+  JQ_EV_CANCEL,     /* instant: a job cancelled here by its queue's close;
+                       arg = job id, cat = the job's tag */
+  JQ_EV_COPY        /* span: values copied between states for a job; flags =
+                       JQ_COPY_IN/OUT/RESULT, arg = job id, id = bytes
+                       (saturated at UINT32_MAX), cat = the job's tag */
 };
+
+/* What a JQ_EV_COPY copied. */
+enum {
+  JQ_COPY_IN = 1, /* a job's function and arguments, decoded on its worker */
+  JQ_COPY_OUT,    /* its results, encoded on its worker */
+  JQ_COPY_RESULT, /* its results, decoded where a wait returns them */
+  JQ_COPY_KIND = 3,
+  JQ_COPY_FAILED = 8 /* the job failed here (its last event): JQ_EV_TEXT follows */
+};
+
+/* The most bytes of an error message a trace keeps; JQ_TEXT_CUT marks a
+ * message that was longer (cut at a UTF-8 character boundary). */
+#if !defined(JQ_TEXT_MAX)
+#define JQ_TEXT_MAX 256
+#endif
+#define JQ_TEXT_CUT 1
 
 /* Flags of JQ_EV_SLICE. */
 enum {
@@ -138,6 +163,64 @@ static inline void jq_ring_put(uint8_t kind, uint8_t flags, uint16_t cat, uint32
     } else {
       if (lane->dropped++ == 0)
         lane->full_at = now;
+    }
+  }
+  atomic_store_explicit(&lane->busy, 0, memory_order_release);
+}
+
+/* Events of raw text after a JQ_EV_TEXT of `len` bytes. */
+static inline uint64_t jq_text_slots(uint32_t len) {
+  return ((uint64_t)len + 31) / 32;
+}
+
+/* How many ring entries the event at e takes (1 but for JQ_EV_TEXT): readers
+ * of a ring step by this. */
+static inline uint64_t jq_event_span(const jq_event *e) {
+  return e->kind == JQ_EV_TEXT ? 1 + jq_text_slots(e->id) : 1;
+}
+
+/* Records the error text of job `job` (the failed slice recorded just
+ * before): at most JQ_TEXT_MAX bytes, cut at a UTF-8 character boundary,
+ * stored in the ring after its header event. A ring without room for all of
+ * it drops it whole and counts one dropped event. No allocation, no lock, no
+ * formatting: a bounded memcpy. */
+static inline void jq_ring_put_text(uint16_t cat, int64_t job, const char *text, size_t len) {
+  uint32_t state = atomic_load_explicit(&jq_session_state, memory_order_acquire);
+  if (!(state & 1u))
+    return;
+  jq_lane *lane = jq_self.lane;
+  if (lane == NULL || lane->gen != state) /* the slice before it joined: nothing to attach to */
+    return;
+  uint8_t flags = 0;
+  if (len > JQ_TEXT_MAX) {
+    len = JQ_TEXT_MAX;
+    while (len > 0 && ((unsigned char)text[len] & 0xc0) == 0x80) /* text[len] continues a character */
+      len--;
+    flags = JQ_TEXT_CUT;
+  }
+  extern int jq_need_fence;
+  if (JQ_UNLIKELY(jq_need_fence)) {
+    atomic_exchange_explicit(&lane->busy, 1, memory_order_seq_cst);
+  } else {
+    atomic_store_explicit(&lane->busy, 1, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+  }
+  if (atomic_load_explicit(&jq_session_state, memory_order_seq_cst) == state) {
+    uint64_t i = lane->count, need = 1 + jq_text_slots((uint32_t)len);
+    if (i < lane->cap && lane->cap - i >= need) {
+      jq_event *e = &lane->events[i];
+      e->t0 = jq_clock_ticks();
+      e->t1 = 0;
+      e->arg = job;
+      e->id = (uint32_t)len;
+      e->cat = cat;
+      e->kind = JQ_EV_TEXT;
+      e->flags = flags;
+      memcpy(e + 1, text, len);
+      lane->count = i + need;
+    } else {
+      if (lane->dropped++ == 0)
+        lane->full_at = jq_clock_ticks();
     }
   }
   atomic_store_explicit(&lane->busy, 0, memory_order_release);

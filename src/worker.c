@@ -143,6 +143,26 @@ static void store_error(lua_State *L, lua_State *co, jq_job *job, int with_trace
   lua_pop(L, 1);
 }
 
+static uint32_t copy_bytes(size_t n) {
+  return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
+/* Records the error at the top of co (left there by store_error) as the
+ * text of the failed event just recorded: a string as it is (no traceback),
+ * another value by its type. No allocation: lua_tolstring is only called on
+ * a string. */
+static void put_error_text(lua_State *co, jq_job *job) {
+  size_t len;
+  const char *msg;
+  if (lua_type(co, -1) == LUA_TSTRING) {
+    msg = lua_tolstring(co, -1, &len);
+  } else {
+    msg = luaL_typename(co, -1); /* "table", "nil", ...: a static name */
+    len = strlen(msg);
+  }
+  jq_ring_put_text(job->tag, (int64_t)job->id, msg, len);
+}
+
 /* A job's coroutine is done: back to the pool, and its registry reference
  * (held only while it was suspended) dropped. */
 static void drop_coroutine(lua_State *L, jq_job *job, lua_State *co) {
@@ -161,7 +181,7 @@ static void drop_coroutine(lua_State *L, jq_job *job, lua_State *co) {
 static void cancel_suspended(jq_worker *w, lua_State *L, jq_job *job) {
   int coref = job->coref;
   job->coref = LUA_NOREF;
-  job->fail_reason = JQ_FAIL_CLOSED;
+  jq_job_cancel(job);
   jq_queue_finish(w->q, job, JQ_JOB_FAILED); /* may free it */
   pthread_mutex_unlock(&w->q->mu);
   lua_rawgeti(L, LUA_REGISTRYINDEX, coref);
@@ -182,14 +202,24 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
   uint8_t flags = 0;
   /* The coroutine stays on L's stack during the slice (that keeps it alive);
    * it gets a registry reference only when it suspends. */
+  uint64_t t0 = 0;
   if (!resume) {
     co = new_coroutine(L);
+    uint64_t c0 = jq_ring_armed() ? jq_clock_ticks() : 0;
+    size_t bytes = job->payload.len;
     lua_pushcfunction(co, decode_payload);
     lua_pushlightuserdata(co, job);
     int rc = lua_pcall(co, 1, LUA_MULTRET, 0);
     jq_buf_free(&job->payload);
+    if (c0 && jq_ring_armed()) { /* its time is the job's: the slice starts where it ends */
+      t0 = jq_clock_ticks();
+      jq_ring_put(JQ_EV_COPY, (uint8_t)(JQ_COPY_IN | (rc != LUA_OK ? JQ_COPY_FAILED : 0)), job->tag,
+                  copy_bytes(bytes), (int64_t)job->id, c0, t0);
+    }
     if (rc != LUA_OK) { /* e.g. a C function this state does not have */
       store_error(L, co, job, 0);
+      if (t0)
+        put_error_text(co, job);
       drop_coroutine(L, job, co);
       lua_pop(L, 1);
       pthread_mutex_lock(&q->mu);
@@ -203,7 +233,8 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, job->coref);
     co = lua_tothread(L, -1);
   }
-  uint64_t t0 = jq_ring_armed() ? jq_clock_ticks() : 0;
+  if (!t0)
+    t0 = jq_ring_armed() ? jq_clock_ticks() : 0;
   uint32_t edge = 0;
   if (job->resume_edge) { /* back from an await: its span, and the arrow in */
     edge = job->resume_edge;
@@ -262,10 +293,15 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
       jq_queue_requeue(w, job);
     return;
   }
+  uint64_t t2 = 0; /* the end of copying the results out */
+  size_t out_bytes = 0;
   if (status == LUA_OK) {
     char err[256];
-    if (jq_encode(co, lua_gettop(co) - nres + 1, nres, &job->result, "result", 1, err,
-                  sizeof err) == 0) {
+    int rc = jq_encode(co, lua_gettop(co) - nres + 1, nres, &job->result, "result", 1, err,
+                       sizeof err);
+    t2 = t1 && jq_ring_armed() ? jq_clock_ticks() : 0;
+    out_bytes = job->result.len; /* before a failure replaces it with the error */
+    if (rc == 0) {
       done_state = JQ_JOB_DONE;
     } else {
       lua_pushfstring(co, "job returned a value that cannot be copied back: %s", err);
@@ -276,10 +312,18 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
     store_error(L, co, job, 1);
     done_state = JQ_JOB_FAILED;
   }
-  if (t1)
-    jq_ring_put(JQ_EV_SLICE,
-                (uint8_t)(flags | JQ_SLICE_LAST | (done_state == JQ_JOB_FAILED ? JQ_SLICE_FAILED : 0)),
+  if (t1) {
+    int failed = done_state == JQ_JOB_FAILED;
+    /* The copy out follows the slice (they share the tick t1), so the
+     * lane's slices nest; a failed job's error rides on its last event. */
+    jq_ring_put(JQ_EV_SLICE, (uint8_t)(flags | JQ_SLICE_LAST | (failed ? JQ_SLICE_FAILED : 0)),
                 job->tag, edge, (int64_t)job->id, t0, t1);
+    if (t2)
+      jq_ring_put(JQ_EV_COPY, (uint8_t)(JQ_COPY_OUT | (failed ? JQ_COPY_FAILED : 0)), job->tag,
+                  copy_bytes(out_bytes), (int64_t)job->id, t1, t2);
+    if (failed)
+      put_error_text(co, job);
+  }
   drop_coroutine(L, job, co);
   lua_pop(L, 1);
   pthread_mutex_lock(&q->mu);

@@ -5,8 +5,8 @@
 -- or change how the page parses), nothing fetched. The page draws on a
 -- canvas and, after each draw, publishes what it shows in
 -- window.timelineState and in document.body.dataset.state (lanes, legend
--- entries, markers, the selected range's figures), which the specs read. A URL fragment
--- "#from=US&to=US" (the file's own timestamps) selects a range on load.
+-- entries, markers, failed slices (outlined in red), the selected range's
+-- figures), which the specs read. A URL fragment "#from=US&to=US" (the file's own timestamps) selects a range on load.
 local report = require "jobque_profile.report"
 
 local M = {}
@@ -49,7 +49,7 @@ local function data(model)
   end
   local lanes = {}
   for li, lane in ipairs(model.lanes) do
-    local ts, dur, c, n, a, ak, av = {}, {}, {}, {}, {}, {}, {}
+    local ts, dur, c, n, a, ak, av, failed = {}, {}, {}, {}, {}, {}, {}, {}
     local lts, ldur, lcat, lev = lane.ts, lane.dur, lane.cat, lane.ev
     for i = 1, lane.n do
       local e = lev[i]
@@ -58,6 +58,7 @@ local function data(model)
       n[i] = intern(names, name_index, type(name) == "string" and name or "?")
       local ea, kind, key, value = e.args, -1, 0, 0
       if type(ea) == "table" then
+        if ea.failed == true then failed[#failed + 1] = i - 1 end
         local k, v = next(ea)
         if k == nil then
           kind = -1
@@ -70,11 +71,12 @@ local function data(model)
       a[i], ak[i], av[i] = kind, key, value
     end
     lanes[li] = ('{"name":%s,"maxdur":%d,"dropped":%d,"full":%s,"ts":[%s],"dur":[%s],"c":[%s],"n":[%s],'
-                 .. '"a":[%s],"ak":[%s],"av":[%s]}')
+                 .. '"a":[%s],"ak":[%s],"av":[%s],"f":[%s]}')
       :format(quote(lane.name), ns(lane.maxdur), lane.dropped or 0,
               lane.full_at and tostring(ns(lane.full_at - t0)) or "null",
               table.concat(ts, ","), table.concat(dur, ","), table.concat(c, ","),
-              table.concat(n, ","), table.concat(a, ","), table.concat(ak, ","), table.concat(av, ","))
+              table.concat(n, ","), table.concat(a, ","), table.concat(ak, ","), table.concat(av, ","),
+              table.concat(failed, ","))
   end
   local kinds, kind_index, mt, mk, ma = {}, {}, {}, {}, {}
   local mts, mkind, marg = model.marker_ts, model.marker_kind, model.marker_arg
@@ -151,7 +153,10 @@ local PAGE = [==[
   const lanes = D.lanes.map(l => ({ name: l.name, maxdur: us(l.maxdur), dropped: l.dropped,
     full: l.full === null ? null : us(l.full),
     ts: Float64Array.from(l.ts, us), dur: Float64Array.from(l.dur, us), c: Int32Array.from(l.c),
-    n: Int32Array.from(l.n), a: Int32Array.from(l.a), ak: Int32Array.from(l.ak), av: l.av }));
+    n: Int32Array.from(l.n), a: Int32Array.from(l.a), ak: Int32Array.from(l.ak), av: l.av,
+    f: Int32Array.from(l.f || []) })); // failed slices (indices), outlined in red
+  const failedTotal = lanes.reduce((n, l) => n + l.f.length, 0);
+  let failedDrawn = 0;
   const cats = D.cats.map(c => ({ name: c[0], color: c[1] }));
   const waitCat = cats.findIndex(c => c.name === "wait");
   const markers = D.mt.map((t, i) => ({ t: us(t), kind: D.kinds[D.mk[i]], arg: D.ma[i] }));
@@ -273,6 +278,7 @@ local PAGE = [==[
     }
     // Lanes: a slice narrower than a pixel shares its pixel column with the others there.
     let drawn = 0;
+    failedDrawn = 0;
     lanes.forEach((l, li) => {
       const y = AXIS + li * ROW;
       ctx.fillStyle = li % 2 ? "#f6f6f6" : "#fff";
@@ -299,6 +305,29 @@ local PAGE = [==[
         if (wait) ctx.fillRect(x0, y + 8, x1 - x0, ROW - 16);
         else ctx.fillRect(x0, y + 3, x1 - x0, ROW - 6);
         drawn++;
+      }
+      // Failed slices: a red outline with a diagonal hatch, at least 3 px wide.
+      if (l.f.length) {
+        ctx.save();
+        ctx.strokeStyle = "#d32f2f";
+        ctx.lineWidth = 2;
+        for (const i of l.f) {
+          const s = ts[i], e = s + dur[i];
+          if (e < v0 || s > v1) continue;
+          let x0 = Math.max(LABEL, LABEL + (s - v0) * k), x1 = Math.min(width, LABEL + (e - v0) * k);
+          if (x1 - x0 < 3) { x0 -= 1; x1 = x0 + 3; }
+          ctx.strokeRect(x0, y + 2, x1 - x0, ROW - 4);
+          ctx.beginPath();
+          for (let hx = x0 - ROW; hx < x1; hx += 6) {
+            ctx.moveTo(Math.max(x0, hx), y + ROW - 2 - Math.max(0, x0 - hx));
+            ctx.lineTo(Math.min(x1, hx + ROW - 4), y + 2 + Math.max(0, hx + ROW - 4 - x1));
+          }
+          ctx.lineWidth = 1;
+          ctx.stroke();
+          ctx.lineWidth = 2;
+          failedDrawn++;
+        }
+        ctx.restore();
       }
       ctx.fillStyle = "#fff";
       ctx.fillRect(0, y, LABEL, ROW);
@@ -347,7 +376,8 @@ local PAGE = [==[
   function publish(stats, drawn) {
     const state = { lanes: lanes.length, legend: legend.children.length, markers: markers.length,
       width, label: LABEL,
-      events: lanes.reduce((n, l) => n + l.ts.length, 0), drawn, drawMs, view: [v0 + D.t0, v1 + D.t0],
+      events: lanes.reduce((n, l) => n + l.ts.length, 0), drawn, drawMs, failed: failedTotal, failedDrawn,
+      view: [v0 + D.t0, v1 + D.t0],
       selection: sel ? stats : null, whole: sel ? null : stats,
       loadMs: firstDrawn || (firstDrawn = performance.now() - started) };
     window.timelineState = state;
@@ -368,10 +398,14 @@ local PAGE = [==[
       }
       if (best >= 0) {
         const c = cats[l.c[best]];
-        return [D.names[l.n[best]], "category " + (c ? c.name : "?"), "lane     " + l.name,
+        const args = l.a[best] >= 0 ? D.args[l.a[best]] : null;
+        const failed = args && args.failed === true;
+        return [D.names[l.n[best]] + (failed ? "  (FAILED)" : ""), "category " + (c ? c.name : "?"),
+          "lane     " + l.name,
           "start    " + (l.ts[best] + D.t0).toFixed(3) + " us", "duration " + fmt(l.dur[best]),
           l.a[best] === -1 ? "" : "args     " + JSON.stringify(l.a[best] >= 0 ? D.args[l.a[best]] :
-            { [D.keys[l.ak[best]]]: l.av[best] })].filter(Boolean).join("\n");
+            { [D.keys[l.ak[best]]]: l.av[best] }),
+          failed && typeof args.error === "string" ? "error    " + args.error : ""].filter(Boolean).join("\n");
       }
     }
     const near = firstMarker(T(x - 3));

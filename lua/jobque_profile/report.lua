@@ -48,6 +48,53 @@ end
 
 local MAX_UNITS = 20
 
+--- The failures section of a report: counts of failed and cancelled jobs
+-- per category and the first few failures with their messages (lines, or
+-- an empty list when the trace has none).
+function M.failures_lines(f)
+  local out = {}
+  local fl = f.failures
+  if not fl or fl.failed + fl.cancelled == 0 then return out end
+  out[#out + 1] = ("failed jobs %d, cancelled jobs %d"):format(fl.failed, fl.cancelled)
+  local w = 8
+  for _, c in ipairs(fl.by_category) do w = math.max(w, #M.shown(c.name)) end
+  out[#out + 1] = ("%s  %7s  %9s"):format(pad("category", w), "failed", "cancelled")
+  for _, c in ipairs(fl.by_category) do
+    out[#out + 1] = ("%s  %7d  %9d"):format(pad(M.shown(c.name), w), c.failed, c.cancelled)
+  end
+  for _, x in ipairs(fl.first) do
+    out[#out + 1] = ("  job #%s (%s) on %s at %.3f us: %s"):format(x.job or "?", M.shown(x.category),
+      M.shown(x.lane or "?"), x.ts, x.message and M.shown(x.message) or "(no message recorded)")
+  end
+  if fl.failed > #fl.first then
+    out[#out + 1] = ("  ... %d more failed jobs (--json lists the first %d)"):format(fl.failed - #fl.first, #fl.first)
+  end
+  return out
+end
+
+local function bytes_text(n)
+  if n >= 1e9 then return ("%.3g GB"):format(n / 1e9) end
+  if n >= 1e6 then return ("%.3g MB"):format(n / 1e6) end
+  if n >= 1e3 then return ("%.3g kB"):format(n / 1e3) end
+  return ("%d B"):format(n)
+end
+
+--- The copies section of a report: time spent copying values between states
+-- (copy in / out / result) by the job's category (lines; empty without copies).
+function M.copies_lines(f)
+  local out = {}
+  if not f.copies or #f.copies == 0 then return out end
+  local w = 8
+  for _, c in ipairs(f.copies) do w = math.max(w, #M.shown(c.name)) end
+  out[#out + 1] = "copy time by category (values copied between states; counted as busy)"
+  out[#out + 1] = ("%s  %7s  %10s  %10s"):format(pad("category", w), "copies", "time", "bytes")
+  for _, c in ipairs(f.copies) do
+    out[#out + 1] = ("%s  %7d  %10s  %10s"):format(pad(M.shown(c.name), w), c.count, M.us(c.time),
+                                                   bytes_text(c.bytes))
+  end
+  return out
+end
+
 --- The report of one trace: figures from stats.compute, model from trace.load.
 function M.text(f, model)
   local out = {}
@@ -105,6 +152,12 @@ function M.text(f, model)
       if #m.units > MAX_UNITS then
         say("  ... %d more units (--json lists them all)", #m.units - MAX_UNITS)
       end
+    end
+  end
+  for _, section in ipairs{M.copies_lines(f), M.failures_lines(f)} do
+    if #section > 0 then
+      say("")
+      for _, line in ipairs(section) do out[#out + 1] = line end
     end
   end
   return table.concat(out, "\n") .. "\n"

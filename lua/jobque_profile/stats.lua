@@ -13,6 +13,13 @@
 --                 units[j] = { index, arg, from, to, duration, by_category[k] = { name, busy } }
 --   awaits    { count, time }: jobs suspended on another job (workers stay free)
 --   dropped   { events, lost, lanes[i] = { name, dropped, full_at } }
+--   failures  { failed, cancelled, by_category[i] = { name, failed, cancelled },
+--               first[i] = { job, category, message, lane, ts } }: failed and
+--             cancelled jobs whose event lies in [from, to] (the first
+--             FIRST_FAILURES failures listed, in time order)
+--   copies[i] { name, count, time, bytes }: values copied between states
+--             (copy in / out / result), by the job's category, most time first
+-- Copies are busy time of the lane that copied, under the job's category.
 -- Busy time is the time a lane spent in slices other than waits (job runs
 -- and submits, for our traces), counted once where slices nest; idle is
 -- 1 - busy / (duration x lanes); parallelism is busy / duration, the
@@ -201,6 +208,73 @@ local function unit_tracker(from, arg, n, names)
   return t
 end
 
+--- How many failures compute lists (the first ones in time).
+M.FIRST_FAILURES = 5
+
+-- Failed and cancelled jobs whose event lies in [a, b] (closed: a close's
+-- cancellations are often the trace's very last events).
+local function failures(model, a, b)
+  local rows, by_name, first = {}, {}, {}
+  local out = {failed = 0, cancelled = 0, by_category = rows, first = first}
+  local function row(name)
+    local r = by_name[name]
+    if not r then
+      r = {name = name, failed = 0, cancelled = 0}
+      by_name[name] = r
+      rows[#rows + 1] = r
+    end
+    return r
+  end
+  for _, f in ipairs(model.failures or {}) do
+    if f.ts >= a and f.ts <= b then
+      out.failed = out.failed + 1
+      local r = row(f.category)
+      r.failed = r.failed + 1
+      if #first < M.FIRST_FAILURES then
+        first[#first + 1] = {job = f.job, category = f.category, message = f.message, lane = f.lane.name, ts = f.ts}
+      end
+    end
+  end
+  for _, c in ipairs(model.cancels or {}) do
+    if c.ts >= a and c.ts <= b then
+      out.cancelled = out.cancelled + 1
+      local r = row(c.category)
+      r.cancelled = r.cancelled + 1
+    end
+  end
+  table.sort(rows, function(x, y)
+    local nx, ny = x.failed + x.cancelled, y.failed + y.cancelled
+    if nx ~= ny then return nx > ny end
+    return x.name < y.name
+  end)
+  return out
+end
+
+-- Copy time (clipped to [a, b)), count and bytes of the copies that overlap
+-- the range, by the category of their job, most time first.
+local function copies(model, a, b)
+  local rows, by_name = {}, {}
+  for _, c in ipairs(model.copies or {}) do
+    local x, y = math.max(c.ts, a), math.min(c.ts + c.dur, b)
+    if y > x or (c.ts >= a and c.ts < b) then
+      local r = by_name[c.category]
+      if not r then
+        r = {name = c.category, count = 0, time = 0, bytes = 0}
+        by_name[c.category] = r
+        rows[#rows + 1] = r
+      end
+      r.count = r.count + 1
+      r.time = r.time + math.max(0, y - x)
+      r.bytes = r.bytes + c.bytes
+    end
+  end
+  table.sort(rows, function(x, y)
+    if x.time ~= y.time then return x.time > y.time end
+    return x.name < y.name
+  end)
+  return rows
+end
+
 local function compute(model, from, to)
   local a = from or model.t0
   local b = to or model.t1
@@ -270,6 +344,8 @@ local function compute(model, from, to)
     markers = markers,
     awaits = awaits,
     dropped = dropped,
+    failures = failures(model, a, b),
+    copies = copies(model, a, b),
   }
 end
 

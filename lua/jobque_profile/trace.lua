@@ -21,6 +21,11 @@
 --                     marker_ts[], marker_kind[], marker_arg[]); markers are global
 --   model.marker_kinds list of kind names, in order of registration/appearance
 --   model.awaits      list of { ts, dur, lane, job }
+--   model.failures    failed jobs (ours), by time: { ts, lane, job, category,
+--                     message } (message: the error text the trace kept, or nil)
+--   model.cancels     jobs cancelled by their queue's close: { ts, lane, job, category }
+--   model.copies      values copied between states: { ts, dur, lane, category,
+--                     name ("copy in", "copy out", "copy result"), job, bytes }
 --   model.dropped     events dropped in all; model.lost, events never recorded
 --   model.skipped     events we could not read, and model.skips why: a list
 --                     of { why, n } ("ts is not a number", "unknown ph", ...)
@@ -30,9 +35,10 @@
 -- finite, makes the file unreadable (nil and a message naming the event and
 -- field): such a file is corrupt, and its figures would overflow.
 --
--- A slice's kind is "job" (a job's run), "submit", "wait" (the thread was
+-- A slice's kind is "job" (a job's run), "copy" (values copied for a job),
+-- "submit", "wait" (the thread was
 -- blocked on a result) or "slice" (any other complete event); its cat is the
--- name its time is counted under: the job's category for "job", "submit" for
+-- name its time is counted under: the job's category for "job" and "copy", "submit" for
 -- submits, "wait" for waits, and the event's cat (else its name) otherwise;
 -- a slice whose category is "wait" is a wait in any trace. In traces of the
 -- seed system's writer, publish and chunk slices count under their chain's
@@ -130,6 +136,11 @@ local function classify(e, ours)
     if cat == "submit" then return "submit", "submit" end
     if cat == "wait" then return "wait", "wait" end
     if cat == "flow" then return nil end -- the zero-length end of a wake-up arrow
+    if cat == "copy" then -- values copied for a job: its time is the job's category's
+      local args = e.args
+      local c = type(args) == "table" and str(args.category)
+      return "copy", c or "job"
+    end
   end
   cat = cat or name
   if cat == "wait" then return "wait", "wait" end -- a category named wait is waiting
@@ -261,6 +272,29 @@ local function seed_classify(model, e, tags)
   return "slice", c and c.name or ("tag %d"):format(tag)
 end
 
+-- A failed job's failed event (its last slice, or a copy after it): one
+-- entry per job, with the first error text it carries.
+local function add_failure(model, lane, ts, cat, args)
+  local job = math.tointeger(args.job)
+  local msg = str(args.error)
+  local by_job = model.failure_by_job
+  local f = job and by_job[job]
+  if f then
+    if not f.message then f.message = msg end
+    return
+  end
+  f = {ts = ts, lane = lane, job = job, category = cat, message = msg}
+  model.failures[#model.failures + 1] = f
+  if job then by_job[job] = f end
+end
+
+local function add_copy(model, lane, ts, dur, cat, e)
+  local args = e.args
+  local c = model.copies
+  c[#c + 1] = {ts = ts, dur = dur, lane = lane, category = cat, name = str(e.name) or "copy",
+               job = math.tointeger(args.job), bytes = math.tointeger(args.bytes) or 0}
+end
+
 -- The phases read (flows, counters and object events count as events, and
 -- are not drawn).
 local PHASES = {}
@@ -273,7 +307,8 @@ local function build(events, meta, text)
   local model = {format = meta and "jobque" or "chrome", lanes = {}, lane_by_key = {}, lane_cache = {},
                  categories = {by_name = {}}, category_by_id = {}, marker_kinds = {}, kind_seen = {},
                  marker_ts = {}, marker_kind = {}, marker_arg = {},
-                 awaits = {}, extra_ts = {}, dropped = 0, lost = 0, skipped = 0, skips = {}, nevents = 0}
+                 awaits = {}, extra_ts = {}, dropped = 0, lost = 0, skipped = 0, skips = {}, nevents = 0,
+                 failures = {}, failure_by_job = {}, cancels = {}, copies = {}}
   if meta then
     local ok, err = read_meta(model, meta)
     if not ok then return nil, err end
@@ -363,6 +398,11 @@ local function build(events, meta, text)
           cn = cn + 1
           cts[cn], cdur[cn], ccat[cn], ckind[cn], cev[cn] = ts, dur, cat, kind, e
           if cat ~= last_cat then category(cat) end
+          if ours and kind ~= "slice" then
+            local args = e.args
+            if kind == "copy" then add_copy(model, cur, ts, dur, cat, e) end
+            if type(args) == "table" and args.failed == true then add_failure(model, cur, ts, cat, args) end
+          end
         else
           nextra = nextra + 1
           extra_ts[nextra] = ts
@@ -386,6 +426,9 @@ local function build(events, meta, text)
           if ours and e.name == "lane full: events dropped" then
             lane.full_at = ts
             lane.dropped = math.tointeger(args.dropped) or 0
+          elseif ours and e.name == "cancelled" then
+            local c = model.cancels
+            c[#c + 1] = {ts = ts, lane = lane, job = math.tointeger(args.job), category = str(args.category) or "job"}
           end
           lane.instants[#lane.instants + 1] = e
         end
@@ -511,7 +554,11 @@ local function build(events, meta, text)
     if extra_ts[k] < extra_ts[k - 1] then table.sort(extra_ts) break end
   end
   model.markers = marker_list(model)
-  model.kind_seen, model.lane_by_key, model.lane_cache, model.category_by_id = nil, nil, nil, nil
+  local function by_ts(x, y) return x.ts < y.ts end
+  table.sort(model.failures, by_ts)
+  table.sort(model.cancels, by_ts)
+  model.kind_seen, model.lane_by_key, model.lane_cache, model.failure_by_job,
+    model.category_by_id = nil, nil, nil, nil, nil
   return model
 end
 
