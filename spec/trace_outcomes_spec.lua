@@ -307,7 +307,7 @@ describe("an error text in a lane's ring", function()
     p.profile_stop()
     local t = S.save(p)
     local worker
-    for _, lane in ipairs(t.jobqueProfile.lanes) do if lane.name == "worker 0" then worker = lane end end
+    for _, lane in ipairs(t.jobqueProfile.laneInfo) do if lane.name == "worker 0" then worker = lane end end
     assert.is_true(worker.dropped >= 1)
     local failed = S.events(t, function(ev) return ev.cat == "job" and ev.args.job == id end)
     assert.are.equal(1, #failed, "the slice fits in the ring")
