@@ -50,9 +50,9 @@ describe("jobque-profile", function()
     end
   end)
 
-  it("report --from/--to limits the range", function()
+  it("report --from/--to limits the range, in time since the session's start", function()
     local m = assert(trace.load(path))
-    local a, b = m.markers[2].ts, m.markers[3].ts
+    local a, b = m.markers[2].ts - m.t0, m.markers[3].ts - m.t0
     local code, out = run(("report '%s' --from %.3f --to %.3f --json"):format(path, a, b))
     assert.equal(0, code)
     local got = cjson.decode(out)
@@ -151,14 +151,14 @@ describe("jobque-profile", function()
     assert.equal(("jobque-profile: warning: %s: 1 event skipped (ts is not a number: 1)\n"):format(one), err)
   end)
 
-  it("prints names with line breaks and escape sequences as visible escapes", function()
+  it("prints names with line breaks as ⏎ and escape sequences as visible escapes", function()
     local file = chrome('{"ph":"M","name":"thread_name","pid":1,"tid":1,"args":{"name":"evil\\nlane\\u001b[2J"}}',
                         '{"ph":"X","ts":0,"dur":10,"pid":1,"tid":1,"name":"a\\r\\nb","cat":"c\\tat"}',
                         '{"ph":"i","s":"g","ts":5,"pid":1,"tid":1,"name":"mark\\nkind"}')
     local code, out = run("report '" .. file .. "'")
     assert.equal(0, code)
     assert.is_nil(out:find("[%z\1-\9\11-\31\127]"), "a control character reached the terminal:\n" .. out)
-    assert.matches("\nevil\\nlane\\x1B[2J  ", out, 1, true) -- the lane's row, its name escaped
+    assert.matches("\nevil⏎lane\\x1B[2J  ", out, 1, true) -- the lane's row, its name escaped
     local rows = 0
     for line in out:gmatch("[^\n]*") do
       if line:find("^evil") then rows = rows + 1 end
