@@ -155,6 +155,20 @@ describe("report --top", function()
     assert.matches("... 20 more units", out, 1, true)
   end)
 
+  it("takes --from/--to as time since the start, landing on the file's own times", function()
+    -- 39720.489 + 107005.830 is one rounding error above 146726.319 in doubles
+    local file = chrome({lane(1, "worker 0"), slice(1, "39720.489", "200000", "x"), marker("146726.319", "frame", 1),
+                         marker("146800", "frame", 2)})
+    local code, out, err = run("report '" .. file .. "' --from 0 --to 107005.830 --json")
+    assert.equal(0, code, err)
+    local got = cjson.decode(out)
+    assert.equal(0, got.markers[1].count) -- the marker at the range's end is not in it
+    assert.equal(39720.489, got.range.t0)
+    code, out = run("report '" .. file .. "' --from 107005.830 --to 107010 --json")
+    assert.equal(0, code)
+    assert.equal(1, cjson.decode(out).markers[1].count) -- and one at its start is
+  end)
+
   it("exits 2 on a --top that is not a count", function()
     for _, bad in ipairs{"-1", "two", "1.5"} do
       local code, out, err = run("report '" .. path .. "' --top=" .. bad)
@@ -170,16 +184,18 @@ describe("long and multi-line names in the report", function()
   local KIND = "frame\r\nkind " .. ("x"):rep(60)
   local LANE = "lane\none " .. ("y"):rep(60)
 
-  it("are cut with an ellipsis at the documented width, line breaks as ⏎, whole in --json", function()
+  it("are cut in the middle with an ellipsis at the documented width, line breaks as ⏎, whole in --json", function()
     local path = chrome({lane(1, LANE), slice(1, 0, 100, "a", LONG), marker(0, KIND, 1)})
     local code, out = run("report '" .. path .. "'")
     assert.equal(0, code)
     local width = require("jobque_profile.report").NAME_WIDTH
     assert.equal(40, width) -- as the README says
-    local cut_cat = ("category with a very long name "):rep(2):sub(1, 39) .. "…"
+    -- the first 26 characters, an ellipsis, the last 13
+    local cut_cat = "category with a very long …a second line"
+    assert.equal(40, utf8.len(cut_cat))
     assert.equal(1, #lines_of(out, cut_cat), out)
-    assert.equal(1, #lines_of(out, ("lane⏎one " .. ("y"):rep(60)):sub(1, 39 + 2) .. "…"), out) -- ⏎ is 3 bytes
-    assert.matches('marker "frame⏎kind ' .. ("x"):rep(28) .. '…": 1 unit', out, 1, true)
+    assert.equal(1, #lines_of(out, "lane⏎one " .. ("y"):rep(17) .. "…" .. ("y"):rep(13)), out)
+    assert.matches('marker "frame⏎kind ' .. ("x"):rep(15) .. "…" .. ("x"):rep(13) .. '": 1 unit', out, 1, true)
     assert.is_nil(out:find("[%z\1-\9\11-\31\127]"))
     for line in out:gmatch("[^\n]+") do
       assert.is_true(utf8.len(line) <= 120, line)
@@ -195,8 +211,11 @@ describe("long and multi-line names in the report", function()
     local shown = require("jobque_profile.report").shown
     assert.equal("caf\u{E9}\\xFF\\x1B[0m tab\\t", shown("caf\u{E9}\255\27[0m tab\t"))
     assert.equal("a⏎b⏎c", shown("a\r\nb\rc"))
-    assert.equal(("é"):rep(39) .. "…", shown(("é"):rep(41)))
+    assert.equal(("é"):rep(26) .. "…" .. ("ü"):rep(13), shown(("é"):rep(28) .. ("ü"):rep(13)))
     assert.equal(("é"):rep(40), shown(("é"):rep(40)))
     assert.equal("ab…", shown("abcdef", 3))
+    assert.equal("ab…h", shown("abcdefgh", 4))
+    -- two names that differ at their end stay apart
+    assert.are_not.equal(shown(("x"):rep(50) .. " 0"), shown(("x"):rep(50) .. " 1"))
   end)
 end)

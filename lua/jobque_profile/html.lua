@@ -171,10 +171,13 @@ local PAGE = [==[
   // A name on one line: line breaks as U+23CE, other control characters as \xHH.
   const oneLine = s => String(s).replace(/\r\n|\r|\n/g, "\u23ce")
     .replace(/[\u0000-\u001f\u007f]/g, c => "\\x" + c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0"));
-  // At most n characters (code points) of a name, the last an ellipsis when cut.
+  // At most n characters (code points) of a name: when cut, its first two
+  // thirds, an ellipsis and its end (as the report cuts it).
   function cut(s, n) {
     const chars = Array.from(oneLine(s));
-    return chars.length > n ? chars.slice(0, n - 1).join("") + "\u2026" : chars.join("");
+    if (chars.length <= n) return chars.join("");
+    const head = Math.ceil((n - 1) * 2 / 3), tail = n - 1 - head;
+    return chars.slice(0, head).join("") + "\u2026" + (tail > 0 ? chars.slice(chars.length - tail).join("") : "");
   }
   // As much of a name as fits in px pixels of the canvas's current font.
   function fit(s, px) {

@@ -24,7 +24,7 @@ end
 local ESCAPES = {["\t"] = "\\t"}
 
 --- How many characters of a name the reports show (the page's legend too):
--- a longer name is cut to NAME_WIDTH - 1 characters and an ellipsis.
+-- a longer name keeps its first 26 and last 13 characters around an ellipsis.
 M.NAME_WIDTH = 40
 
 local BREAK, ELLIPSIS = "\u{23CE}", "\u{2026}" -- ⏎ …
@@ -32,8 +32,8 @@ local BREAK, ELLIPSIS = "\u{23CE}", "\u{2026}" -- ⏎ …
 --- A name as the terminal should see it, on one line: each line break
 -- ("\r\n", "\n" or "\r") shown as ⏎, other control characters (escape
 -- sequences) as \t or \xHH, bytes that are not UTF-8 as \xHH, and cut to
--- `width` characters (M.NAME_WIDTH by default; false: not cut) with an
--- ellipsis. The full name is in --json.
+-- `width` characters (M.NAME_WIDTH by default; false: not cut): its first
+-- two thirds, an ellipsis, and its end. The full name is in --json.
 function M.shown(s, width)
   s = tostring(s)
   if width == nil then width = M.NAME_WIDTH end
@@ -46,8 +46,11 @@ function M.shown(s, width)
       return (seq:gsub(".", function(c) return ("\\x%02X"):format(c:byte()) end))
     end)
   end
-  if width and utf8.len(s) > width then
-    s = s:sub(1, utf8.offset(s, width) - 1) .. ELLIPSIS
+  local n = utf8.len(s)
+  if width and n > width then -- the head and the tail: names that share a prefix stay apart
+    local head = math.ceil((width - 1) * 2 / 3)
+    local tail = width - 1 - head
+    s = s:sub(1, utf8.offset(s, head + 1) - 1) .. ELLIPSIS .. (tail > 0 and s:sub(utf8.offset(s, n - tail + 1)) or "")
   end
   return s
 end
