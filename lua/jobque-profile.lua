@@ -1,6 +1,6 @@
 #!/usr/bin/env lua5.4
 -- jobque-profile: reads traces saved by jobque_profile (or any Chrome-trace JSON).
---   jobque-profile report trace.json [--from US --to US] [--json]
+--   jobque-profile report trace.json [--from US --to US] [--top N] [--json]
 --   jobque-profile compare a.json b.json [--from US --to US] [--json]
 --   jobque-profile html trace.json [-o timeline.html]
 -- Exit status: 0 done, 1 a file could not be read or written (or an
@@ -17,7 +17,8 @@ local argparse = require "argparse"
 local trace = require "jobque_profile.trace"
 
 local parser = argparse("jobque-profile", "Reads traces saved by jobque_profile (or any Chrome-trace JSON).")
-  :epilog("Times are microseconds on the trace's own clock (the ts values in the file). "
+  :epilog("Times (--from, --to, the report's starts, the page's axis) are microseconds since the session's "
+          .. "start (in a trace without one, its first event); --json gives the file's own timestamps. "
           .. "Exit status: 0 done, 1 a file could not be read or written, 2 bad usage.")
 parser:command_target("command")
 parser:require_command(true)
@@ -43,6 +44,14 @@ end
 local report_cmd = parser:command("report", "Busy, wait and idle time per lane, categories, marker units.")
 report_cmd:argument("trace", "A saved trace (JSON).")
 times(report_cmd)
+report_cmd:option("--top", "List the N slowest units of each marker kind (default 10).")
+  :argname("N"):convert(function(text)
+    local n = math.tointeger(tonumber(text))
+    if not n or n < 0 or n > 1e6 then
+      return nil, ("--top needs a whole number of units from 0 to 1000000, not '%s'"):format(text)
+    end
+    return n
+  end)
 report_cmd:flag("--json", "Print the figures as JSON.")
 
 local compare_cmd = parser:command("compare", "Two traces' figures side by side, with differences.")
@@ -87,13 +96,30 @@ local function load(path)
   end
   if skipped then io.stderr:write(("jobque-profile: warning: %s: %s\n"):format(path, skipped)) end
   -- A range with nothing of the trace in it would read as 100% idle.
-  if (args.from and args.from >= model.t1) or (args.to and args.to <= model.t0) then
-    io.stderr:write(("jobque-profile: the range %s .. %s us is outside %s, which runs from %.3f to %.3f us\n")
+  local span = model.t1 - model.t0
+  if (args.from and args.from >= span) or (args.to and args.to <= 0) then
+    io.stderr:write(("jobque-profile: the range %s .. %s us is outside %s, which runs from 0 to %.3f us "
+                     .. "(times count from the session's start)\n")
       :format(args.from and ("%.3f"):format(args.from) or "start", args.to and ("%.3f"):format(args.to) or "end",
-              path, model.t0, model.t1))
+              path, span))
     os.exit(2)
   end
   return model
+end
+
+-- A time since the session's start (--from, --to) on the file's clock,
+-- rounded to the nanosecond the file's times have: a start copied from the
+-- report then lands on its marker, not a rounding error before or after it.
+local function file_time(model, x)
+  if x == nil then return nil end
+  local t = model.t0 + x
+  if math.abs(t) < 2 ^ 53 / 1000 then t = math.floor(t * 1000 + 0.5) / 1000 end
+  return t
+end
+
+-- The figures of a model over --from/--to, which count from its session's start.
+local function figures(model, top)
+  return stats.compute(model, file_time(model, args.from), file_time(model, args.to), top)
 end
 
 -- What this command builds stays alive until it exits, so the collector
@@ -104,11 +130,11 @@ collectgarbage("stop")
 local function main()
   if args.command == "report" then
     local model = load(args.trace)
-    local f = stats.compute(model, args.from, args.to)
+    local f = figures(model, args.top)
     io.write(args.json and (report.json(f) .. "\n") or report.text(f, model))
   elseif args.command == "compare" then
     local a, b = load(args.a), load(args.b)
-    local rows = stats.compare(stats.compute(a, args.from, args.to), stats.compute(b, args.from, args.to))
+    local rows = stats.compare(figures(a), figures(b))
     io.write(args.json and (report.json(rows) .. "\n") or report.compare_text(rows, args.a, args.b))
   elseif args.command == "html" then
     local model = load(args.trace)

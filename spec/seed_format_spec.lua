@@ -48,7 +48,7 @@ describe("a trace of the seed system's writer", function()
   end)
 
   it("counts chunks and publishes under their chain's category, and stage waits as waits", function()
-    assert.same({from = 0, to = 2135, duration = 2135}, f.range)
+    assert.same({from = 0, to = 2135, duration = 2135, t0 = 0}, f.range)
     assert.same({2040, 1955, 24}, {f.lanes[1].busy, f.lanes[2].busy, f.lanes[3].busy})
     assert.same({0, 0, 1962}, {f.lanes[1].wait, f.lanes[2].wait, f.lanes[3].wait})
     assert.equal(4019, f.total.busy)

@@ -124,4 +124,24 @@ function S.fnv1a(s)
   return h
 end
 
+-- Loads `page` in headless Chromium; returns the state the page published
+-- and the DOM Chromium dumped.
+function S.open_page(page, fragment, screenshot, size)
+  local profile = S.tmpfile("chromium")
+  local url = "file://" .. page .. (fragment or "")
+  local flags = ("--headless --no-sandbox --disable-gpu --disable-background-networking "
+                 .. "--user-data-dir='%s' --window-size=%s"):format(profile, size or "1200,500")
+  if screenshot then
+    assert(os.execute(("chromium %s --screenshot='%s' '%s' >/dev/null 2>&1"):format(
+      flags, screenshot, url)))
+  end
+  local h = io.popen(("chromium %s --dump-dom '%s' 2>/dev/null"):format(flags, url))
+  local dom = h:read("a")
+  h:close()
+  local state = dom:match('data%-state="([^"]*)"')
+  assert(state, "the page published no state: " .. dom:sub(1, 300))
+  state = state:gsub("&quot;", '"'):gsub("&lt;", "<"):gsub("&gt;", ">"):gsub("&amp;", "&")
+  return cjson.decode(state), dom
+end
+
 return S

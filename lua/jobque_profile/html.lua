@@ -5,8 +5,13 @@
 -- or change how the page parses), nothing fetched. The page draws on a
 -- canvas and, after each draw, publishes what it shows in
 -- window.timelineState and in document.body.dataset.state (lanes, legend
--- entries, markers, failed slices (outlined in red), the selected range's
--- figures), which the specs read. A URL fragment "#from=US&to=US" (the file's own timestamps) selects a range on load.
+-- entries, markers, failed slices (outlined in red), the selected range's figures, the labels drawn), which
+-- the specs read. Every time on the page (axis, tooltips, the fragment, the
+-- published view and figures) is microseconds since the session's start,
+-- model.t0. A URL fragment "#from=US&to=US" opens the page zoomed to that
+-- range, and selected. Names are cut (an ellipsis, line breaks as U+23CE)
+-- to NAME_WIDTH characters in the legend and to the room there is on the
+-- canvas; tooltips and the legend's titles show them whole.
 local report = require "jobque_profile.report"
 
 local M = {}
@@ -148,7 +153,10 @@ local PAGE = [==[
 (function () {
   const started = performance.now();
   const D = JSON.parse(document.getElementById("data").textContent);
-  const LABEL = 130, AXIS = 26, ROW = 22, DROPS = 20;
+  // LABEL: the lane names' column; AXIS: the time axis, with the marker
+  // labels in its lower half; MIN_ROW: the least height of a lane (rows
+  // grow to fill the window); MARK_LABEL: the widest a marker's label gets.
+  const LABEL = 150, AXIS = 36, MIN_ROW = 22, DROPS = 20, NAME_WIDTH = @NAME_WIDTH@, MARK_LABEL = 180;
   const us = x => x / 1000; // the data holds nanoseconds as integers
   const lanes = D.lanes.map(l => ({ name: l.name, maxdur: us(l.maxdur), dropped: l.dropped,
     full: l.full === null ? null : us(l.full),
@@ -163,8 +171,32 @@ local PAGE = [==[
   const span = D.span > 0 ? us(D.span) : 1;
   const canvas = document.getElementById("tl"), ctx = canvas.getContext("2d");
   const tip = document.getElementById("tip"), statsEl = document.getElementById("stats");
-  let v0 = 0, v1 = span, sel = null, drawMs = 0, width = 0, firstDrawn = 0;
-  const height = AXIS + lanes.length * ROW + DROPS;
+  let v0 = 0, v1 = span, sel = null, drawMs = 0, width = 0, firstDrawn = 0, ROW = MIN_ROW, height = 0;
+  let laneLabels = [], markerLabels = [];
+
+  // A name on one line: line breaks as U+23CE, other control characters as \xHH.
+  const oneLine = s => String(s).replace(/\r\n|\r|\n/g, "\u23ce")
+    .replace(/[\u0000-\u001f\u007f]/g, c => "\\x" + c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0"));
+  // At most n characters (code points) of a name: when cut, its first two
+  // thirds, an ellipsis and its end (as the report cuts it).
+  function cut(s, n) {
+    const chars = Array.from(oneLine(s));
+    if (chars.length <= n) return chars.join("");
+    const head = Math.ceil((n - 1) * 2 / 3), tail = n - 1 - head;
+    return chars.slice(0, head).join("") + "\u2026" + (tail > 0 ? chars.slice(chars.length - tail).join("") : "");
+  }
+  // As much of a name as fits in px pixels of the canvas's current font.
+  function fit(s, px) {
+    const text = oneLine(s);
+    if (ctx.measureText(text).width <= px) return text;
+    const chars = Array.from(text);
+    let lo = 0, hi = chars.length; // the most characters that fit with the ellipsis
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (ctx.measureText(chars.slice(0, mid).join("") + "\u2026").width <= px) lo = mid; else hi = mid - 1;
+    }
+    return lo > 0 ? chars.slice(0, lo).join("") + "\u2026" : "";
+  }
 
   document.getElementById("title").textContent = D.title + " (" + (D.format === "jobque" ? "jobque" : "Chrome") +
     " trace, " + lanes.length + " lanes, " + markers.length + " markers)";
@@ -176,7 +208,8 @@ local PAGE = [==[
     s.className = "swatch";
     s.style.background = c.color;
     e.appendChild(s);
-    e.appendChild(document.createTextNode(c.name));
+    e.appendChild(document.createTextNode(cut(c.name, NAME_WIDTH)));
+    e.title = c.name; // the whole name, as a tooltip
     legend.appendChild(e);
   }
 
@@ -230,7 +263,7 @@ local PAGE = [==[
     const dur = b - a;
     const top = [...acc].map(([name, t]) => ({ name, busy: t }))
       .sort((p, q) => q.busy - p.busy || (p.name < q.name ? -1 : 1));
-    return { from: a + D.t0, to: b + D.t0, duration: dur, busy, wait,
+    return { from: a, to: b, duration: dur, busy, wait,
       idle: dur > 0 && lanes.length ? 1 - busy / (dur * lanes.length) : 0,
       parallelism: dur > 0 ? busy / dur : 0, top };
   }
@@ -241,9 +274,10 @@ local PAGE = [==[
     const key = a + ":" + b;
     if (key === statsKey) return statsCache;
     const s = rangeStats(a, b);
-    const top = s.top.slice(0, 3).map(c => c.name + " " + (100 * c.busy / (s.busy || 1)).toFixed(1) + "%").join(", ");
+    const top = s.top.slice(0, 3).map(c => cut(c.name, NAME_WIDTH) + " " + (100 * c.busy / (s.busy || 1)).toFixed(1) +
+      "%").join(", ");
     statsEl.textContent = (sel ? "selection " : "whole trace ") + fmt(s.duration) + " from " + s.from.toFixed(3) +
-      " us: idle " + (100 * s.idle).toFixed(1) + "%, parallelism " + s.parallelism.toFixed(2) +
+      " us (since the session's start): idle " + (100 * s.idle).toFixed(1) + "%, parallelism " + s.parallelism.toFixed(2) +
       (top ? ", top: " + top : "");
     statsKey = key;
     statsCache = s;
@@ -256,9 +290,18 @@ local PAGE = [==[
     return 10 * p;
   }
 
+  // Rows fill the window below the canvas's top, each at least MIN_ROW high.
+  function rowHeight() {
+    const top = canvas.getBoundingClientRect().top + window.scrollY;
+    const room = (window.innerHeight || 0) - top - AXIS - DROPS - 16;
+    return Math.max(MIN_ROW, Math.floor(room / Math.max(1, lanes.length)));
+  }
+
   function draw() {
     const t0 = performance.now();
     width = canvas.clientWidth || 1000;
+    ROW = rowHeight();
+    height = AXIS + lanes.length * ROW + DROPS;
     const dpr = window.devicePixelRatio || 1;
     canvas.width = Math.round(width * dpr);
     canvas.height = Math.round(height * dpr);
@@ -273,12 +316,17 @@ local PAGE = [==[
     ctx.strokeStyle = "#eee";
     for (let t = Math.ceil(v0 / step) * step; t <= v1; t += step) {
       const x = X(t);
-      ctx.beginPath(); ctx.moveTo(x, AXIS - 6); ctx.lineTo(x, height); ctx.stroke();
+      ctx.beginPath(); ctx.moveTo(x, 0); ctx.lineTo(x, AXIS - 19); ctx.moveTo(x, AXIS); ctx.lineTo(x, height); ctx.stroke();
       ctx.fillText(fmt(t), x + 3, 9);
     }
+    // The marker labels' band, below the tick labels.
+    ctx.strokeStyle = "#ccc";
+    ctx.beginPath(); ctx.moveTo(LABEL, AXIS - 18.5); ctx.lineTo(width, AXIS - 18.5); ctx.stroke();
     // Lanes: a slice narrower than a pixel shares its pixel column with the others there.
     let drawn = 0;
     failedDrawn = 0;
+    const bar = Math.max(ROW - 6, 1), thin = Math.max(4, Math.round(bar / 3));
+    laneLabels = [];
     lanes.forEach((l, li) => {
       const y = AXIS + li * ROW;
       ctx.fillStyle = li % 2 ? "#f6f6f6" : "#fff";
@@ -302,8 +350,8 @@ local PAGE = [==[
           last = Math.floor(x1);
         }
         if (l.c[i] !== color) { color = l.c[i]; ctx.fillStyle = cats[color] ? cats[color].color : "#888"; }
-        if (wait) ctx.fillRect(x0, y + 8, x1 - x0, ROW - 16);
-        else ctx.fillRect(x0, y + 3, x1 - x0, ROW - 6);
+        if (wait) ctx.fillRect(x0, y + 3 + (bar - thin) / 2, x1 - x0, thin);
+        else ctx.fillRect(x0, y + 3, x1 - x0, bar);
         drawn++;
       }
       // Failed slices: a red outline with a diagonal hatch, at least 3 px wide.
@@ -332,22 +380,31 @@ local PAGE = [==[
       ctx.fillStyle = "#fff";
       ctx.fillRect(0, y, LABEL, ROW);
       ctx.fillStyle = "#222";
-      ctx.fillText(l.name, 6, y + ROW / 2, LABEL - 10);
+      const label = fit(l.name, LABEL - 12);
+      ctx.fillText(label, 6, y + ROW / 2);
+      laneLabels.push(label);
     });
     // Dropped events: where each full lane stopped recording.
     const dy = AXIS + lanes.length * ROW;
     ctx.fillStyle = "#fff"; ctx.fillRect(0, dy, width, DROPS);
     ctx.fillStyle = "#222"; ctx.fillText("dropped", 6, dy + DROPS / 2);
+    let dropEnd = -Infinity;
     for (const l of lanes) {
       if (l.full === null || l.full === undefined) continue;
       const x = X(l.full);
       if (x < LABEL || x > width) continue;
       ctx.fillStyle = "#d32f2f";
       ctx.beginPath(); ctx.moveTo(x, dy + 3); ctx.lineTo(x + 6, dy + DROPS - 3); ctx.lineTo(x - 6, dy + DROPS - 3); ctx.fill();
-      ctx.fillText(l.name + ": " + l.dropped + " dropped", x + 8, dy + DROPS / 2);
+      if (x + 8 >= dropEnd) { // a label only where the one before has ended
+        const text = fit(l.name, MARK_LABEL) + ": " + l.dropped + " dropped";
+        ctx.fillText(text, x + 8, dy + DROPS / 2);
+        dropEnd = x + 8 + ctx.measureText(text).width + 6;
+      }
     }
-    // Markers across every lane, labelled where there is room.
-    let lastLabel = -Infinity, lastX = -1;
+    // Markers across every lane. A label goes where the one before it has
+    // ended (thinned, never drawn over another), cut to MARK_LABEL pixels.
+    let labelEnd = -Infinity, lastX = -1;
+    markerLabels = [];
     ctx.strokeStyle = "rgba(40,40,40,.55)";
     ctx.fillStyle = "#000";
     ctx.beginPath();
@@ -355,10 +412,13 @@ local PAGE = [==[
       const m = markers[i], x = Math.round(X(m.t)) + 0.5;
       if (x === lastX) continue; // markers closer than a pixel share one line
       lastX = x;
-      ctx.moveTo(x, AXIS - 8); ctx.lineTo(x, dy);
-      if (x - lastLabel > 60) {
-        ctx.fillText(m.kind + (m.arg !== null ? " " + m.arg : ""), x + 3, AXIS - 8);
-        lastLabel = x;
+      ctx.moveTo(x, AXIS - 14); ctx.lineTo(x, dy);
+      if (x + 3 >= labelEnd && x >= LABEL) {
+        const text = fit(m.kind + (m.arg !== null ? " " + m.arg : ""), MARK_LABEL);
+        const w = ctx.measureText(text).width;
+        ctx.fillText(text, x + 3, AXIS - 9);
+        markerLabels.push({ x: x + 3, w, text });
+        labelEnd = x + 3 + w + 6;
       }
     }
     ctx.stroke();
@@ -375,9 +435,10 @@ local PAGE = [==[
 
   function publish(stats, drawn) {
     const state = { lanes: lanes.length, legend: legend.children.length, markers: markers.length,
-      width, label: LABEL,
+      width, label: LABEL, row: ROW, height, windowHeight: window.innerHeight, laneLabels, markerLabels,
+      legendTexts: Array.from(legend.children, e => e.textContent), legendTitles: Array.from(legend.children, e => e.title),
       events: lanes.reduce((n, l) => n + l.ts.length, 0), drawn, drawMs, failed: failedTotal, failedDrawn,
-      view: [v0 + D.t0, v1 + D.t0],
+      view: [v0, v1],
       selection: sel ? stats : null, whole: sel ? null : stats,
       loadMs: firstDrawn || (firstDrawn = performance.now() - started) };
     window.timelineState = state;
@@ -402,7 +463,7 @@ local PAGE = [==[
         const failed = args && args.failed === true;
         return [D.names[l.n[best]] + (failed ? "  (FAILED)" : ""), "category " + (c ? c.name : "?"),
           "lane     " + l.name,
-          "start    " + (l.ts[best] + D.t0).toFixed(3) + " us", "duration " + fmt(l.dur[best]),
+          "start    " + l.ts[best].toFixed(3) + " us", "duration " + fmt(l.dur[best]),
           l.a[best] === -1 ? "" : "args     " + JSON.stringify(l.a[best] >= 0 ? D.args[l.a[best]] :
             { [D.keys[l.ak[best]]]: l.av[best] }),
           failed && typeof args.error === "string" ? "error    " + args.error : ""].filter(Boolean).join("\n");
@@ -413,7 +474,7 @@ local PAGE = [==[
       const m = markers[i];
       if (Math.abs(X(m.t) - x) <= 3) {
         return "marker " + m.kind + (m.arg !== null ? "\narg    " + m.arg : "") +
-          "\nat     " + (m.t + D.t0).toFixed(3) + " us";
+          "\nat     " + m.t.toFixed(3) + " us";
       }
     }
     return null;
@@ -461,8 +522,15 @@ local PAGE = [==[
   canvas.addEventListener("dblclick", () => { v0 = 0; v1 = span; draw(); });
   window.addEventListener("resize", draw);
 
-  const m = /from=([-0-9.e]+)&to=([-0-9.e]+)/.exec(location.hash);
-  if (m) sel = [parseFloat(m[1]) - D.t0, parseFloat(m[2]) - D.t0];
+  // #from=US&to=US (since the session's start): zoomed to that range, and it selected.
+  const m = /from=([-0-9.e+]+)&to=([-0-9.e+]+)/.exec(location.hash);
+  if (m) {
+    const a = parseFloat(m[1]), b = parseFloat(m[2]);
+    if (isFinite(a) && isFinite(b) && a !== b) {
+      sel = [Math.min(a, b), Math.max(a, b)];
+      v0 = sel[0]; v1 = sel[1];
+    }
+  }
   draw();
   // #do=STEP;STEP...: replays input through the real handlers (for the specs):
   // wheel:X:DY, drag:X1:X2, sdrag:X1:X2 (with shift), dblclick; X in canvas pixels.
@@ -488,7 +556,7 @@ local PAGE = [==[
   }
   const probe = /probe=(\d+),([-0-9.e]+)/.exec(location.hash);
   if (probe) { // #probe=LANE,US: the tooltip a hover there shows (for the specs)
-    window.timelineState.probe = hit(X(parseFloat(probe[2]) - D.t0), AXIS + parseInt(probe[1], 10) * ROW + ROW / 2);
+    window.timelineState.probe = hit(X(parseFloat(probe[2])), AXIS + parseInt(probe[1], 10) * ROW + ROW / 2);
     document.body.dataset.state = JSON.stringify(window.timelineState);
   }
   if (/bench/.test(location.hash)) { // #bench: time redraws while zooming in and out (bench/report.lua)
@@ -517,6 +585,7 @@ function M.render(model)
   local title = (model.path or "trace"):gsub("[&<>\"]", {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;",
                                                          ['"'] = "&quot;"})
   local page = PAGE:gsub("@TITLE@", function() return title end)
+    :gsub("@NAME_WIDTH@", function() return tostring(report.NAME_WIDTH) end)
   return (page:gsub("@DATA@", function() return data(model) end))
 end
 

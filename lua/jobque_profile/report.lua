@@ -21,32 +21,63 @@ local function bar(share, width)
   return ("#"):rep(n)
 end
 
-local ESCAPES = {["\n"] = "\\n", ["\r"] = "\\r", ["\t"] = "\\t"}
+local ESCAPES = {["\t"] = "\\t"}
 
---- A name as the terminal should see it: control characters (line breaks,
--- escape sequences) written as \n, \r, \t or \xHH, so a name can neither
--- break the table nor drive the terminal.
-function M.shown(s)
-  return (tostring(s):gsub("[%c]", function(c)
+--- How many characters of a name the reports show (the page's legend too):
+-- a longer name keeps its first 26 and last 13 characters around an ellipsis.
+M.NAME_WIDTH = 40
+
+local BREAK, ELLIPSIS = "\u{23CE}", "\u{2026}" -- ⏎ …
+
+--- A name as the terminal should see it, on one line: each line break
+-- ("\r\n", "\n" or "\r") shown as ⏎, other control characters (escape
+-- sequences) as \t or \xHH, bytes that are not UTF-8 as \xHH, and cut to
+-- `width` characters (M.NAME_WIDTH by default; false: not cut): its first
+-- two thirds, an ellipsis, and its end. The full name is in --json.
+function M.shown(s, width)
+  s = tostring(s)
+  if width == nil then width = M.NAME_WIDTH end
+  s = s:gsub("\r?\n", BREAK):gsub("\r", BREAK):gsub("%c", function(c)
     return ESCAPES[c] or ("\\x%02X"):format(c:byte())
-  end))
+  end)
+  if not utf8.len(s) then -- keep each valid sequence, escape the bytes of the others
+    s = s:gsub("[\x80-\xFF][\x80-\xBF]*", function(seq)
+      if utf8.len(seq) then return seq end
+      return (seq:gsub(".", function(c) return ("\\x%02X"):format(c:byte()) end))
+    end)
+  end
+  local n = utf8.len(s)
+  if width and n > width then -- the head and the tail: names that share a prefix stay apart
+    local head = math.ceil((width - 1) * 2 / 3)
+    local tail = width - 1 - head
+    s = s:sub(1, utf8.offset(s, head + 1) - 1) .. ELLIPSIS .. (tail > 0 and s:sub(utf8.offset(s, n - tail + 1)) or "")
+  end
+  return s
+end
+
+-- The width of a string on the terminal, in characters (it is UTF-8).
+local function width_of(s)
+  return utf8.len(s) or #s
 end
 
 local function pad(s, n)
   s = tostring(s)
-  if #s >= n then return s end
-  return s .. (" "):rep(n - #s)
+  local w = width_of(s)
+  if w >= n then return s end
+  return s .. (" "):rep(n - w)
 end
 
 local function top_categories(by, n)
   local parts = {}
   for i = 1, math.min(n, #by) do
-    parts[i] = ("%s %s"):format(M.shown(by[i].name), M.us(by[i].busy))
+    parts[i] = ("%s %s"):format(M.shown(by[i].name, 24), M.us(by[i].busy))
   end
   return table.concat(parts, ", ")
 end
 
-local MAX_UNITS = 20
+-- The lane groups, as the report labels them (stats: workers, others, total).
+local GROUPS = {{"workers", "workers", "worker lane"}, {"others", "caller & other lanes", "lane"},
+                {"total", "all lanes", "lane"}}
 
 --- The failures section of a report: counts of failed and cancelled jobs
 -- per category and the first few failures with their messages (lines, or
@@ -96,33 +127,56 @@ function M.copies_lines(f)
 end
 
 --- The report of one trace: figures from stats.compute, model from trace.load.
+-- Times are microseconds since the session's start (f.range.t0).
 function M.text(f, model)
   local out = {}
   local function say(fmt, ...) out[#out + 1] = fmt:format(...) end
   local r = f.range
-  say("%s: %s trace%s, %d lanes, %d events", M.shown(model.path or "trace"),
+  local t0 = r.t0 or model.t0 or 0
+  say("%s: %s trace%s, %d lanes, %d events", M.shown(model.path or "trace", false),
       model.format == "jobque" and "jobque" or "Chrome",
-      model.clock and (" (clock " .. model.clock .. ")") or "", #model.lanes, f.events)
-  say("range %.3f .. %.3f us (%s)", r.from, r.to, M.us(r.duration))
+      model.clock and (" (clock " .. M.shown(model.clock) .. ")") or "", #model.lanes, f.events)
+  say("range %.3f .. %.3f us since the session's start (%s)", r.from - t0, r.to - t0, M.us(r.duration))
   if f.dropped.events > 0 or (f.dropped.lost or 0) > 0 then
     say("")
     say("WARNING: the trace is truncated: %d events were dropped because lanes filled%s.",
         f.dropped.events, (f.dropped.lost or 0) > 0 and (", %d more were lost"):format(f.dropped.lost) or "")
     for _, l in ipairs(f.dropped.lanes) do
       say("  %s filled at %.3f us and dropped %d events: it is not idle after that,",
-          M.shown(l.name), l.full_at or 0, l.dropped)
+          M.shown(l.name), (l.full_at or t0) - t0, l.dropped)
     end
     say("  only unrecorded. Record fewer events or pass a larger size to profile_start.")
   end
   say("")
-  local w = 8
-  for _, l in ipairs(f.lanes) do w = math.max(w, #M.shown(l.name)) end
-  say("%s  %10s  %10s  %7s  %8s", pad("lane", w), "busy", "wait", "idle", "events")
-  for _, l in ipairs(f.lanes) do
-    say("%s  %10s  %10s  %7s  %8d", pad(M.shown(l.name), w), M.us(l.busy), M.us(l.wait), pct(l.idle), l.events)
+  -- Worker lanes first, then the caller and the others, each in lane order;
+  -- then a line per group.
+  local w = 20
+  for _, l in ipairs(f.lanes) do w = math.max(w, width_of(M.shown(l.name))) end
+  local order = {}
+  for _, l in ipairs(f.lanes) do if l.role == "worker" then order[#order + 1] = l end end
+  for _, l in ipairs(f.lanes) do if l.role ~= "worker" then order[#order + 1] = l end end
+  say("%s  %-6s  %10s  %10s  %7s  %8s", pad("lane", w), "role", "busy", "wait", "idle", "events")
+  for _, l in ipairs(order) do
+    say("%s  %-6s  %10s  %10s  %7s  %8d", pad(M.shown(l.name), w), l.role or "", M.us(l.busy), M.us(l.wait),
+        pct(l.idle), l.events)
   end
-  say("%s  %10s  %10s  %7s  %8d", pad("all", w), M.us(f.total.busy), M.us(f.total.wait), pct(f.total.idle), f.events)
-  say("parallelism %.2f (busy lanes on average, of %d)", f.total.parallelism, f.total.lanes)
+  say("")
+  say("%s  %-6s  %10s  %10s  %7s  %8s  %s", pad("group", w), "", "busy", "wait", "idle", "events", "parallelism")
+  for _, g in ipairs(GROUPS) do
+    local x = f[g[1]]
+    if x then
+      if x.lanes == 0 then
+        say("%s  %-6s  %10s  %10s  %7s  %8s  %s", pad(g[2], w), "", "-", "-", "-", "-", "no lanes")
+      else
+        say("%s  %-6s  %10s  %10s  %7s  %8d  %.2f of %d %s%s", pad(g[2], w), "", M.us(x.busy), M.us(x.wait),
+            pct(x.idle), x.events, x.parallelism, x.lanes, g[3], x.lanes == 1 and "" or "s")
+      end
+    end
+  end
+  say("(parallelism: busy lanes on average; idle: 1 - busy / (range x lanes) of the group)")
+  if f.workers and f.workers.lanes == 0 then
+    say("(no lane is a worker: a queue's workers are named \"worker N\" or \"<queue name> N\")")
+  end
   if f.awaits.count > 0 then
     say("awaits %d, %s in all (jobs suspended on other jobs; their workers stay free)",
         f.awaits.count, M.us(f.awaits.time))
@@ -130,7 +184,7 @@ function M.text(f, model)
   if #f.categories > 0 then
     say("")
     local cw = 8
-    for _, c in ipairs(f.categories) do cw = math.max(cw, #M.shown(c.name)) end
+    for _, c in ipairs(f.categories) do cw = math.max(cw, width_of(M.shown(c.name))) end
     say("%s  %10s  %6s", pad("category", cw), "busy", "share")
     for _, c in ipairs(f.categories) do
       say("%s  %10s  %6s  %s", pad(M.shown(c.name), cw), M.us(c.busy), pct(c.share), bar(c.share, 30))
@@ -141,16 +195,20 @@ function M.text(f, model)
     if m.count == 0 then
       say("marker \"%s\": no units in range", M.shown(m.kind))
     else
-      say("marker \"%s\": %d units; duration min %s, median %s, p95 %s, max %s", M.shown(m.kind), m.count,
-          M.us(m.min), M.us(m.median), M.us(m.p95), M.us(m.max))
-      say("  %5s  %8s  %14s  %10s  %s", "unit", "arg", "start (us)", "duration", "busy by category")
-      for i = 1, math.min(#m.units, MAX_UNITS) do
-        local u = m.units[i]
-        say("  %5d  %8s  %14.3f  %10s  %s", u.index, u.arg ~= nil and M.shown(u.arg) or "-", u.from,
-            M.us(u.duration), top_categories(u.by_category, 3))
-      end
-      if #m.units > MAX_UNITS then
-        say("  ... %d more units (--json lists them all)", #m.units - MAX_UNITS)
+      say("marker \"%s\": %d unit%s; duration min %s, median %s, p95 %s, max %s", M.shown(m.kind), m.count,
+          m.count == 1 and "" or "s", M.us(m.min), M.us(m.median), M.us(m.p95), M.us(m.max))
+      local slowest = m.slowest or {}
+      if #slowest > 0 then
+        say("  the %s:", #slowest == 1 and "slowest unit" or ("%d slowest units"):format(#slowest))
+        say("  %7s  %8s  %14s  %10s  %s", "unit", "arg", "start (us)", "duration", "busy by category")
+        for _, j in ipairs(slowest) do
+          local u = m.units[j]
+          say("  %7d  %8s  %14.3f  %10s  %s", u.index, u.arg ~= nil and M.shown(u.arg, 20) or "-", u.from - t0,
+              M.us(u.duration), top_categories(u.by_category, 3))
+        end
+        if m.count > #slowest then
+          say("  ... %d more units (--top N lists more, --json lists them all)", m.count - #slowest)
+        end
       end
     end
   end
@@ -166,8 +224,14 @@ end
 --- Two traces side by side: rows from stats.compare.
 function M.compare_text(rows, a_name, b_name)
   local out = {}
+  -- A row's label as shown: its name (a lane, category or kind) cut as in
+  -- the report; --json has the full label.
+  local function label(r)
+    if r.pre then return r.pre .. (r.name and M.shown(r.name) or "") .. (r.post or "") end
+    return M.shown(r.label, false)
+  end
   local w = 12
-  for _, r in ipairs(rows) do w = math.max(w, #M.shown(r.label)) end
+  for _, r in ipairs(rows) do w = math.max(w, width_of(label(r))) end
   local function fmt(v, unit)
     if v == nil then return "-" end
     if unit == "us" then return M.us(v) end
@@ -175,9 +239,12 @@ function M.compare_text(rows, a_name, b_name)
     if unit == "x" then return ("%.2f"):format(v) end
     return tostring(math.tointeger(v) or v)
   end
-  out[#out + 1] = ("a: %s\nb: %s\n"):format(M.shown(a_name), M.shown(b_name))
+  out[#out + 1] = ("a: %s\nb: %s\n"):format(M.shown(a_name, false), M.shown(b_name, false))
   out[#out + 1] = ("%s  %12s  %12s  %12s  %8s"):format(pad("", w), "a", "b", "b - a", "b / a")
+  local group
   for _, r in ipairs(rows) do
+    if group and r.group ~= group then out[#out + 1] = "" end -- a blank line between groups
+    group = r.group
     local diff
     if r.unit == "%" then
       diff = ("%+.1f pt"):format(100 * r.diff)
@@ -186,7 +253,7 @@ function M.compare_text(rows, a_name, b_name)
     else
       diff = (r.diff >= 0 and "+" or "") .. fmt(r.diff, r.unit)
     end
-    out[#out + 1] = ("%s  %12s  %12s  %12s  %8s"):format(pad(M.shown(r.label), w), fmt(r.a, r.unit), fmt(r.b, r.unit),
+    out[#out + 1] = ("%s  %12s  %12s  %12s  %8s"):format(pad(label(r), w), fmt(r.a, r.unit), fmt(r.b, r.unit),
                                                        diff, r.ratio and ("%.2fx"):format(r.ratio) or "-")
   end
   return table.concat(out, "\n") .. "\n"

@@ -1,16 +1,22 @@
 --- jobque_profile.stats: figures over a trace model (see jobque_profile.trace).
 --
--- compute(model [, from, to]) -> figures over the range [from, to], ends
--- included (microseconds; by default the trace's bounds, model.t0 .. t1:
--- the session's start and stop for our files):
---   range     { from, to, duration }
+-- compute(model [, from, to [, top]]) -> figures over the range [from, to],
+-- ends included (microseconds on the file's clock; by default the trace's
+-- bounds, model.t0 .. t1: the session's start and stop for our files):
+--   range     { from, to, duration, t0 }; t0 is model.t0, the session's
+--             start: the zero of the text report, the page and --from/--to
 --   events    events that start in the range: every event of the file
 --             (slices, slice ends, instants, markers, flows, awaits ...)
---   lanes[i]  { name, busy, wait, idle, events, dropped, full_at }
---   total     { busy, wait, idle, parallelism, lanes }
+--   lanes[i]  { name, role, busy, wait, idle, events, dropped, full_at };
+--             role is "worker", "caller" or "other" (see M.lane_role)
+--   workers   { lanes, busy, wait, idle, parallelism, events } of the worker lanes
+--   others    the same of the caller and every other lane
+--   total     the same of all lanes
 --   categories[i] { name, color, busy, share }, most busy first
---   markers[i]    { kind, count, min, median, p95, max, units[j] }
+--   markers[i]    { kind, count, min, median, p95, max, units[j], slowest }
 --                 units[j] = { index, arg, from, to, duration, by_category[k] = { name, busy } }
+--                 slowest = the unit numbers of the `top` (10) longest units,
+--                 longest first (ties: the earlier first)
 --   awaits    { count, time }: jobs suspended on another job (workers stay free)
 --   dropped   { events, lost, lanes[i] = { name, dropped, full_at } }
 --   failures  { failed, cancelled, by_category[i] = { name, failed, cancelled },
@@ -28,10 +34,40 @@
 -- end of the range counts as an event but starts no unit: it has no time
 -- in the range). Median and p95 are
 -- nearest-rank.
--- compare(a, b) -> rows { label, a, b, diff, ratio } of two figures.
+-- compare(a, b) -> rows { label, group, a, b, diff, ratio, unit } of two figures.
 local without_gc = require("jobque_profile.trace").without_gc
 
 local M = {}
+
+M.TOP = 10 -- the slowest units listed per marker kind, by default
+
+local ROLES = {worker = true, caller = true, other = true}
+
+--- What a lane is: "worker" (a queue's worker thread), "caller" (the thread
+-- that started the session) or "other" (any other thread that recorded).
+-- A lane's entry in the file's lane details (jobqueProfile.laneInfo, or the
+-- older list under jobqueProfile.lanes) decides when it has a `role`;
+-- otherwise the name the writer gave it: "caller", "worker N" or
+-- "<queue name> N" for workers, "thread N" for other threads.
+function M.lane_role(lane, model)
+  local meta = model and model.meta
+  if type(meta) == "table" then
+    for _, key in ipairs{"laneInfo", "lanes"} do
+      local list = meta[key]
+      if type(list) == "table" then
+        for _, info in ipairs(list) do
+          if type(info) == "table" and info.name == lane.name and ROLES[info.role] then return info.role end
+        end
+      end
+    end
+  end
+  local name = lane.name
+  if type(name) ~= "string" then return "other" end
+  if name == "caller" then return "caller" end
+  local prefix = name:match("^(.-) %d+$")
+  if prefix and prefix ~= "" and prefix ~= "thread" and not prefix:find("%c") then return "worker" end
+  return "other"
+end
 
 -- The k-th smallest of a[lo..hi] (Hoare's selection; reorders a).
 local function select_kth(a, k, lo, hi)
@@ -70,6 +106,26 @@ end
 -- under the outermost slice that covers it; calls span(x, y, name) for each
 -- piece and returns busy time, wait time and the slices starting in range.
 -- Slices are sorted by start.
+-- The indices of the k largest of d[1..n], largest first; ties keep
+-- their order (k is small: an insertion into a list of k).
+local function largest(d, n, k)
+  local top, m = {}, 0
+  if k <= 0 then return top end
+  for i = 1, n do
+    local x = d[i]
+    if m < k or x > d[top[m]] then
+      local j = m < k and m + 1 or m
+      if m < k then m = m + 1 end
+      while j > 1 and d[top[j - 1]] < x do
+        top[j] = top[j - 1]
+        j = j - 1
+      end
+      top[j] = i
+    end
+  end
+  return top
+end
+
 local function sweep_lane(lane, a, b, acc, span)
   local ts, dur, cat = lane.ts, lane.dur, lane.cat
   local busy, wait, events = 0, 0, 0
@@ -275,12 +331,23 @@ local function copies(model, a, b)
   return rows
 end
 
-local function compute(model, from, to)
+-- Busy, wait, idle and parallelism of the lanes of figures `list` over `duration`.
+local function group_of(list, duration)
+  local busy, wait, events = 0, 0, 0
+  for _, l in ipairs(list) do
+    busy, wait, events = busy + l.busy, wait + l.wait, events + l.events
+  end
+  local n = #list
+  return {lanes = n, busy = busy, wait = wait, events = events,
+          idle = (duration > 0 and n > 0) and 1 - busy / (duration * n) or 0,
+          parallelism = duration > 0 and busy / duration or 0}
+end
+
+local function compute(model, from, to, top)
   local a = from or model.t0
   local b = to or model.t1
   if a > b then a, b = b, a end
   local duration = b - a
-  local nlanes = #model.lanes
   -- Marker units first, so that one sweep of each lane feeds them too.
   local cat_index, names = {}, {}
   for c, entry in ipairs(model.categories) do
@@ -291,11 +358,12 @@ local function compute(model, from, to)
     local ufrom, uarg, n = unit_bounds(model, kind, a, b)
     local d = {}
     for i = 1, n do d[i] = ufrom[i + 1] - ufrom[i] end
+    local slowest = largest(d, n, top or M.TOP)
     local min, median, p95, max = order_stats(d, n)
     local tracker = unit_tracker(ufrom, uarg, n, names)
     if n > 0 then trackers[#trackers + 1] = tracker end
     markers[#markers + 1] = {kind = kind, count = n, min = min, max = max, median = median, p95 = p95,
-                             units = tracker.units}
+                             units = tracker.units, slowest = slowest}
   end
   local span
   if #trackers == 1 then
@@ -308,15 +376,15 @@ local function compute(model, from, to)
     end
   end
   local acc = {}
-  local lanes, tbusy, twait, events = {}, 0, 0, 0
+  local lanes, tbusy, events = {}, 0, 0
   for i, lane in ipairs(model.lanes) do
     for _, tr in ipairs(trackers) do tr.reset() end
     local busy, wait, n = sweep_lane(lane, a, b, acc, span)
     n = n + count_in(lane.instants, a, b)
-    lanes[i] = {name = lane.name, busy = busy, wait = wait, events = n,
+    lanes[i] = {name = lane.name, role = M.lane_role(lane, model), busy = busy, wait = wait, events = n,
                 idle = duration > 0 and 1 - busy / duration or 0,
                 dropped = lane.dropped, full_at = lane.full_at}
-    tbusy, twait, events = tbusy + busy, twait + wait, events + n
+    tbusy, events = tbusy + busy, events + n
   end
   events = events + count_sorted(model.marker_ts, a, b) + count_sorted(model.extra_ts or {}, a, b)
   local awaits = {count = 0, time = 0}
@@ -333,13 +401,20 @@ local function compute(model, from, to)
       dropped.lanes[#dropped.lanes + 1] = {name = lane.name, dropped = lane.dropped, full_at = lane.full_at}
     end
   end
+  local workers, others = {}, {}
+  for _, l in ipairs(lanes) do
+    local list = l.role == "worker" and workers or others
+    list[#list + 1] = l
+  end
+  local all = group_of(lanes, duration)
+  all.events = events -- markers too
   return {
-    range = {from = a, to = b, duration = duration},
+    range = {from = a, to = b, duration = duration, t0 = model.t0},
     events = events,
     lanes = lanes,
-    total = {busy = tbusy, wait = twait, lanes = nlanes,
-             idle = (duration > 0 and nlanes > 0) and 1 - tbusy / (duration * nlanes) or 0,
-             parallelism = duration > 0 and tbusy / duration or 0},
+    workers = group_of(workers, duration),
+    others = group_of(others, duration),
+    total = all,
     categories = sorted_categories(model, acc, tbusy),
     markers = markers,
     awaits = awaits,
@@ -349,26 +424,36 @@ local function compute(model, from, to)
   }
 end
 
---- Figures over [from, to] of a model (the whole trace by default).
-function M.compute(model, from, to)
-  return without_gc(compute, model, from, to)
+--- Figures over [from, to] of a model (the whole trace by default), with
+-- the `top` (M.TOP) slowest units of each marker kind.
+function M.compute(model, from, to, top)
+  return without_gc(compute, model, from, to, top)
 end
 
-local function row(rows, label, x, y, unit)
+-- A row of compare: `label` is pre .. name .. post (name: a lane, category
+-- or marker kind, which a text report may cut; nil for a fixed label).
+local function row(rows, group, pre, name, post, x, y, unit)
   x, y = x or 0, y or 0
-  rows[#rows + 1] = {label = label, a = x, b = y, diff = y - x, ratio = x ~= 0 and y / x or nil, unit = unit}
+  rows[#rows + 1] = {label = pre .. (name or "") .. (post or ""), group = group, pre = pre, name = name,
+                     post = post, a = x, b = y, diff = y - x, ratio = x ~= 0 and y / x or nil, unit = unit}
 end
+
+-- The lane groups of compare, as labelled there.
+M.GROUPS = {{"workers", "workers"}, {"others", "caller & other lanes"}, {"total", "all lanes"}}
 
 --- Side by side: the figures of `a` and of `b` (each from compute), with differences.
 function M.compare(a, b)
   local rows = {}
-  row(rows, "duration", a.range.duration, b.range.duration, "us")
-  row(rows, "events", a.events, b.events, "")
-  row(rows, "lanes", a.total.lanes, b.total.lanes, "")
-  row(rows, "busy", a.total.busy, b.total.busy, "us")
-  row(rows, "wait", a.total.wait, b.total.wait, "us")
-  row(rows, "idle", a.total.idle, b.total.idle, "%")
-  row(rows, "parallelism", a.total.parallelism, b.total.parallelism, "x")
+  row(rows, "range", "duration", nil, nil, a.range.duration, b.range.duration, "us")
+  row(rows, "range", "events", nil, nil, a.events, b.events, "")
+  for _, g in ipairs(M.GROUPS) do
+    local x, y, label = a[g[1]], b[g[1]], g[2] .. ": "
+    row(rows, g[1], label .. "lanes", nil, nil, x.lanes, y.lanes, "")
+    row(rows, g[1], label .. "busy", nil, nil, x.busy, y.busy, "us")
+    row(rows, g[1], label .. "wait", nil, nil, x.wait, y.wait, "us")
+    row(rows, g[1], label .. "idle", nil, nil, x.idle, y.idle, "%")
+    row(rows, g[1], label .. "parallelism", nil, nil, x.parallelism, y.parallelism, "x")
+  end
   -- The entries of a[field] and b[field] by their `key`, in order of first appearance.
   local function union(field, key)
     local keys, by_a, by_b = {}, {}, {}
@@ -380,20 +465,29 @@ function M.compare(a, b)
     end
     return keys, by_a, by_b
   end
+  local lane_names, lane_a, lane_b = union("lanes", "name")
+  local no_lane = {busy = 0, idle = 1}
+  for _, name in ipairs(lane_names) do
+    local x, y = lane_a[name] or no_lane, lane_b[name] or no_lane
+    row(rows, "lane", "lane ", name, ": busy", x.busy, y.busy, "us")
+    row(rows, "lane", "lane ", name, ": idle", x.idle, y.idle, "%")
+  end
   local names, cat_a, cat_b = union("categories", "name")
   for _, name in ipairs(names) do
-    row(rows, "busy: " .. name, cat_a[name] and cat_a[name].busy or 0, cat_b[name] and cat_b[name].busy or 0, "us")
+    row(rows, "category", "busy: ", name, nil, cat_a[name] and cat_a[name].busy or 0,
+        cat_b[name] and cat_b[name].busy or 0, "us")
   end
   local kinds, mark_a, mark_b = union("markers", "kind")
   local none = {count = 0}
   local function marker_of(by, kind) return by[kind] or none end
   for _, kind in ipairs(kinds) do
     local x, y = marker_of(mark_a, kind), marker_of(mark_b, kind)
-    row(rows, kind .. " units", x.count, y.count, "")
-    row(rows, kind .. " median", x.median, y.median, "us")
-    row(rows, kind .. " p95", x.p95, y.p95, "us")
+    row(rows, "marker", "", kind, " units", x.count, y.count, "")
+    row(rows, "marker", "", kind, " median", x.median, y.median, "us")
+    row(rows, "marker", "", kind, " p95", x.p95, y.p95, "us")
+    row(rows, "marker", "", kind, " max", x.max, y.max, "us")
   end
-  row(rows, "dropped events", a.dropped.events, b.dropped.events, "")
+  row(rows, "dropped", "dropped events", nil, nil, a.dropped.events, b.dropped.events, "")
   return rows
 end
 
