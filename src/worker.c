@@ -161,8 +161,7 @@ static void drop_coroutine(lua_State *L, jq_job *job, lua_State *co) {
 static void cancel_suspended(jq_worker *w, lua_State *L, jq_job *job) {
   int coref = job->coref;
   job->coref = LUA_NOREF;
-  job->fail_reason = JQ_FAIL_CLOSED;
-  jq_queue_finish(w->q, job, JQ_JOB_FAILED); /* may free it */
+  jq_queue_cancel(w->q, job); /* may free it */
   pthread_mutex_unlock(&w->q->mu);
   lua_rawgeti(L, LUA_REGISTRYINDEX, coref);
   if (lua_isthread(L, -1))
@@ -471,7 +470,7 @@ int jq_workers_start(jq_queue *q) {
   return rc;
 }
 
-void jq_queue_close(jq_queue *q, lua_State *L) {
+long jq_queue_close(jq_queue *q, lua_State *L) {
   pthread_mutex_lock(&q->mu);
   jq_queue_begin_close(q);
   pthread_mutex_unlock(&q->mu);
@@ -486,5 +485,23 @@ void jq_queue_close(jq_queue *q, lua_State *L) {
   while (step(w, L, 0))
     ;
   jq_queue_fail_rest(q); /* waiting on jobs that can no longer run */
+  long cancelled = q->cancelled;
+  /* Failures nobody observed: nothing can report them any more, and each
+   * holds its job (which holds the queue). Dropped outside mu: a job freed
+   * here may drop the last reference to another queue. */
+  jq_job *failed = q->fail_head;
+  for (jq_job *job = failed; job; job = job->fail_next) {
+    job->on_fail_list = 0;
+    job->observed = 1;
+  }
+  q->fail_head = q->fail_tail = NULL;
+  q->fail_list_dropped = 1;
   pthread_mutex_unlock(&q->mu);
+  while (failed) {
+    jq_job *next = failed->fail_next;
+    failed->fail_prev = failed->fail_next = NULL;
+    jq_job_unref(failed);
+    failed = next;
+  }
+  return cancelled;
 }
