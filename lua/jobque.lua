@@ -104,7 +104,7 @@ function M.with_job_que(opts, fn)
   local q = new("jobque.with_job_que", opts, 2)
   local res = table.pack(pcall(fn, q))
   local failures
-  if res[1] then
+  if res[1] and not q:is_closed() then -- (fn may have closed it)
     local ok, all_ok, list = pcall(core.queue_collect, q, "jobque.with_job_que")
     if not ok then
       res = {false, all_ok}

@@ -37,6 +37,13 @@ describe("the end of with_job_que", function()
     end
   end)
 
+  it("returns fn's results when fn closed the queue itself", function()
+    assert.are.equal("closed", jobque.with_job_que({workers = 1}, function(q)
+      q:close()
+      return "closed"
+    end))
+  end)
+
   it("cancels the jobs not started when fn raises, and raises fn's error unchanged", function()
     local kept, obj = {}, {code = 9}
     local ok, err = pcall(jobque.with_job_que, {workers = 0}, function(q)

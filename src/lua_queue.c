@@ -296,13 +296,14 @@ static int all_finished(void *arg) {
 }
 
 /* Blocks the calling thread until `job` (or, job NULL, every job of q)
- * finished. The state that made a queue without workers runs its jobs here. */
-static void block_until(lua_State *L, jq_queue *q, jq_job *job) {
+ * finished. The state that made a queue without workers runs its jobs here.
+ * Its errors point `level` levels up (1: the caller of the C function). */
+static void block_until(lua_State *L, jq_queue *q, jq_job *job, int level) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
   int runs_jobs = q->nworkers == 0 && lua_topointer(L, -1) == q->owner;
   lua_pop(L, 1);
   if (q->nworkers == 0 && !runs_jobs && job && job_state(job) < JQ_JOB_DONE)
-    luaL_error(L, "job #%I belongs to a queue without workers: only the state that created "
+    raise_at(L, level, "job #%I belongs to a queue without workers: only the state that created "
                   "that queue runs its jobs, so this wait would never end (wait for it there)",
                (LUAI_UACINT)job->id);
   uint64_t t0 = jq_ring_armed() ? jq_clock_ticks() : 0;
@@ -318,9 +319,9 @@ static void block_until(lua_State *L, jq_queue *q, jq_job *job) {
         break;
       pthread_mutex_unlock(&q->mu);
       if (job)
-        luaL_error(L, "job #%I can never finish: the queue has no workers and nothing left to "
+        raise_at(L, level, "job #%I can never finish: the queue has no workers and nothing left to "
                       "run (does it wait for itself?)", (LUAI_UACINT)job->id);
-      luaL_error(L, "jobs can never finish: the queue has no workers and nothing left to run");
+      raise_at(L, level, "jobs can never finish: the queue has no workers and nothing left to run");
     }
     /* Spin a little first: a short job is often done before a futex sleep
      * and wake-up would be. A wait_all spins on the count itself, so that
@@ -366,7 +367,7 @@ static int job_wait(lua_State *L, int protected) {
     if (rc == 0)
       return lua_yieldk(L, 0, protected, wait_k);
   } else {
-    block_until(L, q, job);
+    block_until(L, q, job, 1);
   }
   return deliver(L, job, protected);
 }
@@ -610,7 +611,7 @@ static int l_queue_collect(lua_State *L) {
   if (w && w->q == q)
     return raise_at(L, 2, "%s cannot be called from a job of the same queue "
                           "(it would wait for itself); wait for specific jobs instead", fname);
-  block_until(L, q, NULL);
+  block_until(L, q, NULL, 2);
   lua_settop(L, 2);
   lua_newtable(L); /* 3: a handle for each failure, which holds the list's reference */
   int n = 0;
