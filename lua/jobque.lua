@@ -46,8 +46,54 @@ function M.new(opts)
   return new("jobque.new", opts, 2)
 end
 
---- Creates a queue, calls fn(q), closes the queue however fn ends, and
--- returns fn's results or raises its error.
+-- How many failures a report lists; pwait_all returns them all.
+local REPORT_FIRST = 3
+
+-- The first line of a failure's error, for a report.
+local function first_line(err)
+  if type(err) == "string" then return err:match("^[^\n]*") end
+  if type(err) == "number" or type(err) == "boolean" then return tostring(err) end
+  return "(an error value of type " .. type(err) .. ")"
+end
+
+-- The message for failures nobody observed (a list from core.queue_collect).
+local function report(fname, failures)
+  local n, not_run = #failures, 0
+  for _, f in ipairs(failures) do not_run = not_run + f.not_run end
+  local out = {("%s: %d %s failed and no wait, pwait or status returned %s error"):format(
+    fname, n, n == 1 and "job" or "jobs", n == 1 and "its" or "their")}
+  if not_run > 0 then
+    out[1] = out[1] .. (" (%d %s that depend on %s did not run)"):format(
+      not_run, not_run == 1 and "job" or "jobs", n == 1 and "it" or "them")
+  end
+  out[1] = out[1] .. ":"
+  for i = 1, math.min(n, REPORT_FIRST) do
+    local f = failures[i]
+    out[#out + 1] = ("  job #%d (submitted at %s): %s"):format(f.id, f.submitted_at, first_line(f.error))
+  end
+  if n > REPORT_FIRST then
+    out[#out + 1] = ("  (and %d more: pwait_all returns them all)"):format(n - REPORT_FIRST)
+  end
+  return table.concat(out, "\n")
+end
+
+--- Waits for every job submitted so far (and those they submit); raises one
+-- error listing the failures nobody observed, if there are any.
+function methods:wait_all()
+  local ok, failures = core.queue_collect(self, "wait_all")
+  if not ok then error(report("wait_all", failures), 2) end
+end
+
+--- As wait_all, but returns true, or false and the list of failures nobody
+-- observed ({id=, error=, submitted_at=, not_run=} each, oldest first).
+function methods:pwait_all()
+  return core.queue_collect(self, "pwait_all")
+end
+
+--- Creates a queue, calls fn(q), waits for every job of the queue (those
+-- submitted by jobs too), closes the queue, and returns fn's results; raises
+-- fn's error (after cancelling the jobs not started), or one error listing
+-- the failures nobody observed.
 function M.with_job_que(opts, fn)
   if fn == nil and type(opts) == "function" then
     opts, fn = nil, opts
@@ -57,8 +103,18 @@ function M.with_job_que(opts, fn)
   end
   local q = new("jobque.with_job_que", opts, 2)
   local res = table.pack(pcall(fn, q))
+  local failures
+  if res[1] and not q:is_closed() then -- (fn may have closed it)
+    local ok, all_ok, list = pcall(core.queue_collect, q, "jobque.with_job_que")
+    if not ok then
+      res = {false, all_ok}
+    elseif not all_ok then
+      failures = list
+    end
+  end
   q:close()
   if not res[1] then error(res[2], 0) end
+  if failures then error(report("jobque.with_job_que", failures), 2) end
   return table.unpack(res, 2, res.n)
 end
 
@@ -96,7 +152,7 @@ function methods:parallel_for(first, last, fn, chunks)
   for c = 0, chunks - 1 do
     local lo = first + n * c // chunks
     local hi = first + n * (c + 1) // chunks - 1
-    jobs[c + 1] = self:submit(fn, lo, hi)
+    jobs[c + 1] = core.queue_submit_chunk(self, fn, lo, hi)
   end
   local results, err = {}, nil
   for c = 1, chunks do

@@ -428,13 +428,24 @@ describe("a queue without workers", function()
   end)
 
   it("says so when a job can never finish", function()
-    jobque.with_job_que({workers = 0}, function(q)
+    local q <close> = jobque.new {workers = 0} -- (the end of a with_job_que scope would wait)
+    local a = q:submit(function() return _G.CYCLE_B:wait() end)
+    _G.CYCLE_B = q:after({a}, function() end) -- b waits for a, a waits for b
+    local err = err_of(a.wait, a)
+    assert.matches("job #" .. a:id() .. " can never finish: the queue has no workers", err, 1, true)
+    _G.CYCLE_B = nil
+  end)
+
+  it("ends a with_job_que scope whose jobs can never finish with that error, closed", function()
+    local kept
+    local err = err_of(jobque.with_job_que, {workers = 0}, function(q)
+      kept = q
       local a = q:submit(function() return _G.CYCLE_B:wait() end)
-      _G.CYCLE_B = q:after({a}, function() end) -- b waits for a, a waits for b
-      local err = err_of(a.wait, a)
-      assert.matches("job #" .. a:id() .. " can never finish: the queue has no workers", err, 1, true)
-      _G.CYCLE_B = nil
+      _G.CYCLE_B = q:after({a}, function() end)
     end)
+    _G.CYCLE_B = nil
+    assert.matches("jobs can never finish: the queue has no workers", err, 1, true)
+    assert.is_true(kept:is_closed())
   end)
 end)
 

@@ -29,20 +29,26 @@ end
 local jobque = require "jobque"
 p.profile_start(4096)
 for _, workers in ipairs {0, 2} do
-  jobque.with_job_que({workers = workers, init = function() INIT = true end}, function(q) -- luacheck: ignore
-    local a = q:submit(function(t) return #t end, {1, 2, {3}})
-    local b = q:after({a}, function(x) return x:wait() * 2 end, a)
-    assert(b:wait() == 6)
-    assert(not q:submit(function() error({code = 1}) end):pwait())
-    local parent = q:submit(function()
-      local c = require("jobque").current():submit(function() return 5 end)
-      return c:wait()
-    end)
-    assert(parent:wait() == 5)
-    q:parallel_for(1, 10, function(lo) return lo end)
-    q:submit(function() while true do coroutine.yield() end end) -- cancelled by the close
-    for i = 1, 5 do q:submit(function() return i end) end
+  local q = jobque.new {workers = workers, init = function() INIT = true end} -- luacheck: ignore
+  local a = q:submit(function(t) return #t end, {1, 2, {3}})
+  local b = q:after({a}, function(x) return x:wait() * 2 end, a)
+  assert(b:wait() == 6)
+  assert(not q:submit(function() error({code = 1}) end):pwait())
+  local parent = q:submit(function()
+    local c = require("jobque").current():submit(function() return 5 end)
+    return c:wait()
   end)
+  assert(parent:wait() == 5)
+  q:parallel_for(1, 10, function(lo) return lo end)
+  q:submit(function() error("nobody looks", 0) end) -- dropped by the close if unreported
+  q:submit(function() while true do coroutine.yield() end end) -- cancelled by the close
+  for i = 1, 5 do q:submit(function() return i end) end
+  q:close()
+  -- A scope drains, then reports what nobody looked at.
+  assert(not pcall(jobque.with_job_que, {workers = workers}, function(sq)
+    sq:submit(function() error({code = 2}) end)
+    for i = 1, 5 do sq:after({sq:submit(function() return i end)}, function() end) end
+  end))
 end
 p.profile_stop()
 assert(p.profile_save(S.tmpfile()))

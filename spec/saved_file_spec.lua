@@ -91,14 +91,15 @@ describe("the saved file", function()
   it("keeps jobqueProfile.lanes the lane count and the per-lane details in laneInfo", function()
     p.profile_start(16)
     p.profile_marker("file lanes", 1)
-    jobque.with_job_que({workers = 2}, function(q) q:submit(function() return 1 end):wait() end)
+    -- One worker: it surely runs the job (a second one might record nothing, and have no lane).
+    jobque.with_job_que({workers = 1}, function(q) q:submit(function() return 1 end):wait() end)
     p.profile_stop()
     local t, text = S.save(p)
     local jp = t.jobqueProfile
     assert.are.equal("number", type(jp.lanes))
     assert.are.equal(#jp.laneInfo, jp.lanes)
-    assert.are.equal(3, jp.lanes) -- two workers and the caller
-    assert.matches('"lanes":3,', text, 1, true)
+    assert.are.equal(2, jp.lanes) -- the worker and the caller
+    assert.matches('"lanes":2,', text, 1, true)
     for i, lane in ipairs(jp.laneInfo) do
       assert.are.equal(i, lane.tid)
       assert.is_string(lane.name)

@@ -70,7 +70,17 @@ local function run(workers, seed)
         jobs[i] = q:submit(body, i, step.fails, step.mode, table.unpack(handles))
       end
     end
-    q:wait_all()
+    -- Every failure nobody looked at is reported once, and is a failure.
+    local job_of = {}
+    for i = 1, N do job_of[jobs[i]:id()] = i end
+    local ok_all, reported = q:pwait_all()
+    local seen = {}
+    for _, f in ipairs(ok_all and {} or reported) do
+      local i = job_of[f.id]
+      assert.is_true(i ~= nil and failed[i], "reported job #" .. f.id .. " did not fail")
+      assert.is_nil(seen[f.id], "job #" .. f.id .. " reported twice")
+      seen[f.id] = true
+    end
     for i = 1, N do
       local ok, v = jobs[i]:pwait()
       assert.are.equal(not failed[i], ok, "job " .. i .. ": " .. tostring(v))

@@ -46,7 +46,7 @@ end
 
 local WORKERS = {0, 1, 2, 8}
 local ENDINGS = {"close now", "close after a spin", "wait_all then close", "to the collector",
-                 "to the collector mid-job"}
+                 "to the collector mid-job", "pwait_all then close"}
 
 local function spin(us)
   local t = os.clock()
@@ -79,7 +79,7 @@ local function round(seed)
     assert(ok, where .. ": submit: " .. tostring(job))
     jobs[i], kinds[i] = job, kind
   end
-  local mid_job
+  local mid_job, reported
   if ending == "close now" then
     q:close()
   elseif ending == "close after a spin" then
@@ -87,6 +87,13 @@ local function round(seed)
     q:close()
   elseif ending == "wait_all then close" then
     pcall(q.wait_all, q)
+    q:close()
+  elseif ending == "pwait_all then close" then
+    local ok, all_ok, failures = pcall(q.pwait_all, q) -- (workers = 0: a wait cycle raises)
+    if ok then
+      assert(select("#", q:pwait_all()) == 1, where .. ": pwait_all reported a failure twice")
+      reported = all_ok and {} or failures
+    end
     q:close()
   elseif ending == "to the collector mid-job" and workers == 0 then
     mid_job = q:submit(body, n + 1, 8)
@@ -111,6 +118,16 @@ local function round(seed)
     end
     local status = job:status()
     assert(status == "done" or status == "failed", ("%s: job %d is %s after its queue closed"):format(where, i, status))
+  end
+  if reported then -- each failure nobody observed is one of the round's failed jobs, once
+    local index, seen = {}, {}
+    for i, job in ipairs(jobs) do index[job:id()] = i end
+    for _, f in ipairs(reported) do
+      local i = index[f.id]
+      assert(i and jobs[i]:status() == "failed", ("%s: reported job #%d did not fail"):format(where, f.id))
+      assert(not seen[f.id], ("%s: job #%d reported twice"):format(where, f.id))
+      seen[f.id] = true
+    end
   end
   assert(T.double_finishes() == 0, where .. ": a job finished twice")
 end

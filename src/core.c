@@ -8,6 +8,7 @@
  * sit one level down so that Lua's error messages name them after the module
  * users require ('jobque_profile.profile_marker'), not after the core.
  */
+#include <limits.h>
 #include <string.h>
 
 #include <lauxlib.h>
@@ -80,7 +81,9 @@ static int l_write_file(lua_State *L) {
     return 1;
   }
   luaL_pushfail(L);
-  lua_pushfstring(L, "cannot write '%s': %s", path, jq_replace_reason(&file, rc));
+  char why[PATH_MAX + 32];
+  lua_pushfstring(L, "cannot write '%s': %s", path,
+                  jq_replace_reason_at(&file, rc, path, why, sizeof why));
   lua_pushinteger(L, rc);
   return 3;
 }

@@ -56,6 +56,31 @@ int jq_write_all(int fd, const void *p, size_t n) {
 const char *jq_replace_reason(const jq_replace *r, int rc) {
   if (rc == ENXIO && r->fifo)
     return "it is a FIFO that no process is reading";
+  if (rc == EISDIR)
+    return "it is a directory";
+  return strerror(rc);
+}
+
+const char *jq_replace_reason_at(const jq_replace *r, int rc, const char *path, char *buf,
+                                 size_t n) {
+  if (rc != ENOTDIR || n == 0)
+    return jq_replace_reason(r, rc);
+  /* The first leading part of the path that exists and is not a directory. */
+  for (const char *slash = strchr(path + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+    size_t len = (size_t)(slash - path);
+    if (len + 1 > n || len >= PATH_MAX)
+      break;
+    char prefix[PATH_MAX];
+    memcpy(prefix, path, len);
+    prefix[len] = '\0';
+    struct stat st;
+    if (stat(prefix, &st) != 0)
+      break;
+    if (!S_ISDIR(st.st_mode)) {
+      int k = snprintf(buf, n, "'%s' is not a directory", prefix);
+      return k > 0 && (size_t)k < n ? buf : strerror(rc);
+    }
+  }
   return strerror(rc);
 }
 

@@ -59,6 +59,11 @@ int jq_write_all(int fd, const void *p, size_t n);
  * sentence (a FIFO nobody reads). Valid after commit/abort too. */
 const char *jq_replace_reason(const jq_replace *r, int rc);
 
+/* The same, but for ENOTDIR it names the part of `path` in the way
+ * ("'a/b' is not a directory"), written into buf (n bytes). */
+const char *jq_replace_reason_at(const jq_replace *r, int rc, const char *path, char *buf,
+                                 size_t n);
+
 #ifdef JQ_TESTING
 /* Non-zero: act as if the file system had no O_TMPFILE. */
 void jq_replace_test_without_tmpfile(int on);

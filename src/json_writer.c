@@ -10,6 +10,7 @@
 #include "json_writer.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -700,8 +701,11 @@ int jq_json_save(const jq_save_view *v, const char *path, char *err, size_t errl
     else
       jq_replace_abort(&file);
   }
-  if (rc != 0)
-    snprintf(err, errlen, "cannot write trace to '%s': %s", path, jq_replace_reason(&file, rc));
+  if (rc != 0) {
+    char why[PATH_MAX + 32];
+    snprintf(err, errlen, "cannot write trace to '%s': %s", path,
+             jq_replace_reason_at(&file, rc, path, why, sizeof why));
+  }
 done:
   context_free(&ctx);
   free(marks.text);

@@ -7,6 +7,7 @@
  * side effect; no Lua error is raised while q->mu is held or while this file
  * holds malloc'd memory.
  */
+#include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -36,13 +37,26 @@ typedef struct jbatch {
 } jbatch;
 
 typedef struct qhandle {
-  jq_queue *q; /* NULL once released */
-  int owner;   /* made by jobque.new in this state: closes the queue */
+  jq_queue *q;  /* NULL once released */
+  int owner;    /* made by jobque.new in this state: closes the queue */
+  int nworkers; /* the queue's, kept for q:workers() after the close */
 } qhandle;
 
 typedef struct jhandle {
   jq_job *job;
 } jhandle;
+
+/* Raises fmt's message, positioned at the function `level` levels up (1:
+ * the caller of this C function, as luaL_error does). */
+static int raise_at(lua_State *L, int level, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  luaL_where(L, level);
+  lua_pushvfstring(L, fmt, ap);
+  va_end(ap);
+  lua_concat(L, 2);
+  return lua_error(L);
+}
 
 /* ---- jobs ---- */
 
@@ -64,13 +78,14 @@ void jq_job_push(lua_State *L, jq_job *job) {
 /* The functions of the classes carry metatables as upvalues, so checking
  * an argument compares two pointers instead of looking a name up in the
  * registry (submit runs once a job). Job functions: JOB_MT, JOB_BATCHED_MT;
- * queue functions: QUEUE_MT, JOB_BATCHED_MT, BATCH_MT; the batch's __gc:
+ * queue functions: QUEUE_MT, JOB_BATCHED_MT, BATCH_MT, JOB_MT; the batch's __gc:
  * BATCH_MT. */
 #define JOB_MT_UP_IN_JOB 1
 #define JOB_BATCHED_MT_UP_IN_JOB 2
 #define QUEUE_MT_UP 1
 #define JOB_BATCHED_MT_UP_IN_QUEUE 2
 #define BATCH_MT_UP_IN_QUEUE 3
+#define JOB_MT_UP_IN_QUEUE 4
 #define BATCH_MT_UP_IN_BATCH 1
 
 static void *check_class(lua_State *L, int idx, int up, const char *tname) {
@@ -131,8 +146,20 @@ static int job_state(jq_job *job) {
   return state;
 }
 
+/* A wait, pwait or status returns the error of the failed `job`: it no
+ * longer counts as a failure nobody observed. */
+static void observe(jq_job *job) {
+  pthread_mutex_lock(&job->q->mu);
+  jq_queue_observe(job->q, job);
+  pthread_mutex_unlock(&job->q->mu);
+}
+
 static int l_job_status(lua_State *L) {
-  lua_pushstring(L, status_name(job_state(check_job(L, 1))));
+  jq_job *job = check_job(L, 1);
+  int state = job_state(job);
+  if (state == JQ_JOB_FAILED)
+    observe(job);
+  lua_pushstring(L, status_name(state));
   return 1;
 }
 
@@ -247,6 +274,7 @@ static int deliver(lua_State *L, jq_job *job, int protected) {
   }
   push_error(L, job);
   note_raised(L, job);
+  observe(job);
   if (protected)
     return 2;
   return lua_error(L);
@@ -273,13 +301,14 @@ static int all_finished(void *arg) {
 }
 
 /* Blocks the calling thread until `job` (or, job NULL, every job of q)
- * finished. The state that made a queue without workers runs its jobs here. */
-static void block_until(lua_State *L, jq_queue *q, jq_job *job) {
+ * finished. The state that made a queue without workers runs its jobs here.
+ * Its errors point `level` levels up (1: the caller of the C function). */
+static void block_until(lua_State *L, jq_queue *q, jq_job *job, int level) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
   int runs_jobs = q->nworkers == 0 && lua_topointer(L, -1) == q->owner;
   lua_pop(L, 1);
   if (q->nworkers == 0 && !runs_jobs && job && job_state(job) < JQ_JOB_DONE)
-    luaL_error(L, "job #%I belongs to a queue without workers: only the state that created "
+    raise_at(L, level, "job #%I belongs to a queue without workers: only the state that created "
                   "that queue runs its jobs, so this wait would never end (wait for it there)",
                (LUAI_UACINT)job->id);
   uint64_t t0 = jq_ring_armed() ? jq_clock_ticks() : 0;
@@ -295,9 +324,9 @@ static void block_until(lua_State *L, jq_queue *q, jq_job *job) {
         break;
       pthread_mutex_unlock(&q->mu);
       if (job)
-        luaL_error(L, "job #%I can never finish: the queue has no workers and nothing left to "
+        raise_at(L, level, "job #%I can never finish: the queue has no workers and nothing left to "
                       "run (does it wait for itself?)", (LUAI_UACINT)job->id);
-      luaL_error(L, "jobs can never finish: the queue has no workers and nothing left to run");
+      raise_at(L, level, "jobs can never finish: the queue has no workers and nothing left to run");
     }
     /* Spin a little first: a short job is often done before a futex sleep
      * and wake-up would be. A wait_all spins on the count itself, so that
@@ -343,7 +372,7 @@ static int job_wait(lua_State *L, int protected) {
     if (rc == 0)
       return lua_yieldk(L, 0, protected, wait_k);
   } else {
-    block_until(L, q, job);
+    block_until(L, q, job, 1);
   }
   return deliver(L, job, protected);
 }
@@ -369,19 +398,21 @@ static void push_queue(lua_State *L, jq_queue *q, int owner) {
   qhandle *h = lua_newuserdatauv(L, sizeof *h, 1); /* user value: the current batch */
   h->q = NULL;
   h->owner = owner;
+  h->nworkers = q->nworkers;
   luaL_setmetatable(L, QUEUE_MT);
   jq_queue_ref(q);
   h->q = q;
 }
 
-static void release(lua_State *L, qhandle *h) {
+/* Returns how many jobs the close cancelled (0 if it did not close). */
+static long release(lua_State *L, qhandle *h) {
   jq_queue *q = h->q;
   if (!q)
-    return;
+    return 0;
   h->q = NULL;
-  if (h->owner)
-    jq_queue_close(q, L);
+  long cancelled = h->owner ? jq_queue_close(q, L) : 0;
   jq_queue_unref(q);
+  return cancelled;
 }
 
 /* core.queue_new(workers, init, name, path, cpath) -> queue; jobque.lua checks
@@ -435,8 +466,8 @@ static int l_queue_close(lua_State *L) {
   refuse_own_job(L, h);
   if (h->q && !h->owner)
     return luaL_error(L, "only the state that created a queue can close it");
-  release(L, h);
-  return 0;
+  lua_pushinteger(L, (lua_Integer)release(L, h));
+  return 1;
 }
 
 static int l_queue_gc(lua_State *L) {
@@ -464,7 +495,7 @@ static int l_queue_tostring(lua_State *L) {
 }
 
 static int l_queue_workers(lua_State *L) {
-  lua_pushinteger(L, check_qhandle(L, 1)->q->nworkers);
+  lua_pushinteger(L, ((qhandle *)check_class(L, 1, QUEUE_MT_UP, QUEUE_MT))->nworkers);
   return 1;
 }
 
@@ -481,8 +512,11 @@ static int l_queue_is_closed(lua_State *L) {
 }
 
 /* Submits the function at fn_idx with the values after it, which users know
- * as argument `number` onwards; deps as given. */
-static int submit(lua_State *L, jq_queue *q, int fn_idx, int number, jq_job **deps, int ndeps) {
+ * as argument `number` onwards; deps as given. Where it was submitted, and
+ * where its errors point: the Lua function `level` levels up (1: the one
+ * that called this C function). */
+static int submit(lua_State *L, jq_queue *q, int fn_idx, int number, jq_job **deps, int ndeps,
+                  int level) {
   uint64_t t0 = jq_ring_armed() ? jq_clock_ticks() : 0;
   char err[512];
   char stack[1024]; /* most payloads fit: then the job block is the only allocation */
@@ -509,18 +543,18 @@ static int submit(lua_State *L, jq_queue *q, int fn_idx, int number, jq_job **de
   lua_rotate(L, -2, 1); /* handle, batch */
   lua_setiuservalue(L, -2, 1);
   if (jq_encode(L, fn_idx, nvals, &payload, "argument", number, err, sizeof err) != 0)
-    return luaL_error(L, "cannot submit: %s", err);
+    return raise_at(L, level, "cannot submit: %s", err);
   lua_Debug ar; /* where it was submitted, kept unformatted until an error needs it */
-  int known = lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sl", &ar) && ar.currentline > 0;
+  int known = lua_getstack(L, level, &ar) && lua_getinfo(L, "Sl", &ar) && ar.currentline > 0;
   jq_job *job = jq_job_new(q, &payload, known ? ar.short_src : "?", known ? ar.currentline : -1);
   if (!job) {
     jq_buf_free(&payload);
-    return luaL_error(L, "cannot submit: out of memory");
+    return raise_at(L, level, "cannot submit: out of memory");
   }
   h->job = job;
   b->jobs[b->n++] = job; /* the batch takes the job's first reference */
   if (jq_queue_publish(q, job, deps, ndeps) != 0)
-    return luaL_error(L, "cannot submit: the queue is closed");
+    return raise_at(L, level, "cannot submit: the queue is closed");
   if (t0 && jq_ring_armed())
     jq_ring_put(JQ_EV_SUBMIT, 0, job->tag, 0, (int64_t)job->id, t0, jq_clock_ticks());
   return 1;
@@ -530,7 +564,17 @@ static int submit(lua_State *L, jq_queue *q, int fn_idx, int number, jq_job **de
 static int l_queue_submit(lua_State *L) {
   qhandle *h = check_qhandle(L, 1);
   luaL_checktype(L, 2, LUA_TFUNCTION);
-  return submit(L, h->q, 2, 1, NULL, 0);
+  return submit(L, h->q, 2, 1, NULL, 0, 1);
+}
+
+/* core.queue_submit_chunk(q, fn, lo, hi) -> job: a chunk of parallel_for,
+ * which the user called one level further up (fn is its argument #3). */
+static int l_queue_submit_chunk(lua_State *L) {
+  qhandle *h = check_class(L, 1, QUEUE_MT_UP, QUEUE_MT);
+  if (!h->q)
+    return raise_at(L, 2, "the queue is closed");
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  return submit(L, h->q, 2, 3, NULL, 0, 2);
 }
 
 /* q:after(deps, fn, ...) -> job */
@@ -554,18 +598,71 @@ static int l_queue_after(lua_State *L) {
     deps[i - 1] = d; /* the list keeps it alive until publish */
     lua_pop(L, 1);
   }
-  return submit(L, h->q, 4, 2, deps, (int)n);
+  return submit(L, h->q, 4, 2, deps, (int)n, 1);
 }
 
-/* q:wait_all(): waits for every job submitted so far, and those they submit. */
-static int l_queue_wait_all(lua_State *L) {
-  qhandle *h = check_qhandle(L, 1);
+/* core.queue_collect(q, fname) -> true | false, failures: waits for every
+ * job submitted so far, and those they submit (what q:wait_all and
+ * q:pwait_all do, named fname in messages, which point one level further
+ * up), then takes the failures nobody observed: a list of {id=, error=,
+ * submitted_at=, not_run=}, oldest first. Each is reported once. */
+static int l_queue_collect(lua_State *L) {
+  qhandle *h = check_class(L, 1, QUEUE_MT_UP, QUEUE_MT);
+  const char *fname = luaL_checkstring(L, 2);
+  if (!h->q)
+    return raise_at(L, 2, "the queue is closed");
+  jq_queue *q = h->q;
   jq_worker *w = jq_worker_current(L);
-  if (w && w->q == h->q)
-    return luaL_error(L, "wait_all cannot be called from a job of the same queue "
-                         "(it would wait for itself); wait for specific jobs instead");
-  block_until(L, h->q, NULL);
-  return 0;
+  if (w && w->q == q)
+    return raise_at(L, 2, "%s cannot be called from a job of the same queue "
+                          "(it would wait for itself); wait for specific jobs instead", fname);
+  block_until(L, q, NULL, 2);
+  lua_settop(L, 2);
+  lua_newtable(L); /* 3: a handle for each failure, which holds the list's reference */
+  int n = 0;
+  for (;;) {
+    jhandle *jh = lua_newuserdatauv(L, sizeof *jh, 0); /* (a raise here takes nothing) */
+    jh->job = NULL;
+    lua_pushvalue(L, lua_upvalueindex(JOB_MT_UP_IN_QUEUE));
+    lua_setmetatable(L, -2);
+    pthread_mutex_lock(&q->mu);
+    jq_job *job = jq_queue_take_failure(q);
+    pthread_mutex_unlock(&q->mu);
+    if (!job) {
+      lua_pop(L, 1);
+      break;
+    }
+    jh->job = job;
+    lua_rawseti(L, 3, ++n);
+  }
+  if (n == 0) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  lua_pushboolean(L, 0);
+  lua_createtable(L, n, 0);
+  for (int i = 1; i <= n; i++) {
+    lua_rawgeti(L, 3, i);
+    jq_job *job = ((jhandle *)lua_touserdata(L, -1))->job;
+    lua_pop(L, 1); /* the table at 3 keeps it */
+    lua_createtable(L, 0, 4);
+    lua_pushinteger(L, (lua_Integer)job->id);
+    lua_setfield(L, -2, "id");
+    push_error(L, job);
+    lua_setfield(L, -2, "error");
+    if (job->line >= 0)
+      lua_pushfstring(L, "%s:%d", job->src, job->line);
+    else
+      lua_pushstring(L, job->src);
+    lua_setfield(L, -2, "submitted_at");
+    pthread_mutex_lock(&q->mu);
+    long not_run = job->not_run;
+    pthread_mutex_unlock(&q->mu);
+    lua_pushinteger(L, (lua_Integer)not_run);
+    lua_setfield(L, -2, "not_run");
+    lua_rawseti(L, -2, i);
+  }
+  return 2;
 }
 
 /* core.queue_current() -> the queue of the job running here, or nil */
@@ -596,12 +693,17 @@ static const luaL_Reg job_batched_meta[] = {
 static const luaL_Reg batch_meta[] = {{"__gc", l_batch_gc}, {NULL, NULL}};
 
 static const luaL_Reg queue_methods[] = {
-    {"submit", l_queue_submit}, {"after", l_queue_after}, {"wait_all", l_queue_wait_all},
-    {"close", l_queue_close}, {"workers", l_queue_workers}, {"is_closed", l_queue_is_closed},
+    {"submit", l_queue_submit}, {"after", l_queue_after}, {"close", l_queue_close}, {"workers", l_queue_workers}, {"is_closed", l_queue_is_closed},
     {NULL, NULL}};
 
 static const luaL_Reg queue_meta[] = {
     {"__gc", l_queue_gc}, {"__close", l_queue_tbc}, {"__tostring", l_queue_tostring},
+    {NULL, NULL}};
+
+/* Into the core table, with the queue functions' upvalues: jobque.lua
+ * builds wait_all, pwait_all and parallel_for on them. */
+static const luaL_Reg queue_internal[] = {
+    {"queue_collect", l_queue_collect}, {"queue_submit_chunk", l_queue_submit_chunk},
     {NULL, NULL}};
 
 static const luaL_Reg queue_funcs[] = {
@@ -618,7 +720,7 @@ static void set_funcs(lua_State *L, const luaL_Reg *l, const char *const *ups, i
 
 void jq_open_queue(lua_State *L) {
   static const char *const job_ups[] = {JOB_MT, JOB_BATCHED_MT};
-  static const char *const queue_ups[] = {QUEUE_MT, JOB_BATCHED_MT, BATCH_MT};
+  static const char *const queue_ups[] = {QUEUE_MT, JOB_BATCHED_MT, BATCH_MT, JOB_MT};
   static const char *const batch_ups[] = {BATCH_MT};
   luaL_newmetatable(L, JOB_MT);
   luaL_newmetatable(L, JOB_BATCHED_MT);
@@ -646,12 +748,13 @@ void jq_open_queue(lua_State *L) {
   lua_pop(L, 1);
 
   luaL_getmetatable(L, QUEUE_MT);
-  set_funcs(L, queue_meta, queue_ups, 3);
+  set_funcs(L, queue_meta, queue_ups, 4);
   lua_newtable(L);
-  set_funcs(L, queue_methods, queue_ups, 3);
+  set_funcs(L, queue_methods, queue_ups, 4);
   lua_pushvalue(L, -1);
   lua_setfield(L, -3, "__index");
   lua_setfield(L, -3, "queue_methods"); /* into the core table: jobque.lua adds parallel_for */
   lua_pop(L, 1);
   luaL_setfuncs(L, queue_funcs, 0); /* into the core table on the stack */
+  set_funcs(L, queue_internal, queue_ups, 4);
 }

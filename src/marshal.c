@@ -16,6 +16,7 @@
  */
 #include "marshal.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,7 @@ typedef struct enc {
   segment path[JQ_MARSHAL_DEPTH + 2];
   int depth;
   const char *label;
+  const char *dest; /* where the values go, for messages: "sent to a worker", ... */
   char *err;
   size_t errlen;
 } enc;
@@ -191,6 +193,18 @@ static int fail(enc *e, const char *what) {
   if (e->errlen > 0)
     snprintf(e->err + n, e->errlen - n, "%s%s", n ? ": " : "", what);
   return -1;
+}
+
+/* fail() with a formatted reason (no Lua allocation: encode may hold
+ * malloc'd memory). */
+static int failf(enc *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int failf(enc *e, const char *fmt, ...) {
+  char what[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  return fail(e, what);
 }
 
 /* Whether the name on the top ("module" or "module\0field") still leads
@@ -462,8 +476,11 @@ static int encode_value(enc *e, int idx) {
     break;
   case LUA_TUSERDATA: {
     struct jq_job *job = jq_job_from_value(L, idx);
+    if (!job && luaL_testudata(L, idx, "jobque.queue"))
+      return failf(e, "a queue cannot be %s (inside a job, jobque.current() returns the queue it "
+                      "runs on; or pass the job's result instead of the queue)", e->dest);
     if (!job)
-      return fail(e, "userdata cannot be sent to a worker");
+      return failf(e, "userdata cannot be %s", e->dest);
     jq_buf *b = e->b;
     if (b->njobs == b->capjobs) {
       int cap = b->capjobs ? b->capjobs * 2 : 4;
@@ -482,9 +499,9 @@ static int encode_value(enc *e, int idx) {
     return 0;
   }
   case LUA_TTHREAD:
-    return fail(e, "a coroutine cannot be sent to a worker");
+    return failf(e, "a coroutine cannot be %s", e->dest);
   default:
-    return fail(e, lua_pushfstring(L, "%s cannot be sent to a worker", luaL_typename(L, idx)));
+    return failf(e, "%s cannot be %s", luaL_typename(L, idx), e->dest);
   }
   /* Tables and functions: by reference if seen, by name if a module's. */
   if (lua_rawequal(L, idx, e->globals)) {
@@ -512,7 +529,7 @@ static int encode_value(enc *e, int idx) {
     return 0;
   }
   if (is_c)
-    return fail(e, "a C function cannot be sent to a worker (only those of loaded modules can)");
+    return failf(e, "a C function cannot be %s (only those of loaded modules can)", e->dest);
   if (e->depth >= JQ_MARSHAL_DEPTH)
     return fail(e, "tables or functions nested too deeply");
   e->depth++;
@@ -538,6 +555,9 @@ int jq_encode(lua_State *L, int first, int n, jq_buf *out, const char *label, in
   e.L = L;
   e.b = out;
   e.label = label;
+  /* Results and errors go back to whoever waits; the rest to a worker. */
+  e.dest = strcmp(label, "result") == 0 || strcmp(label, "error") == 0 ? "returned to the caller"
+                                                                       : "sent to a worker";
   e.err = err;
   e.errlen = errlen;
   int top = lua_gettop(L);

@@ -205,11 +205,6 @@ void jq_job_unref(jq_job *job) {
   unref_active = 0;
 }
 
-void jq_job_cancel(jq_job *job) {
-  job->fail_reason = JQ_FAIL_CLOSED;
-  jq_ring_put(JQ_EV_CANCEL, 0, job->tag, 0, (int64_t)job->id, 0, 0); /* on the cancelling lane */
-}
-
 void jq_job_set_cause(jq_job *job, jq_job *cause, int reason) {
   job->fail_reason = reason;
   jq_job_ref(cause);
@@ -226,6 +221,88 @@ void jq_job_set_cause(jq_job *job, jq_job *cause, int reason) {
   }
   if (job->chain_len <= JQ_CHAIN_TAIL)
     job->chain_tail[job->chain_len - 1] = job->id;
+  if (reason == JQ_FAIL_DEPENDENCY) /* counted against the failure that stopped it */
+    job->report_root = cause->fail_reason == JQ_FAIL_DEPENDENCY ? cause->report_root : cause;
+}
+
+/* (mu) The one place a job is marked as cancelled by its queue's close
+ * (jq_queue_cancel, and a dependant that became ready only as its queue
+ * closes): counted, for what close returns, and recorded as a `cancelled`
+ * instant on the calling lane. */
+static void mark_cancelled(jq_queue *q, jq_job *job) {
+  job->fail_reason = JQ_FAIL_CLOSED;
+  q->cancelled++;
+  jq_ring_put(JQ_EV_CANCEL, 0, job->tag, 0, (int64_t)job->id, 0, 0); /* on the cancelling lane */
+}
+
+void jq_queue_cancel(jq_queue *q, jq_job *job) {
+  mark_cancelled(q, job);
+  jq_queue_finish(q, job, JQ_JOB_FAILED);
+}
+
+/* (mu) Takes a job off the list of unobserved failures; the caller gets
+ * the list's reference. */
+static void unlink_failure(jq_queue *q, jq_job *job) {
+  if (job->fail_prev)
+    job->fail_prev->fail_next = job->fail_next;
+  else
+    q->fail_head = job->fail_next;
+  if (job->fail_next)
+    job->fail_next->fail_prev = job->fail_prev;
+  else
+    q->fail_tail = job->fail_prev;
+  job->fail_prev = job->fail_next = NULL;
+  job->on_fail_list = 0;
+}
+
+/* (mu) A job that finished FAILED: an error of its own (or one it let
+ * escape from a wait) goes on the list of unobserved failures; one that
+ * did not run because a dependency failed is counted against the failure
+ * that stopped it; a cancelled one is neither (a close was asked for). */
+static void note_failure(jq_queue *q, jq_job *job) {
+  if (job->fail_reason == JQ_FAIL_CLOSED)
+    return;
+  if (job->fail_reason == JQ_FAIL_DEPENDENCY) {
+    if (job->report_root)
+      job->report_root->not_run++;
+    return;
+  }
+  if (q->fail_list_dropped) /* closed: nothing could report it */
+    return;
+  jq_job_ref(job);
+  job->on_fail_list = 1;
+  job->fail_next = NULL;
+  job->fail_prev = q->fail_tail;
+  if (q->fail_tail)
+    q->fail_tail->fail_next = job;
+  else
+    q->fail_head = job;
+  q->fail_tail = job;
+}
+
+void jq_queue_observe(jq_queue *q, jq_job *job) {
+  /* Up the chain while links are unobserved: a failure's message carries
+   * the error of each job it names. Each job is marked once, so a long
+   * chain costs its length once in all. The links that the caller's
+   * references keep alive are never freed here. */
+  while (job && job->q == q && !job->observed && job->state == JQ_JOB_FAILED) {
+    job->observed = 1;
+    if (job->on_fail_list) {
+      unlink_failure(q, job);
+      jq_job_unref(job); /* the list's (the caller holds this job or a later link) */
+    }
+    int linked = job->fail_reason == JQ_FAIL_DEPENDENCY || job->fail_reason == JQ_FAIL_AWAITED;
+    job = linked ? job->failed_dep : NULL;
+  }
+}
+
+jq_job *jq_queue_take_failure(jq_queue *q) {
+  jq_job *job = q->fail_head;
+  if (job) {
+    unlink_failure(q, job);
+    job->observed = 1;
+  }
+  return job;
 }
 
 /* (mu) Wakes one parked worker, if any. */
@@ -463,6 +540,8 @@ static int finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int *
     return -1;
   }
   job->state = state;
+  if (state == JQ_JOB_FAILED)
+    note_failure(q, job);
   atomic_store_explicit(&q->finished, atomic_load_explicit(&q->finished, memory_order_relaxed) + 1,
                         memory_order_relaxed); /* only written under mu */
   atomic_fetch_add_explicit(&q->finished_gen, 1, memory_order_relaxed);
@@ -500,7 +579,7 @@ static int finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int *
       if (!q->closing) {
         push_ready(q, d);
       } else {
-        jq_job_cancel(d); /* ready only now that its queue closes */
+        mark_cancelled(q, d); /* ready only now that its queue closes */
         if (add_ptr((void **)work, nwork, capwork, sizeof d, &d) == 0)
           continue;
         d->state = JQ_JOB_FAILED;
@@ -547,13 +626,26 @@ void jq_queue_begin_close(jq_queue *q) {
   jq_job *pushed = atomic_exchange(&q->incoming, JQ_CLOSED); /* no more pushes after these */
   if (pushed != JQ_CLOSED)
     move_incoming(q, pushed);
-  while (q->ready_head) { /* jobs that never started fail */
-    jq_job *job = q->ready_head;
-    q->ready_head = job->next;
-    jq_job_cancel(job);
+  /* Every job not started yet is cancelled: those ready, and those waiting
+   * for dependencies (marked first, so that none of them fails as the
+   * dependant of another instead). They go on one list through `next`
+   * (the ready list's link: that list is emptied here). */
+  jq_job *cancel = NULL;
+  for (jq_job *job = q->all_head; job; job = job->all_next) {
+    if ((job->state == JQ_JOB_READY || job->state == JQ_JOB_WAITING) &&
+        job->fail_reason == JQ_FAIL_NONE) {
+      mark_cancelled(q, job);
+      job->next = cancel;
+      cancel = job;
+    }
+  }
+  q->ready_head = q->ready_tail = NULL;
+  while (cancel) { /* the queue's reference keeps each alive until it finishes */
+    jq_job *job = cancel;
+    cancel = job->next;
+    job->deps_left = 0;
     jq_queue_finish(q, job, JQ_JOB_FAILED);
   }
-  q->ready_tail = NULL;
   atomic_store_explicit(&q->ready_hint, 0, memory_order_relaxed);
   for (int i = 0; i < q->nworkers; i++) {
     q->workers[i].parked = 0;
@@ -576,8 +668,7 @@ void jq_queue_fail_rest(jq_queue *q) {
       job = job->all_next;
     if (!job)
       return;
-    jq_job_cancel(job);
-    jq_queue_finish(q, job, JQ_JOB_FAILED);
+    jq_queue_cancel(q, job);
   }
 }
 

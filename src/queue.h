@@ -63,6 +63,18 @@ typedef struct jq_job {
   struct jq_job *chain_root;
   long chain_len;
   uint64_t chain_tail[JQ_CHAIN_TAIL];
+  /* A JQ_FAIL_DEPENDENCY failure: the nearest job up the chain that failed
+   * for another reason (kept alive through the failed_dep links). Written
+   * before the job finishes, then only read. */
+  struct jq_job *report_root;
+  /* (mu) Unobserved failures (see the queue's fail_head): whether a wait,
+   * pwait or status returned its error (or a report listed it), whether it
+   * is on its queue's list of failures, and how many jobs did not run
+   * because it failed (its dependants, theirs, ...). */
+  int observed;
+  int on_fail_list;
+  long not_run;
+  struct jq_job *fail_prev, *fail_next;
   struct jq_job *next;   /* link in the ready list or a resume list */
   struct jq_job *all_prev, *all_next; /* the queue's unfinished jobs */
   struct jq_job **dependants; /* each holds a reference */
@@ -130,6 +142,12 @@ typedef struct jq_queue {
   _Atomic int closing;   /* written under mu; read without it too */
   _Atomic long finished; /* jobs finished (written under mu): submitted - finished are unfinished */
   int waiting_all;       /* threads blocked in wait_all */
+  /* Jobs that failed with an error of their own (or one they let escape
+   * from a wait) that nobody observed yet, oldest first; each holds a
+   * reference. wait_all and pwait_all report and empty it, close drops it. */
+  jq_job *fail_head, *fail_tail;
+  int fail_list_dropped; /* close dropped the list: later failures are not kept */
+  long cancelled;        /* jobs its close failed as cancelled */
   _Atomic int spinning;  /* a worker is spinning for work (written under mu) */
   _Atomic unsigned finished_gen; /* bumped at each finish (read without mu) */
   int inits_done;
@@ -175,8 +193,24 @@ int jq_queue_await(jq_job *job, jq_job *waiter);
 /* (mu) A job that yielded cooperatively goes to the back of w's resume list. */
 void jq_queue_requeue(jq_worker *w, jq_job *job);
 
-/* (mu) Starts closing: not-yet-started jobs fail, workers are woken. */
+/* (mu) Starts closing: every job not started yet (ready, or waiting for
+ * its dependencies) is cancelled, workers are woken. */
 void jq_queue_begin_close(jq_queue *q);
+
+/* (mu) Fails an unfinished job as cancelled by its queue's close, and
+ * finishes it. Every cancellation goes through here (and the one place
+ * that marks a job cancelled, mark_cancelled in queue.c, which also
+ * records a `cancelled` instant on the calling lane). */
+void jq_queue_cancel(jq_queue *q, jq_job *job);
+
+/* (mu) A wait, pwait or status returned the error of the failed `job`:
+ * it, and the jobs of its chain whose error its message carries, are
+ * observed and leave the list of unobserved failures. */
+void jq_queue_observe(jq_queue *q, jq_job *job);
+
+/* (mu) Takes the oldest unobserved failure off q's list (marking it
+ * observed) and hands over the list's reference; NULL when none is left. */
+jq_job *jq_queue_take_failure(jq_queue *q);
 
 /* (mu) An unfinished job whose coroutine is suspended on w (not running). */
 jq_job *jq_queue_suspended_on(jq_queue *q, jq_worker *w);
@@ -184,10 +218,6 @@ jq_job *jq_queue_suspended_on(jq_queue *q, jq_worker *w);
 /* (mu) Fails every job still unfinished (the end of a close), except those
  * with a slice running (they finish when it ends). */
 void jq_queue_fail_rest(jq_queue *q);
-
-/* Before `job` finishes: it fails because its queue closes (reason
- * JQ_FAIL_CLOSED); a `cancelled` instant is recorded on the calling lane. */
-void jq_job_cancel(jq_job *job);
 
 /* Before `job` finishes: it fails because `cause` failed (reason
  * JQ_FAIL_DEPENDENCY or JQ_FAIL_AWAITED). Takes a reference to `cause`

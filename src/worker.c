@@ -107,6 +107,24 @@ static int decode_payload(lua_State *L) {
   return jq_decode(L, &job->payload);
 }
 
+/* A worker has globals of its own: a job calling a global function it
+ * does not have there gets, after Lua's message, how to give it one.
+ * Pushes the message with the hint onto L and returns 1, or returns 0. */
+static int push_global_hint(lua_State *L, const jq_job *job, const char *msg) {
+  static const char call[] = "attempt to call a nil value (global '";
+  const char *at = job->q->nworkers > 0 ? strstr(msg, call) : NULL; /* workers = 0 shares them */
+  const char *name = at ? at + sizeof call - 1 : NULL;
+  const char *end = name ? strchr(name, '\'') : NULL;
+  if (!end)
+    return 0;
+  lua_pushlstring(L, name, (size_t)(end - name));
+  lua_pushfstring(L, "%s (workers have their own globals: pass '%s' to the job as an argument "
+                     "or an upvalue, require it inside the job, or define it in the queue's "
+                     "init)", msg, lua_tostring(L, -1));
+  lua_remove(L, -2);
+  return 1;
+}
+
 /* Stores the error at the top of co as the job's error value: a string gets
  * the job's traceback and where it was submitted. The very message a wait
  * or pwait of this job got from a failed job is stored as a link to that
@@ -123,10 +141,16 @@ static void store_error(lua_State *L, lua_State *co, jq_job *job, int with_trace
     }
   }
   if (lua_type(co, -1) == LUA_TSTRING) {
+    const char *msg = lua_tostring(co, -1);
+    int hinted = push_global_hint(L, job, msg);
+    if (hinted)
+      msg = lua_tostring(L, -1);
     if (with_traceback)
-      luaL_traceback(L, co, lua_tostring(co, -1), 0);
+      luaL_traceback(L, co, msg, 0);
     else
-      lua_pushstring(L, lua_tostring(co, -1));
+      lua_pushstring(L, msg);
+    if (hinted)
+      lua_remove(L, -2);
     lua_pushfstring(L, "%s\n(in job #%I submitted at %s:%d)", lua_tostring(L, -1),
                     (LUAI_UACINT)job->id, job->src, job->line);
     lua_remove(L, -2);
@@ -181,8 +205,7 @@ static void drop_coroutine(lua_State *L, jq_job *job, lua_State *co) {
 static void cancel_suspended(jq_worker *w, lua_State *L, jq_job *job) {
   int coref = job->coref;
   job->coref = LUA_NOREF;
-  jq_job_cancel(job);
-  jq_queue_finish(w->q, job, JQ_JOB_FAILED); /* may free it */
+  jq_queue_cancel(w->q, job); /* may free it */
   pthread_mutex_unlock(&w->q->mu);
   lua_rawgeti(L, LUA_REGISTRYINDEX, coref);
   if (lua_isthread(L, -1))
@@ -515,7 +538,7 @@ int jq_workers_start(jq_queue *q) {
   return rc;
 }
 
-void jq_queue_close(jq_queue *q, lua_State *L) {
+long jq_queue_close(jq_queue *q, lua_State *L) {
   pthread_mutex_lock(&q->mu);
   jq_queue_begin_close(q);
   pthread_mutex_unlock(&q->mu);
@@ -530,5 +553,23 @@ void jq_queue_close(jq_queue *q, lua_State *L) {
   while (step(w, L, 0))
     ;
   jq_queue_fail_rest(q); /* waiting on jobs that can no longer run */
+  long cancelled = q->cancelled;
+  /* Failures nobody observed: nothing can report them any more, and each
+   * holds its job (which holds the queue). Dropped outside mu: a job freed
+   * here may drop the last reference to another queue. */
+  jq_job *failed = q->fail_head;
+  for (jq_job *job = failed; job; job = job->fail_next) {
+    job->on_fail_list = 0;
+    job->observed = 1;
+  }
+  q->fail_head = q->fail_tail = NULL;
+  q->fail_list_dropped = 1;
   pthread_mutex_unlock(&q->mu);
+  while (failed) {
+    jq_job *next = failed->fail_next;
+    failed->fail_prev = failed->fail_next = NULL;
+    jq_job_unref(failed);
+    failed = next;
+  }
+  return cancelled;
 }

@@ -19,8 +19,9 @@
 int jq_workers_start(jq_queue *q);
 
 /* Closes the queue: not-yet-started jobs fail, suspended ones are cancelled,
- * running ones finish; joins the workers. L is the creating state. */
-void jq_queue_close(jq_queue *q, lua_State *L);
+ * running ones finish; joins the workers; drops the failures nobody
+ * observed. L is the creating state. Returns how many jobs it cancelled. */
+long jq_queue_close(jq_queue *q, lua_State *L);
 
 /* The worker running a job in this state right now, or NULL. */
 jq_worker *jq_worker_current(lua_State *L);
