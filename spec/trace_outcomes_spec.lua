@@ -134,6 +134,8 @@ describe("a failed job in the trace", function()
     assert.matches("failed jobs 4, cancelled jobs 0", text, 1, true)
     assert.matches("outcome fail%s+4%s+0", text)
     assert.matches(("job #%d .*boom short"):format(ids.short), text)
+    -- A message is cut far later than a name (at report.MESSAGE_WIDTH, not NAME_WIDTH).
+    assert.matches(("job #%d .*: "):format(ids.long) .. ("x"):rep(100), text)
     local json = cjson.decode(report.json(f))
     assert.are.equal(4, json.failures.failed)
     assert.are.equal(ids.short, json.failures.first[1].job)

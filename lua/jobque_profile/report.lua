@@ -79,6 +79,10 @@ end
 local GROUPS = {{"workers", "workers", "worker lane"}, {"others", "caller & other lanes", "lane"},
                 {"total", "all lanes", "lane"}}
 
+--- How many characters of a failure's message the text report shows (the
+-- trace keeps up to 256 bytes of it; --json has all of that).
+M.MESSAGE_WIDTH = 160
+
 --- The failures section of a report: counts of failed and cancelled jobs
 -- per category and the first few failures with their messages (lines, or
 -- an empty list when the trace has none).
@@ -93,12 +97,14 @@ function M.failures_lines(f)
   for _, c in ipairs(fl.by_category) do
     out[#out + 1] = ("%s  %7d  %9d"):format(pad(M.shown(c.name), w), c.failed, c.cancelled)
   end
+  local t0 = f.range.t0 or 0
   for _, x in ipairs(fl.first) do
     out[#out + 1] = ("  job #%s (%s) on %s at %.3f us: %s"):format(x.job or "?", M.shown(x.category),
-      M.shown(x.lane or "?"), x.ts, x.message and M.shown(x.message) or "(no message recorded)")
+      M.shown(x.lane or "?"), x.ts - t0,
+      x.message and M.shown(x.message, M.MESSAGE_WIDTH) or "(no message recorded)")
   end
   if fl.failed > #fl.first then
-    out[#out + 1] = ("  ... %d more failed jobs (--json lists the first %d)"):format(fl.failed - #fl.first, #fl.first)
+    out[#out + 1] = ("  ... and %d more failed jobs"):format(fl.failed - #fl.first)
   end
   return out
 end
