@@ -27,6 +27,6 @@ print("installed rock works: " .. found)
 LUA
 lua5.4 "$tree/check.lua" "$tree"
 # The installed command reads the trace back with the installed modules.
-"$tree/bin/jobque-profile" report "$tree/t.json" | grep -q 'marker "rock": 1 units' ||
+"$tree/bin/jobque-profile" report "$tree/t.json" | grep -q 'marker "rock": 1 unit;' ||
   { echo "installed jobque-profile did not report the trace" >&2; exit 1; }
 echo "installed command works: $tree/bin/jobque-profile"
