@@ -79,6 +79,29 @@ describe("lanes", function()
     assert.are.equal(2, #by_tid[4])
   end)
 
+  it("says what each lane is: a queue's worker (whatever its queue is named), the caller, or another thread", function()
+    p.profile_start(64)
+    p.profile_marker("lane role", 0)
+    -- A queue named like the lanes of unnamed threads: its lanes are still workers.
+    require("jobque").with_job_que({workers = 1, name = "thread"}, function(q)
+      q:submit(function() end):wait()
+    end)
+    spawn(1, RECORD_N:format(1)):join()
+    p.profile_stop()
+    local roles = {}
+    for _, lane in ipairs(S.save(p).jobqueProfile.laneInfo) do roles[#roles + 1] = lane.name .. "=" .. lane.role end
+    assert.are.same({"thread 0=worker", "thread 1=other", "caller=caller"}, roles)
+    -- The report takes the role from the file, not from the name.
+    local stats = require "jobque_profile.stats"
+    local trace = require "jobque_profile.trace"
+    local path_ = os.tmpname()
+    assert(p.profile_save(path_))
+    local f = stats.compute(assert(trace.load(path_)))
+    os.remove(path_)
+    assert.are.equal(1, f.workers.lanes)
+    assert.are.equal(2, f.others.lanes)
+  end)
+
   it("gives lanes only to threads that record in this session", function()
     spawn(2, RECORD_N:format(5)):join() -- tracing off: no lanes
     p.profile_start(100)

@@ -25,6 +25,7 @@ typedef struct jq_save_lane {
   int no_ring;      /* the lane's ring could not be allocated */
   char name[40];
   int sort_key;
+  const char *role; /* "worker", "caller" or "other" (a static string) */
 } jq_save_lane;
 
 typedef struct jq_save_name {

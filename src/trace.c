@@ -74,6 +74,12 @@ typedef struct jq_category {
 
 #define MARKER_SLOTS (2 * JQ_MAX_MARKERS)
 
+/* Lane sort keys: the threads named with jq_trace_name_thread (a queue's
+ * workers) sort below LANE_UNNAMED, other threads from there on in the
+ * order they joined, the caller last. */
+#define LANE_UNNAMED (1 << 30)
+#define LANE_CALLER INT32_MAX
+
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
 static jq_str *markers[JQ_MAX_MARKERS + 1]; /* by id; immutable once published */
 _Atomic uint32_t jq_marker_total; /* marker kinds registered */
@@ -191,7 +197,7 @@ jq_lane *jq_lane_join(uint32_t state) {
         lane->sort_key = jq_self.sort_key;
       } else {
         snprintf(lane->name, sizeof lane->name, "thread %d", ++thread_names);
-        lane->sort_key = (1 << 30) + lane->index;
+        lane->sort_key = LANE_UNNAMED + lane->index;
       }
     } else {
       atomic_fetch_add_explicit(&session_lost, 1, memory_order_relaxed);
@@ -277,7 +283,7 @@ int jq_trace_start(uint64_t events_per_lane) {
   }
   lane_reset(caller, state | 1u); /* the ring fits: it allocates nothing */
   strcpy(caller->name, "caller");
-  caller->sort_key = INT32_MAX;
+  caller->sort_key = LANE_CALLER;
   session_origin = jq_clock_ticks();
   atomic_store_explicit(&jq_session_state, state | 1u, memory_order_release);
   pthread_mutex_unlock(&lanes_mu);
@@ -466,6 +472,14 @@ static int snapshot_registries(jq_save_view *v, void **block) {
   return 0;
 }
 
+/* What a lane is, from its sort key: only a queue's worker threads are
+ * named (jq_trace_name_thread), and get keys below LANE_UNNAMED. */
+static const char *lane_role(int sort_key) {
+  if (sort_key == LANE_CALLER)
+    return "caller";
+  return sort_key < LANE_UNNAMED ? "worker" : "other";
+}
+
 static void snapshot_lane(jq_save_lane *s, const jq_lane *l) {
   s->events = l->events;
   s->count = l->count;
@@ -473,6 +487,7 @@ static void snapshot_lane(jq_save_lane *s, const jq_lane *l) {
   s->full_at = l->full_at;
   s->no_ring = l->cap == 0;
   s->sort_key = l->sort_key;
+  s->role = lane_role(l->sort_key);
   memcpy(s->name, l->name, sizeof s->name);
 }
 
