@@ -30,7 +30,7 @@ local function code_blocks(text)
   for line in (text .. "\n"):gmatch("(.-)\n") do
     n = n + 1
     if cur then
-      if line:match("^```%s*$") then
+      if line:match("^(`+)%s*$") == cur.fence then
         local code = table.concat(cur.lines, "\n") .. "\n"
         if cur.info == "output" and pending then
           pending.output = code
@@ -44,9 +44,9 @@ local function code_blocks(text)
         cur.lines[#cur.lines + 1] = line
       end
     else
-      local info = line:match("^```%s*(.-)%s*$")
-      if info then
-        cur = {info = info, lines = {}, line = n}
+      local fence, info = line:match("^(```+)%s*(.-)%s*$")
+      if fence then
+        cur = {info = info, lines = {}, line = n, fence = fence}
       elseif not line:match("^%s*$") then
         pending = nil
       end
@@ -266,6 +266,12 @@ describe("docs/trace-format.md", function()
 end)
 
 describe("the runnable examples' checker", function()
+  it("reads a block inside a longer fence as text", function()
+    local blocks = code_blocks("````text\n```lua run\nerror()\n```\n````\n")
+    assert.are.equal(1, #blocks)
+    assert.are.equal("text", blocks[1].info)
+  end)
+
   it("sees a block's output block, and only one right after it", function()
     local blocks = code_blocks("```lua run\nprint(1)\n```\n\n```output\n1\n```\n"
                                .. "```lua run\nprint(2)\n```\ntext\n```output\n2\n```\n")
