@@ -193,7 +193,10 @@ describe("docs/trace-format.md", function()
       assert(not q:submit(function() error("docs spec failure") end):pwait())
       assert(not q:submit(function() return io.stdout end):pwait()) -- fails copying out
     end)
-    local q0 = jobque.new{workers = 0}
+    local q0 = jobque.new{workers = 0}              -- its jobs run in the caller's waits:
+    q0:submit(function() end):wait()                -- a wait slice, surely
+    q0:submit(function() end)
+    q0:wait_all()                                   -- a wait all slice
     q0:submit(function() end)
     q0:close()                                      -- cancels the job
     p.profile_tag(0)
@@ -252,6 +255,7 @@ describe("docs/trace-format.md", function()
     for _, want in ipairs({"job", "submit", "copy", "await", "flow", "wait", "jobque"}) do
       assert.truthy(seen["the category" .. want], "the spec's session recorded no '" .. want .. "' event")
     end
+    assert.truthy(seen["the event namewait all"], "no wait all slice")
     assert.truthy(seen["the key of laneInfofullAtUs"], "no lane filled")
     assert.truthy(seen["the key of argserror"], "no error text")
   end)
