@@ -89,6 +89,61 @@ describe("the report's lane groups", function()
     assert.same({"worker", "other"}, {f.lanes[1].role, f.lanes[2].role})
   end)
 
+  it("counts the seed system's caller lane (\"caller N\") as the caller, not a worker", function()
+    -- seed_trace_example.json: tid 0 "worker 0" busy 2040, tid 1 "worker 1" busy 1955,
+    -- tid 2 "caller 2" busy 24 and waiting 1962, over 0..2135 us.
+    local f = stats.compute(assert(trace.load("spec/fixtures/seed_trace_example.json")))
+    assert.same({"worker", "worker", "caller"}, {f.lanes[1].role, f.lanes[2].role, f.lanes[3].role})
+    assert.same({2, 2040 + 1955}, {f.workers.lanes, f.workers.busy})
+    assert.near(1 - 3995 / (2 * 2135), f.workers.idle, 1e-12)
+    assert.same({1, 24, 1962}, {f.others.lanes, f.others.busy, f.others.wait})
+  end)
+
+  it("knows a saved queue's workers whatever the queue's name (\"thread\", \"caller\", a line break)", function()
+    local jobque = require "jobque"
+    local p = require "jobque_profile"
+    for _, name in ipairs{"thread", "caller", "pool\nA"} do
+      p.profile_start()
+      local q = jobque.new{workers = 1, name = name}
+      q:submit(function() end):wait()
+      q:close()
+      p.profile_stop()
+      local saved, _, path = S.save(p)
+      local roles = {}
+      for _, info in ipairs(saved.jobqueProfile.laneInfo) do roles[info.name] = info.role end
+      assert.same({[name .. " 0"] = "worker", caller = "caller"}, roles)
+      local f = stats.compute(assert(trace.load(path)))
+      local got = {}
+      for _, l in ipairs(f.lanes) do got[l.name] = l.role end
+      assert.same({[name .. " 0"] = "worker", caller = "caller"}, got)
+      assert.equal(1, f.workers.lanes)
+    end
+  end)
+
+  it("keeps a queue's workers workers, in lane order, however many queues came before", function()
+    -- Lane order counts queues by creation (1024 lanes a queue); past 2^20 queues
+    -- that number must not spill into the other threads' order, nor overflow an int.
+    local jobque = require "jobque"
+    local p = require "jobque_profile"
+    local test = require("jobque.core")._test
+    for _, seq in ipairs{(1 << 20) + 5, (1 << 21) + 1, math.maxinteger >> 32} do
+      test.set_next_queue_seq(seq)
+      p.profile_start()
+      local q = jobque.new{workers = 2}
+      q:submit(function() end):wait()
+      q:wait_all()
+      q:close()
+      p.profile_stop()
+      local saved = S.save(p)
+      local order = {}
+      for _, info in ipairs(saved.jobqueProfile.laneInfo) do order[#order + 1] = info.name .. "=" .. info.role end
+      -- worker 1 records only if it ran something: drop it when it did not
+      if #order == 2 then table.insert(order, 2, "worker 1=worker") end
+      assert.same({"worker 0=worker", "worker 1=worker", "caller=caller"}, order, "queue number " .. seq)
+    end
+    test.set_next_queue_seq(1)
+  end)
+
   it("says so when no lane is a worker", function()
     local path = chrome({lane(1, "main"), slice(1, 0, 10, "a")})
     local code, out = run("report '" .. path .. "'")

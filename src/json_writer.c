@@ -629,6 +629,16 @@ static void put_profile(wbuf *b, const jq_save_view *v) {
     put_number(b, i + 1);
     PUT_LIT(b, ",\"name\":");
     put_string(b, l->name, strlen(l->name));
+    /* The lane's role, from how its thread was named (trace.c): the
+     * session's caller, a queue's worker (jq_trace_name_thread) or another
+     * thread ("thread N"). Names alone are ambiguous: a queue may be named
+     * "thread" or "caller". */
+    if (l->sort_key == INT32_MAX)
+      PUT_LIT(b, ",\"role\":\"caller\"");
+    else if (l->sort_key < (1 << 30))
+      PUT_LIT(b, ",\"role\":\"worker\"");
+    else
+      PUT_LIT(b, ",\"role\":\"other\"");
     PUT_LIT(b, ",\"recorded\":");
     put_number(b, (int64_t)l->count);
     PUT_LIT(b, ",\"dropped\":");

@@ -479,7 +479,12 @@ static void *worker_main(void *arg) {
     snprintf(name, sizeof name, "%s %d", q->name, w->index);
   else
     snprintf(name, sizeof name, "worker %d", w->index);
-  jq_trace_name_thread(name, q->seq * 1024 + w->index + 1);
+  /* Lane order: by queue, then worker (index < 1024). Keys stay below 2^30,
+   * where other threads' lanes start (trace.c), and never overflow: the
+   * queues made after the first 2^20 - 2 share the last queue number. */
+  int seq = q->seq > 0 && q->seq < (1 << 20) - 1 ? q->seq : (1 << 20) - 1;
+  int key = seq * 1024 + w->index + 1;
+  jq_trace_name_thread(name, key);
   lua_State *L = luaL_newstate();
   int ok = L != NULL, started = 0;
   if (!ok) {

@@ -47,8 +47,8 @@ local ROLES = {worker = true, caller = true, other = true}
 -- that started the session) or "other" (any other thread that recorded).
 -- A lane's entry in the file's lane details (jobqueProfile.laneInfo, or the
 -- older list under jobqueProfile.lanes) decides when it has a `role`;
--- otherwise the name the writer gave it: "caller", "worker N" or
--- "<queue name> N" for workers, "thread N" for other threads.
+-- otherwise the name the writer gave it: "caller" (or the seed's "caller N"),
+-- "worker N" or "<queue name> N" for workers, "thread N" for other threads.
 function M.lane_role(lane, model)
   local meta = model and model.meta
   if type(meta) == "table" then
@@ -63,7 +63,8 @@ function M.lane_role(lane, model)
   end
   local name = lane.name
   if type(name) ~= "string" then return "other" end
-  if name == "caller" then return "caller" end
+  -- "caller N": the seed system's writer names its caller lane so (its last lane)
+  if name == "caller" or name:match("^caller %d+$") then return "caller" end
   local prefix = name:match("^(.-) %d+$")
   if prefix and prefix ~= "" and prefix ~= "thread" and not prefix:find("%c") then return "worker" end
   return "other"
