@@ -234,6 +234,24 @@ describe("report --top", function()
   end)
 end)
 
+describe("the unit rows of 64-bit marker args", function()
+  it("keep their columns, and the header counts one lane as one", function()
+    local path = chrome({lane(3, "caller"), marker(0, "frame", math.maxinteger), marker(10, "frame", math.mininteger),
+                         marker(30, "frame", 7), slice(3, 0, 100, "a")})
+    local code, out, err = run("report '" .. path .. "'")
+    assert.equal(0, code, err)
+    assert.matches(", 1 lane, ", out, 1, true)
+    local starts = {}
+    for _, arg in ipairs{"arg", "9223372036854775807", "-9223372036854775808", "7"} do
+      local line = assert(out:match("\n([^\n]* " .. arg:gsub("%-", "%%-") .. "  [^\n]*)"), arg)
+      -- where the start column ends: "(us)" in the header, a start's last decimal in a row
+      local _, e = line:find(arg == "arg" and "%(us%)" or " %d+%.%d%d%d ")
+      starts[#starts + 1] = utf8.len(line:sub(1, arg == "arg" and e or e - 1))
+    end
+    assert.same({starts[1], starts[1], starts[1], starts[1]}, starts)
+  end)
+end)
+
 describe("long and multi-line names in the report", function()
   local LONG = ("category with a very long name "):rep(4) .. "\nand a second line"
   local KIND = "frame\r\nkind " .. ("x"):rep(60)
