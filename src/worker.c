@@ -151,8 +151,12 @@ static void store_error(lua_State *L, lua_State *co, jq_job *job, int with_trace
       lua_pushstring(L, msg);
     if (hinted)
       lua_remove(L, -2);
-    lua_pushfstring(L, "%s\n(in job #%I submitted at %s:%d)", lua_tostring(L, -1),
-                    (LUAI_UACINT)job->id, job->src, job->line);
+    if (job->line >= 0)
+      lua_pushfstring(L, "%s\n(in job #%I submitted at %s:%d)", lua_tostring(L, -1),
+                      (LUAI_UACINT)job->id, job->src, job->line);
+    else /* submitted from where no line is known (a C function such as pcall) */
+      lua_pushfstring(L, "%s\n(in job #%I submitted at %s)", lua_tostring(L, -1),
+                      (LUAI_UACINT)job->id, job->src);
     lua_remove(L, -2);
   } else {
     lua_pushvalue(co, -1);
