@@ -150,6 +150,27 @@ describe("the report's lane groups", function()
     test.set_next_queue_seq(1)
   end)
 
+  it("compare gives no idle or parallelism to a group or lane a trace does not have", function()
+    local a = chrome(BUSY)
+    local b = chrome({lane(1, "worker 0"), slice(1, 0, 100, "a")})
+    local code, out, err = run(("compare '%s' '%s' --json"):format(a, b))
+    assert.equal(0, code, err)
+    local rows = {}
+    for _, r in ipairs(cjson.decode(out)) do rows[r.label] = r end
+    for _, label in ipairs{"caller & other lanes: idle", "caller & other lanes: parallelism", "lane caller: idle",
+                           "lane worker 1: idle"} do
+      assert.is_nil(rows[label].b, label)
+      assert.is_nil(rows[label].diff, label)
+    end
+    assert.equal(0.95, rows["caller & other lanes: idle"].a)
+    assert.same({5, 0}, {rows["caller & other lanes: busy"].a, rows["caller & other lanes: busy"].b})
+    local _, text = run(("compare '%s' '%s'"):format(a, b))
+    assert.matches("\ncaller & other lanes: idle +95%.0%% +%- +%- +%-\n", text)
+    assert.matches("\nlane caller: idle +95%.0%% +%- +%- +%-\n", text)
+    local _, back = run(("compare '%s' '%s'"):format(b, a))
+    assert.matches("\ncaller & other lanes: idle +%- +95%.0%% +%- +%-\n", back)
+  end)
+
   it("says so when no lane is a worker", function()
     local path = chrome({lane(1, "main"), slice(1, 0, 10, "a")})
     local code, out = run("report '" .. path .. "'")

@@ -267,7 +267,9 @@ function M.compare_text(rows, a_name, b_name)
     if group and r.group ~= group then out[#out + 1] = "" end -- a blank line between groups
     group = r.group
     local diff
-    if r.unit == "%" then
+    if r.diff == nil then
+      diff = "-"
+    elseif r.unit == "%" then
       diff = ("%+.1f pt"):format(100 * r.diff)
     elseif r.unit == "us" then
       diff = (r.diff >= 0 and "+" or "-") .. M.us(math.abs(r.diff))
