@@ -280,6 +280,10 @@ describe("the unit rows of 64-bit marker args", function()
     local code, out, err = run("report '" .. path .. "'")
     assert.equal(0, code, err)
     assert.matches(", 1 lane, ", out, 1, true)
+    local page = S.tmpfile("one.html")
+    local hcode, hout = run(("html '%s' -o '%s'"):format(path, page))
+    assert.equal(0, hcode)
+    assert.matches("(1 lane, 1 slice, 3 markers)", hout, 1, true)
     local starts = {}
     for _, arg in ipairs{"arg", "9223372036854775807", "-9223372036854775808", "7"} do
       local line = assert(out:match("\n([^\n]* " .. arg:gsub("%-", "%%-") .. "  [^\n]*)"), arg)
