@@ -65,7 +65,19 @@ html_cmd:argument("trace", "A saved trace (JSON).")
 html_cmd:option("-o --output", "Where to write the page (default: the trace's name with .html).")
   :argname("FILE")
 
-local ok, args = parser:pparse()
+-- "--top -1", "--from -50": argparse would read a negative number after a
+-- space as an unknown option; give it to the option it follows instead.
+local argv = {}
+for i = 1, #arg do
+  local prev = argv[#argv]
+  if (prev == "--from" or prev == "--to" or prev == "--top") and arg[i]:match("^%-[%d.]") then
+    argv[#argv] = prev .. "=" .. arg[i]
+  else
+    argv[#argv + 1] = arg[i]
+  end
+end
+
+local ok, args = parser:pparse(argv)
 if not ok then
   io.stderr:write(parser:get_usage(), "\n\njobque-profile: ", args, "\n(see jobque-profile --help)\n")
   os.exit(2)
@@ -146,8 +158,9 @@ local function main()
     end
     local slices = 0
     for _, lane in ipairs(model.lanes) do slices = slices + lane.n end
-    print(("wrote %s (%d lanes, %d slices, %d markers): open it in a browser"):format(
-      out, #model.lanes, slices, #model.markers))
+    local function n_of(n, what) return ("%d %s%s"):format(n, what, n == 1 and "" or "s") end
+    print(("wrote %s (%s, %s, %s): open it in a browser"):format(
+      out, n_of(#model.lanes, "lane"), n_of(slices, "slice"), n_of(#model.markers, "marker")))
   end
 end
 

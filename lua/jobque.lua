@@ -36,14 +36,17 @@ local function check_options(fname, opts, level)
   return workers, opts.init, opts.name
 end
 
+-- level: that of the user's call, seen from the function that calls new
+-- (which must not tail-call it).
 local function new(fname, opts, level)
-  local workers, init, name = check_options(fname, opts, level + 1)
+  local workers, init, name = check_options(fname, opts, level + 2)
   return core.queue_new(workers, init, name, package.path, package.cpath)
 end
 
 --- A new queue. Close it with q:close(), or let `local q <close> = ...` do it.
 function M.new(opts)
-  return new("jobque.new", opts, 2)
+  local q = new("jobque.new", opts, 2)
+  return q
 end
 
 -- How many failures a report lists; pwait_all returns them all.

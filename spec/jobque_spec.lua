@@ -49,6 +49,18 @@ describe("jobque.with_job_que", function()
     assert.matches("jobque.with_job_que: option 'workers'",
       err_of(jobque.with_job_que, {workers = "2"}, function() end), 1, true)
   end)
+
+  it("points a bad option at the line that passed it, for new and with_job_que alike", function()
+    local here = debug.getinfo(1, "S").short_src:gsub("%p", "%%%0")
+    local line = debug.getinfo(1, "l").currentline + 1
+    local ok, err = pcall(function() local q = jobque.with_job_que({workers = -1}, function() end) return q end)
+    assert.is_false(ok)
+    assert.matches("^" .. here .. ":" .. line .. ": jobque.with_job_que: option 'workers'", err)
+    line = debug.getinfo(1, "l").currentline + 1
+    ok, err = pcall(function() local q = jobque.new({workers = -1}) return q end)
+    assert.is_false(ok)
+    assert.matches("^" .. here .. ":" .. line .. ": jobque.new: option 'workers'", err)
+  end)
 end)
 
 describe("a queue", function()

@@ -57,6 +57,18 @@ describe("the HTML timeline's time base", function()
     assert.near(want.total.busy, got.busy, 1e-6 * want.total.busy)
     assert.near(want.total.idle, got.idle, 1e-9)
   end)
+
+  it("opens on the whole trace when #from/#to is a range the report would refuse", function()
+    local whole = {0, model.t1 - model.t0}
+    -- beyond +-3e15 us (the width of -1e308..1e308 is infinite), wholly after or before
+    -- the trace (it would read as 100% idle), or narrower than the file's nanosecond
+    for _, frag in ipairs{"#from=-1e308&to=1e308", "#from=-4e15&to=500", "#from=1e20&to=2e20",
+                          "#from=-900&to=-100", "#from=5&to=5.0000001"} do
+      local state = S.open_page(page, frag)
+      assert.same(whole, state.view, frag)
+      assert.equal(cjson.null, state.selection, frag)
+    end
+  end)
 end)
 
 describe("the HTML timeline's layout", function()

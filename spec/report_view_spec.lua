@@ -89,6 +89,88 @@ describe("the report's lane groups", function()
     assert.same({"worker", "other"}, {f.lanes[1].role, f.lanes[2].role})
   end)
 
+  it("counts the seed system's caller lane (\"caller N\") as the caller, not a worker", function()
+    -- seed_trace_example.json: tid 0 "worker 0" busy 2040, tid 1 "worker 1" busy 1955,
+    -- tid 2 "caller 2" busy 24 and waiting 1962, over 0..2135 us.
+    local f = stats.compute(assert(trace.load("spec/fixtures/seed_trace_example.json")))
+    assert.same({"worker", "worker", "caller"}, {f.lanes[1].role, f.lanes[2].role, f.lanes[3].role})
+    assert.same({2, 2040 + 1955}, {f.workers.lanes, f.workers.busy})
+    assert.near(1 - 3995 / (2 * 2135), f.workers.idle, 1e-12)
+    assert.same({1, 24, 1962}, {f.others.lanes, f.others.busy, f.others.wait})
+  end)
+
+  it("knows a saved queue's workers whatever the queue's name (\"thread\", \"caller\", a line break)", function()
+    local jobque = require "jobque"
+    local p = require "jobque_profile"
+    for _, name in ipairs{"thread", "caller", "pool\nA"} do
+      p.profile_start()
+      local q = jobque.new{workers = 1, name = name}
+      q:submit(function() end):wait()
+      q:close()
+      p.profile_stop()
+      local saved, _, path = S.save(p)
+      local roles = {}
+      for _, info in ipairs(saved.jobqueProfile.laneInfo) do roles[info.name] = info.role end
+      assert.same({[name .. " 0"] = "worker", caller = "caller"}, roles)
+      local f = stats.compute(assert(trace.load(path)))
+      local got = {}
+      for _, l in ipairs(f.lanes) do got[l.name] = l.role end
+      assert.same({[name .. " 0"] = "worker", caller = "caller"}, got)
+      assert.equal(1, f.workers.lanes)
+    end
+  end)
+
+  it("keeps a queue's workers workers, in lane order, however many queues came before", function()
+    -- Lane order counts queues by creation (1024 lanes a queue); past 2^20 queues
+    -- that number must not spill into the other threads' order, nor overflow an int.
+    local jobque = require "jobque"
+    local p = require "jobque_profile"
+    local test = require("jobque.core")._test
+    for _, seq in ipairs{(1 << 20) + 5, (1 << 21) + 1, math.maxinteger >> 32} do
+      test.set_next_queue_seq(seq)
+      p.profile_start()
+      local q = jobque.new{workers = 2}
+      q:submit(function() end):wait()
+      q:wait_all()
+      q:close()
+      p.profile_stop()
+      local saved = S.save(p)
+      -- (a worker that ran nothing recorded nothing and has no lane)
+      local order, want = {}, {}
+      for _, info in ipairs(saved.jobqueProfile.laneInfo) do order[#order + 1] = info.name .. "=" .. info.role end
+      for _, name in ipairs{"worker 0", "worker 1"} do
+        for _, info in ipairs(saved.jobqueProfile.laneInfo) do
+          if info.name == name then want[#want + 1] = name .. "=worker" end
+        end
+      end
+      want[#want + 1] = "caller=caller"
+      assert.is_true(#want >= 2)
+      assert.same(want, order, "queue number " .. seq)
+    end
+    test.set_next_queue_seq(1)
+  end)
+
+  it("compare gives no idle or parallelism to a group or lane a trace does not have", function()
+    local a = chrome(BUSY)
+    local b = chrome({lane(1, "worker 0"), slice(1, 0, 100, "a")})
+    local code, out, err = run(("compare '%s' '%s' --json"):format(a, b))
+    assert.equal(0, code, err)
+    local rows = {}
+    for _, r in ipairs(cjson.decode(out)) do rows[r.label] = r end
+    for _, label in ipairs{"caller & other lanes: idle", "caller & other lanes: parallelism", "lane caller: idle",
+                           "lane worker 1: idle"} do
+      assert.is_nil(rows[label].b, label)
+      assert.is_nil(rows[label].diff, label)
+    end
+    assert.equal(0.95, rows["caller & other lanes: idle"].a)
+    assert.same({5, 0}, {rows["caller & other lanes: busy"].a, rows["caller & other lanes: busy"].b})
+    local _, text = run(("compare '%s' '%s'"):format(a, b))
+    assert.matches("\ncaller & other lanes: idle +95%.0%% +%- +%- +%-\n", text)
+    assert.matches("\nlane caller: idle +95%.0%% +%- +%- +%-\n", text)
+    local _, back = run(("compare '%s' '%s'"):format(b, a))
+    assert.matches("\ncaller & other lanes: idle +%- +95%.0%% +%- +%-\n", back)
+  end)
+
   it("says so when no lane is a worker", function()
     local path = chrome({lane(1, "main"), slice(1, 0, 10, "a")})
     local code, out = run("report '" .. path .. "'")
@@ -176,6 +258,40 @@ describe("report --top", function()
       assert.equal("", out)
       assert.matches("--top needs a whole number of units from 0 to 1000000, not '" .. bad .. "'", err, 1, true)
     end
+  end)
+
+  it("takes a negative value after a space as the option's value, not as an unknown option", function()
+    local code, out, err = run("report '" .. path .. "' --top -1")
+    assert.equal(2, code)
+    assert.equal("", out)
+    assert.matches("--top needs a whole number of units from 0 to 1000000, not '-1'", err, 1, true)
+    code, out, err = run("report '" .. path .. "' --from -50 --to 20 --json")
+    assert.equal(0, code, err)
+    assert.equal(-50, cjson.decode(out).range.from - cjson.decode(out).range.t0)
+    local ccode, _, cerr = run("compare '" .. path .. "' '" .. path .. "' --from -5e-1 --to 20")
+    assert.equal(0, ccode, cerr)
+  end)
+end)
+
+describe("the unit rows of 64-bit marker args", function()
+  it("keep their columns, and the header counts one lane as one", function()
+    local path = chrome({lane(3, "caller"), marker(0, "frame", math.maxinteger), marker(10, "frame", math.mininteger),
+                         marker(30, "frame", 7), slice(3, 0, 100, "a")})
+    local code, out, err = run("report '" .. path .. "'")
+    assert.equal(0, code, err)
+    assert.matches(", 1 lane, ", out, 1, true)
+    local page = S.tmpfile("one.html")
+    local hcode, hout = run(("html '%s' -o '%s'"):format(path, page))
+    assert.equal(0, hcode)
+    assert.matches("(1 lane, 1 slice, 3 markers)", hout, 1, true)
+    local starts = {}
+    for _, arg in ipairs{"arg", "9223372036854775807", "-9223372036854775808", "7"} do
+      local line = assert(out:match("\n([^\n]* " .. arg:gsub("%-", "%%-") .. "  [^\n]*)"), arg)
+      -- where the start column ends: "(us)" in the header, a start's last decimal in a row
+      local _, e = line:find(arg == "arg" and "%(us%)" or " %d+%.%d%d%d ")
+      starts[#starts + 1] = utf8.len(line:sub(1, arg == "arg" and e or e - 1))
+    end
+    assert.same({starts[1], starts[1], starts[1], starts[1]}, starts)
   end)
 end)
 

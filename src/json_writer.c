@@ -629,6 +629,8 @@ static void put_profile(wbuf *b, const jq_save_view *v) {
     put_number(b, i + 1);
     PUT_LIT(b, ",\"name\":");
     put_string(b, l->name, strlen(l->name));
+    /* Its role (trace.c): names alone are ambiguous, a queue may be named
+     * "thread" or "caller". */
     PUT_LIT(b, ",\"role\":");
     put_string(b, l->role, strlen(l->role));
     PUT_LIT(b, ",\"recorded\":");

@@ -476,9 +476,13 @@ static int encode_value(enc *e, int idx) {
     break;
   case LUA_TUSERDATA: {
     struct jq_job *job = jq_job_from_value(L, idx);
-    if (!job && luaL_testudata(L, idx, "jobque.queue"))
+    if (!job && luaL_testudata(L, idx, "jobque.queue")) {
+      if (e->dest[0] == 'r') /* a result: whoever waits has the queue already */
+        return failf(e, "a queue cannot be %s (the waiting side has the queue already: return "
+                        "the values you need from it)", e->dest);
       return failf(e, "a queue cannot be %s (inside a job, jobque.current() returns the queue it "
                       "runs on; or pass the job's result instead of the queue)", e->dest);
+    }
     if (!job)
       return failf(e, "userdata cannot be %s", e->dest);
     jq_buf *b = e->b;

@@ -23,6 +23,10 @@ static _Atomic int next_queue_seq = 1;
 
 #ifdef JQ_TESTING
 _Atomic long jq_test_live_queues, jq_test_double_finishes;
+
+void jq_test_set_next_queue_seq(int seq) {
+  atomic_store(&next_queue_seq, seq);
+}
 #endif
 
 /* q->incoming once the queue closes: lock-free publishers see it in the

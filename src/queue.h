@@ -228,6 +228,8 @@ void jq_job_set_cause(jq_job *job, jq_job *cause, int reason);
 /* Specs only: queues alive now, and finishes refused because the job had
  * finished already (always 0 unless a bug). */
 extern _Atomic long jq_test_live_queues, jq_test_double_finishes;
+/* Specs only: the creation number the next queue gets. */
+void jq_test_set_next_queue_seq(int seq);
 #endif
 
 /* The size of a pooled job block (the job and an inline payload), and how

@@ -180,6 +180,13 @@ static int l_reset_counts(lua_State *L) {
   return 0;
 }
 
+/* set_next_queue_seq(n): the creation number of the next queue (as if
+ * n - 1 queues had been made). */
+static int l_set_next_queue_seq(lua_State *L) {
+  jq_test_set_next_queue_seq((int)luaL_checkinteger(L, 1));
+  return 0;
+}
+
 /* replace_without_tmpfile(on): file writes take the fallback path. */
 static int l_replace_without_tmpfile(lua_State *L) {
   jq_replace_test_without_tmpfile(lua_toboolean(L, 1));
@@ -204,6 +211,7 @@ void jq_open_testing(lua_State *L) {
                                    {"double_finishes", l_double_finishes},
                                    {"reset_counts", l_reset_counts},
                                    {"replace_without_tmpfile", l_replace_without_tmpfile},
+                                   {"set_next_queue_seq", l_set_next_queue_seq},
                                    {NULL, NULL}};
   luaL_newlib(L, funcs);
 }

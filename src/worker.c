@@ -151,8 +151,12 @@ static void store_error(lua_State *L, lua_State *co, jq_job *job, int with_trace
       lua_pushstring(L, msg);
     if (hinted)
       lua_remove(L, -2);
-    lua_pushfstring(L, "%s\n(in job #%I submitted at %s:%d)", lua_tostring(L, -1),
-                    (LUAI_UACINT)job->id, job->src, job->line);
+    if (job->line >= 0)
+      lua_pushfstring(L, "%s\n(in job #%I submitted at %s:%d)", lua_tostring(L, -1),
+                      (LUAI_UACINT)job->id, job->src, job->line);
+    else /* submitted from where no line is known (a C function such as pcall) */
+      lua_pushfstring(L, "%s\n(in job #%I submitted at %s)", lua_tostring(L, -1),
+                      (LUAI_UACINT)job->id, job->src);
     lua_remove(L, -2);
   } else {
     lua_pushvalue(co, -1);
@@ -479,7 +483,12 @@ static void *worker_main(void *arg) {
     snprintf(name, sizeof name, "%s %d", q->name, w->index);
   else
     snprintf(name, sizeof name, "worker %d", w->index);
-  jq_trace_name_thread(name, q->seq * 1024 + w->index + 1);
+  /* Lane order: by queue, then worker (index < 1024). Keys stay below 2^30,
+   * where other threads' lanes start (trace.c), and never overflow: the
+   * queues made after the first 2^20 - 2 share the last queue number. */
+  int seq = q->seq > 0 && q->seq < (1 << 20) - 1 ? q->seq : (1 << 20) - 1;
+  int key = seq * 1024 + w->index + 1;
+  jq_trace_name_thread(name, key);
   lua_State *L = luaL_newstate();
   int ok = L != NULL, started = 0;
   if (!ok) {

@@ -523,10 +523,12 @@ local PAGE = [==[
   window.addEventListener("resize", draw);
 
   // #from=US&to=US (since the session's start): zoomed to that range, and it selected.
+  // A range the report refuses (beyond +-MAX_US, wholly outside the trace) or
+  // one narrower than the file's nanosecond opens the whole trace instead.
   const m = /from=([-0-9.e+]+)&to=([-0-9.e+]+)/.exec(location.hash);
   if (m) {
-    const a = parseFloat(m[1]), b = parseFloat(m[2]);
-    if (isFinite(a) && isFinite(b) && a !== b) {
+    const a = parseFloat(m[1]), b = parseFloat(m[2]), lo = Math.min(a, b), hi = Math.max(a, b);
+    if (Math.abs(lo) <= @MAX_US@ && Math.abs(hi) <= @MAX_US@ && hi - lo >= 1e-3 && lo < span && hi > 0) {
       sel = [Math.min(a, b), Math.max(a, b)];
       v0 = sel[0]; v1 = sel[1];
     }
@@ -586,6 +588,7 @@ function M.render(model)
                                                          ['"'] = "&quot;"})
   local page = PAGE:gsub("@TITLE@", function() return title end)
     :gsub("@NAME_WIDTH@", function() return tostring(report.NAME_WIDTH) end)
+    :gsub("@MAX_US@", function() return ("%.17g"):format(require("jobque_profile.trace").MAX_US) end)
   return (page:gsub("@DATA@", function() return data(model) end))
 end
 

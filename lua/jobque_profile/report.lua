@@ -60,6 +60,13 @@ local function width_of(s)
   return utf8.len(s) or #s
 end
 
+-- s right-aligned in n characters.
+local function lpad(s, n)
+  local w = width_of(s)
+  if w >= n then return s end
+  return (" "):rep(n - w) .. s
+end
+
 local function pad(s, n)
   s = tostring(s)
   local w = width_of(s)
@@ -139,9 +146,10 @@ function M.text(f, model)
   local function say(fmt, ...) out[#out + 1] = fmt:format(...) end
   local r = f.range
   local t0 = r.t0 or model.t0 or 0
-  say("%s: %s trace%s, %d lanes, %d events", M.shown(model.path or "trace", false),
+  say("%s: %s trace%s, %d lane%s, %d events", M.shown(model.path or "trace", false),
       model.format == "jobque" and "jobque" or "Chrome",
-      model.clock and (" (clock " .. M.shown(model.clock) .. ")") or "", #model.lanes, f.events)
+      model.clock and (" (clock " .. M.shown(model.clock) .. ")") or "", #model.lanes,
+      #model.lanes == 1 and "" or "s", f.events)
   say("range %.3f .. %.3f us since the session's start (%s)", r.from - t0, r.to - t0, M.us(r.duration))
   if f.dropped.events > 0 or (f.dropped.lost or 0) > 0 then
     say("")
@@ -206,10 +214,17 @@ function M.text(f, model)
       local slowest = m.slowest or {}
       if #slowest > 0 then
         say("  the %s:", #slowest == 1 and "slowest unit" or ("%d slowest units"):format(#slowest))
-        say("  %7s  %8s  %14s  %10s  %s", "unit", "arg", "start (us)", "duration", "busy by category")
-        for _, j in ipairs(slowest) do
+        -- the arg column as wide as its widest arg (a 64-bit one has 20 characters)
+        local args, aw = {}, 8
+        for k, j in ipairs(slowest) do
+          local arg = m.units[j].arg
+          args[k] = arg ~= nil and M.shown(arg, 20) or "-"
+          aw = math.max(aw, width_of(args[k]))
+        end
+        say("  %7s  %s  %14s  %10s  %s", "unit", lpad("arg", aw), "start (us)", "duration", "busy by category")
+        for k, j in ipairs(slowest) do
           local u = m.units[j]
-          say("  %7d  %8s  %14.3f  %10s  %s", u.index, u.arg ~= nil and M.shown(u.arg, 20) or "-", u.from - t0,
+          say("  %7d  %s  %14.3f  %10s  %s", u.index, lpad(args[k], aw), u.from - t0,
               M.us(u.duration), top_categories(u.by_category, 3))
         end
         if m.count > #slowest then
@@ -252,7 +267,9 @@ function M.compare_text(rows, a_name, b_name)
     if group and r.group ~= group then out[#out + 1] = "" end -- a blank line between groups
     group = r.group
     local diff
-    if r.unit == "%" then
+    if r.diff == nil then
+      diff = "-"
+    elseif r.unit == "%" then
       diff = ("%+.1f pt"):format(100 * r.diff)
     elseif r.unit == "us" then
       diff = (r.diff >= 0 and "+" or "-") .. M.us(math.abs(r.diff))

@@ -47,8 +47,8 @@ local ROLES = {worker = true, caller = true, other = true}
 -- that started the session) or "other" (any other thread that recorded).
 -- A lane's entry in the file's lane details (jobqueProfile.laneInfo, or the
 -- older list under jobqueProfile.lanes) decides when it has a `role`;
--- otherwise the name the writer gave it: "caller", "worker N" or
--- "<queue name> N" for workers, "thread N" for other threads.
+-- otherwise the name the writer gave it: "caller" (or the seed's "caller N"),
+-- "worker N" or "<queue name> N" for workers, "thread N" for other threads.
 function M.lane_role(lane, model)
   local meta = model and model.meta
   if type(meta) == "table" then
@@ -63,7 +63,8 @@ function M.lane_role(lane, model)
   end
   local name = lane.name
   if type(name) ~= "string" then return "other" end
-  if name == "caller" then return "caller" end
+  -- "caller N": the seed system's writer names its caller lane so (its last lane)
+  if name == "caller" or name:match("^caller %d+$") then return "caller" end
   local prefix = name:match("^(.-) %d+$")
   if prefix and prefix ~= "" and prefix ~= "thread" and not prefix:find("%c") then return "worker" end
   return "other"
@@ -432,10 +433,14 @@ end
 
 -- A row of compare: `label` is pre .. name .. post (name: a lane, category
 -- or marker kind, which a text report may cut; nil for a fixed label).
-local function row(rows, group, pre, name, post, x, y, unit)
-  x, y = x or 0, y or 0
+-- A missing x or y counts as 0, unless `none` says that side has no value
+-- (the idle of a group or lane it does not have): then a, or b, and diff
+-- and ratio are left out.
+local function row(rows, group, pre, name, post, x, y, unit, none_a, none_b)
+  x, y = not none_a and (x or 0) or nil, not none_b and (y or 0) or nil
   rows[#rows + 1] = {label = pre .. (name or "") .. (post or ""), group = group, pre = pre, name = name,
-                     post = post, a = x, b = y, diff = y - x, ratio = x ~= 0 and y / x or nil, unit = unit}
+                     post = post, a = x, b = y, diff = x and y and y - x, ratio = x and y and x ~= 0 and y / x or nil,
+                     unit = unit}
 end
 
 -- The lane groups of compare, as labelled there.
@@ -451,8 +456,8 @@ function M.compare(a, b)
     row(rows, g[1], label .. "lanes", nil, nil, x.lanes, y.lanes, "")
     row(rows, g[1], label .. "busy", nil, nil, x.busy, y.busy, "us")
     row(rows, g[1], label .. "wait", nil, nil, x.wait, y.wait, "us")
-    row(rows, g[1], label .. "idle", nil, nil, x.idle, y.idle, "%")
-    row(rows, g[1], label .. "parallelism", nil, nil, x.parallelism, y.parallelism, "x")
+    row(rows, g[1], label .. "idle", nil, nil, x.idle, y.idle, "%", x.lanes == 0, y.lanes == 0)
+    row(rows, g[1], label .. "parallelism", nil, nil, x.parallelism, y.parallelism, "x", x.lanes == 0, y.lanes == 0)
   end
   -- The entries of a[field] and b[field] by their `key`, in order of first appearance.
   local function union(field, key)
@@ -466,11 +471,11 @@ function M.compare(a, b)
     return keys, by_a, by_b
   end
   local lane_names, lane_a, lane_b = union("lanes", "name")
-  local no_lane = {busy = 0, idle = 1}
+  local no_lane = {busy = 0}
   for _, name in ipairs(lane_names) do
     local x, y = lane_a[name] or no_lane, lane_b[name] or no_lane
     row(rows, "lane", "lane ", name, ": busy", x.busy, y.busy, "us")
-    row(rows, "lane", "lane ", name, ": idle", x.idle, y.idle, "%")
+    row(rows, "lane", "lane ", name, ": idle", x.idle, y.idle, "%", x == no_lane, y == no_lane)
   end
   local names, cat_a, cat_b = union("categories", "name")
   for _, name in ipairs(names) do
