@@ -410,21 +410,6 @@ local function read_await(model, async, e, ph, ts)
   end
 end
 
--- A global or process marker: its kind, time and arg into the marker columns.
--- An integer arg beyond 2^53 that a double may have rounded is noted in
--- `rounded` (marker -> event index), to be read exactly from the text.
-local function read_marker(model, e, ts, n, i, rounded)
-  local kind = str(e.name) or "?"
-  if not model.kind_seen[kind] then add_marker_kind(model, kind) end
-  local arg = type(e.args) == "table" and e.args.arg or nil
-  if math.type(arg) == "float" and (arg >= TWO53 or arg <= -TWO53) and arg == arg // 1 then
-    rounded[n] = i
-  end
-  arg = math.tointeger(arg) or arg -- cjson reads every number as a float
-  if type(arg) ~= "number" and type(arg) ~= "string" then arg = nil end
-  model.marker_ts[n], model.marker_kind[n], model.marker_arg[n] = ts, kind, arg
-end
-
 -- Reads every event into the model's lanes, markers and lists. Returns the
 -- trace's bounds t0, t1 (math.huge, -math.huge when no event was read), the
 -- events read, the "B"s never ended (lane -> stack) and the rounded marker
@@ -434,6 +419,7 @@ local function read_events(model, events, ours)
   local open_b, async, rounded, skip_entry = {}, {}, {}, {}
   local seed_tags -- chain id -> op tag, in traces of the seed's writer
   local cats, last_cat, extra_ts = model.categories, nil, model.extra_ts
+  local m_ts, m_kind, m_arg, kind_seen = model.marker_ts, model.marker_kind, model.marker_arg, model.kind_seen
   -- The columns of the lane complete events go to, kept in locals; the
   -- lane's count is stored back (cur.n = cn) before anything else adds slices.
   local cur, cpid, ctid, cts, cdur, ccat, ckind, cev, cn
@@ -489,9 +475,17 @@ local function read_events(model, events, ours)
         end
       elseif ph == "i" or ph == "I" or ph == "R" then
         local scope = e.s
-        if scope == "g" or scope == "p" then
+        if scope == "g" or scope == "p" then -- a marker (inline: a trace can hold a million)
+          local kind = str(e.name) or "?"
+          if not kind_seen[kind] then add_marker_kind(model, kind) end
+          local arg = type(e.args) == "table" and e.args.arg or nil
           nmarkers = nmarkers + 1
-          read_marker(model, e, ts, nmarkers, i, rounded)
+          if math.type(arg) == "float" and (arg >= TWO53 or arg <= -TWO53) and arg == arg // 1 then
+            rounded[nmarkers] = i -- a double may have rounded it: read it from the text (exact_marker_args)
+          end
+          arg = math.tointeger(arg) or arg -- cjson reads every number as a float
+          if type(arg) ~= "number" and type(arg) ~= "string" then arg = nil end
+          m_ts[nmarkers], m_kind[nmarkers], m_arg[nmarkers] = ts, kind, arg
         else
           read_instant(model, e, ts, ours)
         end
