@@ -5,15 +5,19 @@ DEB_PACKAGES := lua5.4 liblua5.4-dev lua-cjson lua-busted lua-check luarocks cma
                 libc6-dev valgrind lua-luv lua-argparse chromium
 BUILD_ARGS := -DJOBQUE_TESTING=ON
 
-.PHONY: all deps build build-sanitizers demo spec test bench clean
+.PHONY: all deps build build-sanitizers demo spec test lint-js bench clean
 
 all: build
 
-# Installs only the Debian packages that are missing (apt-get needs root).
+# Installs only the Debian packages that are missing (apt-get needs root):
+# with every one there, it installs nothing and needs no root, and so
+# neither does `make build`. Node.js and npm (for the JavaScript lint of
+# `make test`) count as there when the npm command is, wherever it came from.
 deps:
 	@missing=""; for p in $(DEB_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
 	done; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing nodejs npm"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  if [ "$$(id -u)" != 0 ]; then echo "run as root (or install them yourself): apt-get install$$missing" >&2; exit 1; fi; \
@@ -40,8 +44,17 @@ demo: build
 spec: build
 	JQ_BUILD=build $(LUA) $(BUSTED)
 
+# ESLint at the version package-lock.json pins, from the npm registry (the
+# test setup: `make deps` put npm there); again only when the lock changes.
+node_modules/.package-lock.json: package.json package-lock.json | deps
+	npm ci --no-audit --no-fund
+
+# The timeline page's JavaScript, linted (spec/run-all.sh runs the same).
+lint-js: node_modules/.package-lock.json
+	node_modules/.bin/eslint --max-warnings 0 lua/jobque_profile/timeline eslint.config.js
+
 # Everything: lint, specs plain and under ASan and TSan, valgrind, the rock.
-test: build build-sanitizers
+test: build build-sanitizers node_modules/.package-lock.json
 	sh spec/run-all.sh
 
 bench: build

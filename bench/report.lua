@@ -65,7 +65,7 @@ print(("  report / decode     %.2fx (target <= 2x)"):format(ratio[3]))
 -- redraws while zooming (the page times itself under #bench).
 local page = dir .. "/jq-bench-report.html"
 local t0 = now()
-assert(require("jobque_profile.html").write(assert(trace.load(path)), page))
+assert(require("jobque_profile.html").write(assert(trace.load(path)), page, {test_hooks = true}))
 local html_s = (now() - t0) / 1e9
 local profile = os.tmpname()
 os.remove(profile)

@@ -6,7 +6,9 @@
 -- Exit status: 0 done, 1 a file could not be read or written (or an
 -- internal error: one line naming the file, "please report"), 2 bad usage.
 
--- Run from a checkout: find the modules beside this script and the core in build/.
+-- Run from a checkout: find the modules beside this script, and the core in
+-- build/ (only html's write, and the reader for marker args beyond 2^53,
+-- load the core; report and compare run without it).
 local here = arg and arg[0] and arg[0]:match("^(.*)/[^/]*$")
 if here and not package.searchpath("jobque_profile.trace", package.path) then
   package.path = here .. "/?.lua;" .. package.path
@@ -64,6 +66,8 @@ local html_cmd = parser:command("html", "Write a self-contained HTML timeline of
 html_cmd:argument("trace", "A saved trace (JSON).")
 html_cmd:option("-o --output", "Where to write the page (default: the trace's name with .html).")
   :argname("FILE")
+-- For the specs and the bench only: the page reads #do=, #probe= and #bench.
+html_cmd:flag("--test-hooks", "Put the test hooks in the page."):hidden(true)
 
 -- "--top -1", "--from -50": argparse would read a negative number after a
 -- space as an unknown option; give it to the option it follows instead.
@@ -151,7 +155,7 @@ local function main()
   elseif args.command == "html" then
     local model = load(args.trace)
     local out = args.output or (args.trace:gsub("%.json$", "") .. ".html")
-    local wrote, err = require("jobque_profile.html").write(model, out)
+    local wrote, err = require("jobque_profile.html").write(model, out, {test_hooks = args.test_hooks})
     if not wrote then
       io.stderr:write("jobque-profile: ", err, "\n")
       os.exit(1)

@@ -14,7 +14,7 @@ local function page_of(events, name)
   local path = S.tmpfile((name or "page") .. ".json")
   S.write(path, cjson.encode({traceEvents = events}))
   local page = S.tmpfile((name or "page") .. ".html")
-  local code, _, err = run(("html '%s' -o '%s'"):format(path, page))
+  local code, _, err = run(("html '%s' -o '%s' --test-hooks"):format(path, page))
   assert(code == 0, err)
   return page, assert(trace.load(path))
 end

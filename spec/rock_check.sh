@@ -1,10 +1,12 @@
 #!/bin/sh
 # `luarocks make` installs jobque.core and the Lua modules into a fresh tree
-# with no rocks server; the installed core is the release build.
+# with no rocks server (--deps-mode=none: lua-cjson and argparse are
+# Debian's); the installed core is the release build, and the installed
+# command reads a trace and writes the timeline from the tree's own files.
 set -eu
 tree=$(mktemp -d)
 trap 'rm -rf "$tree"' EXIT
-luarocks --lua-version 5.4 make --tree "$tree" rockspec/jobque-profile-scm-1.rockspec >"$tree/log" 2>&1 ||
+luarocks --lua-version 5.4 make --deps-mode=none --tree "$tree" rockspec/jobque-profile-scm-1.rockspec >"$tree/log" 2>&1 ||
   { cat "$tree/log"; exit 1; }
 eval "$(luarocks --lua-version 5.4 path --tree "$tree")"
 cat >"$tree/check.lua" <<'LUA'
@@ -30,3 +32,16 @@ lua5.4 "$tree/check.lua" "$tree"
 "$tree/bin/jobque-profile" report "$tree/t.json" | grep -q 'marker "rock": 1 unit;' ||
   { echo "installed jobque-profile did not report the trace" >&2; exit 1; }
 echo "installed command works: $tree/bin/jobque-profile"
+# The page, from the installed tree's files (run away from the checkout).
+page_js=$(find "$tree" -path '*/jobque_profile/timeline/page.js' | head -n 1)
+[ -n "$page_js" ] || { echo "the timeline's page.js is not installed" >&2; exit 1; }
+(cd "$tree" && ./bin/jobque-profile html t.json -o t.html >/dev/null) ||
+  { echo "installed jobque-profile did not write the page" >&2; exit 1; }
+grep -q '<canvas id="tl">' "$tree/t.html" && ! grep -q 'probe=' "$tree/t.html" ||
+  { echo "the installed page is not the timeline, or has the test hooks" >&2; exit 1; }
+state=$(chromium --headless --no-sandbox --disable-gpu --disable-background-networking \
+  --user-data-dir="$tree/chromium" --window-size=1200,500 --dump-dom "file://$tree/t.html" 2>/dev/null |
+  grep -o 'data-state="[^"]*"' | head -n 1)
+echo "$state" | grep -q '&quot;markers&quot;:1,' ||
+  { echo "the installed page did not draw in Chromium: ${state:-no state}" >&2; exit 1; }
+echo "installed page draws: $tree/t.html"

@@ -144,7 +144,7 @@ describe("a failed job in the trace", function()
   it("marks failed slices on the page, with the message in the tooltip", function()
     local model = assert(trace.load(path))
     local page = S.tmpfile("failed.html")
-    assert(html.write(model, page))
+    assert(html.write(model, page, {test_hooks = true}))
     local lane_index, slice
     for li, lane in ipairs(model.lanes) do
       for k = 1, lane.n do

@@ -1,7 +1,8 @@
 --- jobque_profile.html: a trace model as one self-contained HTML timeline.
 --
--- render(model) -> the page: inline CSS and JavaScript, the trace as JSON in
--- a script element (every "<" and ">" escaped: no name can end the element
+-- render(model [, options]) -> the page: the files timeline/page.html,
+-- page.css and page.js beside this module (installed with it) filled in,
+-- the CSS and JavaScript inline, the trace as JSON in a script element (every "<" and ">" escaped: no name can end the element
 -- or change how the page parses), nothing fetched. The page draws on a
 -- canvas and, after each draw, publishes what it shows in
 -- window.timelineState and in document.body.dataset.state (lanes, legend
@@ -11,7 +12,9 @@
 -- model.t0. A URL fragment "#from=US&to=US" opens the page zoomed to that
 -- range, and selected. Names are cut (an ellipsis, line breaks as U+23CE)
 -- to NAME_WIDTH characters in the legend and to the room there is on the
--- canvas; tooltips and the legend's titles show them whole.
+-- canvas; tooltips and the legend's titles show them whole. The specs'
+-- hooks (timeline/hooks.js: #do=, #probe=, #bench) are in the page only
+-- with options.test_hooks (the command's hidden --test-hooks).
 local report = require "jobque_profile.report"
 
 local M = {}
@@ -115,478 +118,57 @@ local function data(model)
   return (text:gsub("[<>]", INERT):gsub("\226\128[\168\169]", INERT))
 end
 
-local PAGE = [==[
-<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>@TITLE@ - jobque-profile timeline</title>
-<style>
-  body { margin: 0; font: 13px/1.4 system-ui, sans-serif; color: #222; background: #fafafa; }
-  header { padding: 8px 12px 4px; }
-  h1 { font-size: 15px; margin: 0 0 4px; }
-  #help { color: #666; }
-  #stats { margin-top: 4px; font-family: ui-monospace, monospace; font-size: 12px; min-height: 1.4em; }
-  #legend { padding: 2px 12px 6px; display: flex; flex-wrap: wrap; gap: 4px 14px; }
-  .entry { display: inline-flex; align-items: center; gap: 5px; }
-  .swatch { width: 12px; height: 12px; border-radius: 2px; border: 1px solid rgba(0,0,0,.25); }
-  #wrap { position: relative; margin: 0 12px 12px; border: 1px solid #ccc; background: #fff; }
-  canvas { display: block; width: 100%; cursor: grab; }
-  #tip { position: fixed; pointer-events: none; background: rgba(30,30,30,.92); color: #fff;
-         padding: 6px 8px; border-radius: 4px; font-size: 12px; white-space: pre; display: none;
-         font-family: ui-monospace, monospace; z-index: 2; }
-</style>
-</head>
-<body>
-<header>
-  <h1 id="title"></h1>
-  <div id="help">Wheel: zoom at the cursor. Drag: pan. Shift+drag: select a range.
-    Double-click: fit the whole trace. Hover a slice or a marker for details.</div>
-  <div id="stats"></div>
-</header>
-<div id="legend"></div>
-<div id="wrap"><canvas id="tl"></canvas></div>
-<div id="tip"></div>
-<script type="application/json" id="data">@DATA@</script>
-<script>
-"use strict";
-(function () {
-  const started = performance.now();
-  const D = JSON.parse(document.getElementById("data").textContent);
-  // LABEL: the lane names' column; AXIS: the time axis, with the marker
-  // labels in its lower half; MIN_ROW: the least height of a lane (rows
-  // grow to fill the window); MARK_LABEL: the widest a marker's label gets.
-  const LABEL = 150, AXIS = 36, MIN_ROW = 22, DROPS = 20, NAME_WIDTH = @NAME_WIDTH@, MARK_LABEL = 180;
-  const us = x => x / 1000; // the data holds nanoseconds as integers
-  const lanes = D.lanes.map(l => ({ name: l.name, maxdur: us(l.maxdur), dropped: l.dropped,
-    full: l.full === null ? null : us(l.full),
-    ts: Float64Array.from(l.ts, us), dur: Float64Array.from(l.dur, us), c: Int32Array.from(l.c),
-    n: Int32Array.from(l.n), a: Int32Array.from(l.a), ak: Int32Array.from(l.ak), av: l.av,
-    f: Int32Array.from(l.f || []) })); // failed slices (indices), outlined in red
-  const failedTotal = lanes.reduce((n, l) => n + l.f.length, 0);
-  let failedDrawn = 0;
-  const cats = D.cats.map(c => ({ name: c[0], color: c[1] }));
-  const waitCat = cats.findIndex(c => c.name === "wait");
-  const markers = D.mt.map((t, i) => ({ t: us(t), kind: D.kinds[D.mk[i]], arg: D.ma[i] }));
-  const span = D.span > 0 ? us(D.span) : 1;
-  const canvas = document.getElementById("tl"), ctx = canvas.getContext("2d");
-  const tip = document.getElementById("tip"), statsEl = document.getElementById("stats");
-  let v0 = 0, v1 = span, sel = null, drawMs = 0, width = 0, firstDrawn = 0, ROW = MIN_ROW, height = 0;
-  let laneLabels = [], markerLabels = [];
+-- The page's files (timeline/page.html, page.css, page.js, and hooks.js
+-- for the specs) sit beside this module: found where it was loaded from
+-- (require passes that path), else on package.path.
+local here = select(2, ...)
+local function page_dir()
+  local file = type(here) == "string" and here or package.searchpath("jobque_profile.html", package.path)
+  return (file and file:match("^(.*)[/\\]") or ".") .. "/timeline/"
+end
 
-  // A name on one line: line breaks as U+23CE, other control characters as \xHH.
-  const oneLine = s => String(s).replace(/\r\n|\r|\n/g, "\u23ce")
-    .replace(/[\u0000-\u001f\u007f]/g, c => "\\x" + c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0"));
-  // At most n characters (code points) of a name: when cut, its first two
-  // thirds, an ellipsis and its end (as the report cuts it).
-  function cut(s, n) {
-    const chars = Array.from(oneLine(s));
-    if (chars.length <= n) return chars.join("");
-    const head = Math.ceil((n - 1) * 2 / 3), tail = n - 1 - head;
-    return chars.slice(0, head).join("") + "\u2026" + (tail > 0 ? chars.slice(chars.length - tail).join("") : "");
-  }
-  // As much of a name as fits in px pixels of the canvas's current font.
-  function fit(s, px) {
-    const text = oneLine(s);
-    if (ctx.measureText(text).width <= px) return text;
-    const chars = Array.from(text);
-    let lo = 0, hi = chars.length; // the most characters that fit with the ellipsis
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (ctx.measureText(chars.slice(0, mid).join("") + "\u2026").width <= px) lo = mid; else hi = mid - 1;
-    }
-    return lo > 0 ? chars.slice(0, lo).join("") + "\u2026" : "";
-  }
+local files = {} -- name -> its text, read once
+local function page_file(name)
+  if files[name] then return files[name] end
+  local path = page_dir() .. name
+  local f, err = io.open(path, "rb")
+  local text = f and f:read("a")
+  if f then f:close() end
+  if not text then
+    return nil, ("the timeline page's file %s is missing (%s): reinstall jobque-profile"):format(name,
+      tostring(err or "cannot read " .. path))
+  end
+  files[name] = text
+  return text
+end
 
-  document.getElementById("title").textContent = D.title + " (" + (D.format === "jobque" ? "jobque" : "Chrome") +
-    " trace, " + lanes.length + " lanes, " + markers.length + " markers)";
-  const legend = document.getElementById("legend");
-  for (const c of cats) {
-    const e = document.createElement("span");
-    e.className = "entry";
-    const s = document.createElement("span");
-    s.className = "swatch";
-    s.style.background = c.color;
-    e.appendChild(s);
-    e.appendChild(document.createTextNode(cut(c.name, NAME_WIDTH)));
-    e.title = c.name; // the whole name, as a tooltip
-    legend.appendChild(e);
-  }
+-- The page's template (page.html with its CSS and script in it, the test
+-- hooks in the script when `hooks`), with @TITLE@, @NAME_WIDTH@, @MAX_US@ and
+-- @DATA@ left to fill; or nil and a message when a file is missing.
+local function template(hooks)
+  local parts = {}
+  for _, name in ipairs{"page.html", "page.css", "page.js", hooks and "hooks.js" or nil} do
+    local text, err = page_file(name)
+    if not text then return nil, err end
+    parts[name] = text
+  end
+  local hook_code = hooks and parts["hooks.js"]:match("\n\n(.*)$") or ""
+  local script = parts["page.js"]:gsub("\n[ ]*// @TEST_HOOKS@[^\n]*\n", function()
+    return "\n" .. hook_code
+  end, 1)
+  return (parts["page.html"]:gsub("@CSS@", function() return parts["page.css"] end, 1)
+    :gsub("@SCRIPT@", function() return script end, 1))
+end
 
-  function fmt(us) {
-    const a = Math.abs(us);
-    if (a >= 1e6) return (us / 1e6).toPrecision(4) + " s";
-    if (a >= 1e3) return (us / 1e3).toPrecision(4) + " ms";
-    return (a >= 10 ? us.toFixed(0) : us.toPrecision(3)) + " us";
-  }
-  const X = t => LABEL + (t - v0) / (v1 - v0) * (width - LABEL);
-  const T = x => v0 + (x - LABEL) / (width - LABEL) * (v1 - v0);
-
-  // First slice that may end after t: starts at or after t - maxdur.
-  function firstFrom(l, t) {
-    let lo = 0, hi = l.ts.length;
-    const from = t - l.maxdur;
-    while (lo < hi) { const m = (lo + hi) >> 1; if (l.ts[m] < from) lo = m + 1; else hi = m; }
-    return lo;
-  }
-
-  // The figures of jobque_profile.stats over [a, b): busy and wait per lane
-  // (each moment once, under the outermost slice), idle, parallelism, categories.
-  function firstMarker(t) {
-    let lo = 0, hi = markers.length;
-    while (lo < hi) { const m = (lo + hi) >> 1; if (markers[m].t < t) lo = m + 1; else hi = m; }
-    return lo;
-  }
-
-  function rangeStats(a, b) {
-    const acc = new Map();
-    let busy = 0, wait = 0;
-    for (const l of lanes) {
-      let be = -Infinity, we = -Infinity;
-      for (let i = firstFrom(l, a); i < l.ts.length; i++) {
-        const s = l.ts[i];
-        if (s >= b) break;
-        const e = s + l.dur[i];
-        if (e <= a) continue;
-        const x = s < a ? a : s, y = e > b ? b : e;
-        if (l.c[i] === waitCat) {
-          if (y > we) { wait += y - (x > we ? x : we); we = y; }
-        } else if (y > be) {
-          const st = x > be ? x : be;
-          busy += y - st;
-          const name = cats[l.c[i]].name;
-          acc.set(name, (acc.get(name) || 0) + (y - st));
-          be = y;
-        }
-      }
-    }
-    const dur = b - a;
-    const top = [...acc].map(([name, t]) => ({ name, busy: t }))
-      .sort((p, q) => q.busy - p.busy || (p.name < q.name ? -1 : 1));
-    return { from: a, to: b, duration: dur, busy, wait,
-      idle: dur > 0 && lanes.length ? 1 - busy / (dur * lanes.length) : 0,
-      parallelism: dur > 0 ? busy / dur : 0, top };
-  }
-
-  let statsKey = null, statsCache = null;
-  function showStats() { // only when the range changes: zooming and panning keep it
-    const a = sel ? Math.min(sel[0], sel[1]) : 0, b = sel ? Math.max(sel[0], sel[1]) : span;
-    const key = a + ":" + b;
-    if (key === statsKey) return statsCache;
-    const s = rangeStats(a, b);
-    const top = s.top.slice(0, 3).map(c => cut(c.name, NAME_WIDTH) + " " + (100 * c.busy / (s.busy || 1)).toFixed(1) +
-      "%").join(", ");
-    statsEl.textContent = (sel ? "selection " : "whole trace ") + fmt(s.duration) + " from " + s.from.toFixed(3) +
-      " us (since the session's start): idle " + (100 * s.idle).toFixed(1) + "%, parallelism " + s.parallelism.toFixed(2) +
-      (top ? ", top: " + top : "");
-    statsKey = key;
-    statsCache = s;
-    return s;
-  }
-
-  function niceStep(range, px) {
-    const raw = range / Math.max(1, px / 90), p = Math.pow(10, Math.floor(Math.log10(raw)));
-    for (const m of [1, 2, 5, 10]) if (m * p >= raw) return m * p;
-    return 10 * p;
-  }
-
-  // Rows fill the window below the canvas's top, each at least MIN_ROW high.
-  function rowHeight() {
-    const top = canvas.getBoundingClientRect().top + window.scrollY;
-    const room = (window.innerHeight || 0) - top - AXIS - DROPS - 16;
-    return Math.max(MIN_ROW, Math.floor(room / Math.max(1, lanes.length)));
-  }
-
-  function draw() {
-    const t0 = performance.now();
-    width = canvas.clientWidth || 1000;
-    ROW = rowHeight();
-    height = AXIS + lanes.length * ROW + DROPS;
-    const dpr = window.devicePixelRatio || 1;
-    canvas.width = Math.round(width * dpr);
-    canvas.height = Math.round(height * dpr);
-    canvas.style.height = height + "px";
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, width, height);
-    ctx.font = "11px system-ui, sans-serif";
-    ctx.textBaseline = "middle";
-    // Axis.
-    const step = niceStep(v1 - v0, width - LABEL);
-    ctx.fillStyle = "#666";
-    ctx.strokeStyle = "#eee";
-    for (let t = Math.ceil(v0 / step) * step; t <= v1; t += step) {
-      const x = X(t);
-      ctx.beginPath(); ctx.moveTo(x, 0); ctx.lineTo(x, AXIS - 19); ctx.moveTo(x, AXIS); ctx.lineTo(x, height); ctx.stroke();
-      ctx.fillText(fmt(t), x + 3, 9);
-    }
-    // The marker labels' band, below the tick labels.
-    ctx.strokeStyle = "#ccc";
-    ctx.beginPath(); ctx.moveTo(LABEL, AXIS - 18.5); ctx.lineTo(width, AXIS - 18.5); ctx.stroke();
-    // Lanes: a slice narrower than a pixel shares its pixel column with the others there.
-    let drawn = 0;
-    failedDrawn = 0;
-    const bar = Math.max(ROW - 6, 1), thin = Math.max(4, Math.round(bar / 3));
-    laneLabels = [];
-    lanes.forEach((l, li) => {
-      const y = AXIS + li * ROW;
-      ctx.fillStyle = li % 2 ? "#f6f6f6" : "#fff";
-      ctx.fillRect(LABEL, y, width - LABEL, ROW);
-      let last = -1, color = -2;
-      const k = (width - LABEL) / (v1 - v0), ts = l.ts, dur = l.dur, n = ts.length;
-      for (let i = firstFrom(l, v0); i < n; i++) {
-        const s = ts[i];
-        if (s > v1) break;
-        const e = s + dur[i];
-        if (e < v0) continue;
-        let x0 = LABEL + (s - v0) * k, x1 = LABEL + (e - v0) * k;
-        if (x0 < LABEL) x0 = LABEL;
-        if (x1 > width) x1 = width;
-        const wait = l.c[i] === waitCat;
-        if (x1 - x0 < 1) {
-          const px = Math.floor(x0);
-          if (px === last) continue;
-          last = px; x0 = px; x1 = px + 1;
-        } else {
-          last = Math.floor(x1);
-        }
-        if (l.c[i] !== color) { color = l.c[i]; ctx.fillStyle = cats[color] ? cats[color].color : "#888"; }
-        if (wait) ctx.fillRect(x0, y + 3 + (bar - thin) / 2, x1 - x0, thin);
-        else ctx.fillRect(x0, y + 3, x1 - x0, bar);
-        drawn++;
-      }
-      // Failed slices: a red outline with a diagonal hatch, at least 3 px wide.
-      if (l.f.length) {
-        ctx.save();
-        ctx.strokeStyle = "#d32f2f";
-        ctx.lineWidth = 2;
-        for (const i of l.f) {
-          const s = ts[i], e = s + dur[i];
-          if (e < v0 || s > v1) continue;
-          let x0 = Math.max(LABEL, LABEL + (s - v0) * k), x1 = Math.min(width, LABEL + (e - v0) * k);
-          if (x1 - x0 < 3) { x0 -= 1; x1 = x0 + 3; }
-          ctx.strokeRect(x0, y + 2, x1 - x0, ROW - 4);
-          ctx.beginPath();
-          for (let hx = x0 - ROW; hx < x1; hx += 6) {
-            ctx.moveTo(Math.max(x0, hx), y + ROW - 2 - Math.max(0, x0 - hx));
-            ctx.lineTo(Math.min(x1, hx + ROW - 4), y + 2 + Math.max(0, hx + ROW - 4 - x1));
-          }
-          ctx.lineWidth = 1;
-          ctx.stroke();
-          ctx.lineWidth = 2;
-          failedDrawn++;
-        }
-        ctx.restore();
-      }
-      ctx.fillStyle = "#fff";
-      ctx.fillRect(0, y, LABEL, ROW);
-      ctx.fillStyle = "#222";
-      const label = fit(l.name, LABEL - 12);
-      ctx.fillText(label, 6, y + ROW / 2);
-      laneLabels.push(label);
-    });
-    // Dropped events: where each full lane stopped recording.
-    const dy = AXIS + lanes.length * ROW;
-    ctx.fillStyle = "#fff"; ctx.fillRect(0, dy, width, DROPS);
-    ctx.fillStyle = "#222"; ctx.fillText("dropped", 6, dy + DROPS / 2);
-    let dropEnd = -Infinity;
-    for (const l of lanes) {
-      if (l.full === null || l.full === undefined) continue;
-      const x = X(l.full);
-      if (x < LABEL || x > width) continue;
-      ctx.fillStyle = "#d32f2f";
-      ctx.beginPath(); ctx.moveTo(x, dy + 3); ctx.lineTo(x + 6, dy + DROPS - 3); ctx.lineTo(x - 6, dy + DROPS - 3); ctx.fill();
-      if (x + 8 >= dropEnd) { // a label only where the one before has ended
-        const text = fit(l.name, MARK_LABEL) + ": " + l.dropped + " dropped";
-        ctx.fillText(text, x + 8, dy + DROPS / 2);
-        dropEnd = x + 8 + ctx.measureText(text).width + 6;
-      }
-    }
-    // Markers across every lane. A label goes where the one before it has
-    // ended (thinned, never drawn over another), cut to MARK_LABEL pixels.
-    let labelEnd = -Infinity, lastX = -1;
-    markerLabels = [];
-    ctx.strokeStyle = "rgba(40,40,40,.55)";
-    ctx.fillStyle = "#000";
-    ctx.beginPath();
-    for (let i = firstMarker(v0); i < markers.length && markers[i].t <= v1; i++) {
-      const m = markers[i], x = Math.round(X(m.t)) + 0.5;
-      if (x === lastX) continue; // markers closer than a pixel share one line
-      lastX = x;
-      ctx.moveTo(x, AXIS - 14); ctx.lineTo(x, dy);
-      if (x + 3 >= labelEnd && x >= LABEL) {
-        const text = fit(m.kind + (m.arg !== null ? " " + m.arg : ""), MARK_LABEL);
-        const w = ctx.measureText(text).width;
-        ctx.fillText(text, x + 3, AXIS - 9);
-        markerLabels.push({ x: x + 3, w, text });
-        labelEnd = x + 3 + w + 6;
-      }
-    }
-    ctx.stroke();
-    // The selection.
-    if (sel) {
-      const a = X(Math.min(sel[0], sel[1])), b = X(Math.max(sel[0], sel[1]));
-      ctx.fillStyle = "rgba(33,150,243,.15)";
-      ctx.fillRect(Math.max(a, LABEL), 0, Math.min(b, width) - Math.max(a, LABEL), height);
-    }
-    const stats = showStats();
-    drawMs = performance.now() - t0;
-    publish(stats, drawn);
-  }
-
-  function publish(stats, drawn) {
-    const state = { lanes: lanes.length, legend: legend.children.length, markers: markers.length,
-      width, label: LABEL, row: ROW, height, windowHeight: window.innerHeight, laneLabels, markerLabels,
-      legendTexts: Array.from(legend.children, e => e.textContent), legendTitles: Array.from(legend.children, e => e.title),
-      events: lanes.reduce((n, l) => n + l.ts.length, 0), drawn, drawMs, failed: failedTotal, failedDrawn,
-      view: [v0, v1],
-      selection: sel ? stats : null, whole: sel ? null : stats,
-      loadMs: firstDrawn || (firstDrawn = performance.now() - started) };
-    window.timelineState = state;
-    document.body.dataset.state = JSON.stringify(state);
-  }
-
-  // Hover: the slice under the cursor (or within two pixels), else a marker.
-  function hit(x, y) {
-    const li = Math.floor((y - AXIS) / ROW);
-    const t = T(x), slack = 2 * (v1 - v0) / (width - LABEL);
-    if (li >= 0 && li < lanes.length && x >= LABEL) {
-      const l = lanes[li];
-      let best = -1, bestGap = Infinity;
-      for (let i = firstFrom(l, t - slack); i < l.ts.length && l.ts[i] <= t + slack; i++) {
-        const s = l.ts[i], e = s + l.dur[i];
-        const gap = t < s ? s - t : t > e ? t - e : 0;
-        if (gap <= slack && gap <= bestGap) { best = i; bestGap = gap; }
-      }
-      if (best >= 0) {
-        const c = cats[l.c[best]];
-        const args = l.a[best] >= 0 ? D.args[l.a[best]] : null;
-        const failed = args && args.failed === true;
-        return [D.names[l.n[best]] + (failed ? "  (FAILED)" : ""), "category " + (c ? c.name : "?"),
-          "lane     " + l.name,
-          "start    " + l.ts[best].toFixed(3) + " us", "duration " + fmt(l.dur[best]),
-          l.a[best] === -1 ? "" : "args     " + JSON.stringify(l.a[best] >= 0 ? D.args[l.a[best]] :
-            { [D.keys[l.ak[best]]]: l.av[best] }),
-          failed && typeof args.error === "string" ? "error    " + args.error : ""].filter(Boolean).join("\n");
-      }
-    }
-    const near = firstMarker(T(x - 3));
-    for (let i = near; i < markers.length && X(markers[i].t) <= x + 3; i++) {
-      const m = markers[i];
-      if (Math.abs(X(m.t) - x) <= 3) {
-        return "marker " + m.kind + (m.arg !== null ? "\narg    " + m.arg : "") +
-          "\nat     " + m.t.toFixed(3) + " us";
-      }
-    }
-    return null;
-  }
-
-  let drag = null;
-  canvas.addEventListener("mousedown", ev => {
-    const x = ev.offsetX;
-    drag = { x, v0, v1, select: ev.shiftKey };
-    if (ev.shiftKey) sel = [T(x), T(x)];
-  });
-  window.addEventListener("mouseup", () => { drag = null; canvas.style.cursor = "grab"; });
-  canvas.addEventListener("mousemove", ev => {
-    if (drag) {
-      if (drag.select) {
-        sel[1] = T(ev.offsetX);
-      } else {
-        const dt = (ev.offsetX - drag.x) / (width - LABEL) * (drag.v1 - drag.v0);
-        v0 = drag.v0 - dt; v1 = drag.v1 - dt;
-        canvas.style.cursor = "grabbing";
-      }
-      tip.style.display = "none";
-      draw();
-      return;
-    }
-    const text = hit(ev.offsetX, ev.offsetY);
-    if (text) {
-      tip.textContent = text;
-      tip.style.display = "block";
-      tip.style.left = (ev.clientX + 14) + "px";
-      tip.style.top = (ev.clientY + 14) + "px";
-    } else {
-      tip.style.display = "none";
-    }
-  });
-  canvas.addEventListener("mouseleave", () => { tip.style.display = "none"; });
-  canvas.addEventListener("wheel", ev => {
-    ev.preventDefault();
-    const x = Math.max(LABEL, ev.offsetX), t = T(x);
-    const k = Math.exp(Math.max(-1, Math.min(1, ev.deltaY * 0.002)));
-    const w = Math.max((v1 - v0) * k, 1e-3);
-    v0 = t - (x - LABEL) / (width - LABEL) * w; v1 = v0 + w;
-    draw();
-  }, { passive: false });
-  canvas.addEventListener("dblclick", () => { v0 = 0; v1 = span; draw(); });
-  window.addEventListener("resize", draw);
-
-  // #from=US&to=US (since the session's start): zoomed to that range, and it selected.
-  // A range the report refuses (beyond +-MAX_US, wholly outside the trace) or
-  // one narrower than the file's nanosecond opens the whole trace instead.
-  const m = /from=([-0-9.e+]+)&to=([-0-9.e+]+)/.exec(location.hash);
-  if (m) {
-    const a = parseFloat(m[1]), b = parseFloat(m[2]), lo = Math.min(a, b), hi = Math.max(a, b);
-    if (Math.abs(lo) <= @MAX_US@ && Math.abs(hi) <= @MAX_US@ && hi - lo >= 1e-3 && lo < span && hi > 0) {
-      sel = [Math.min(a, b), Math.max(a, b)];
-      v0 = sel[0]; v1 = sel[1];
-    }
-  }
-  draw();
-  // #do=STEP;STEP...: replays input through the real handlers (for the specs):
-  // wheel:X:DY, drag:X1:X2, sdrag:X1:X2 (with shift), dblclick; X in canvas pixels.
-  const steps = /do=([^&]*)/.exec(location.hash);
-  if (steps) {
-    const at = (type, x, more) => {
-      const r = canvas.getBoundingClientRect();
-      const init = Object.assign({ clientX: r.left + x, clientY: r.top + AXIS + ROW / 2, bubbles: true,
-        cancelable: true }, more);
-      return type === "wheel" ? new WheelEvent(type, init) : new MouseEvent(type, init);
-    };
-    for (const step of steps[1].split(";")) {
-      const [kind, a, b] = step.split(":");
-      if (kind === "wheel") canvas.dispatchEvent(at("wheel", +a, { deltaY: +b }));
-      if (kind === "drag" || kind === "sdrag") {
-        const shiftKey = kind === "sdrag";
-        canvas.dispatchEvent(at("mousedown", +a, { shiftKey }));
-        canvas.dispatchEvent(at("mousemove", +b, { shiftKey }));
-        window.dispatchEvent(at("mouseup", +b, { shiftKey }));
-      }
-      if (kind === "dblclick") canvas.dispatchEvent(at("dblclick", 300));
-    }
-  }
-  const probe = /probe=(\d+),([-0-9.e]+)/.exec(location.hash);
-  if (probe) { // #probe=LANE,US: the tooltip a hover there shows (for the specs)
-    window.timelineState.probe = hit(X(parseFloat(probe[2])), AXIS + parseInt(probe[1], 10) * ROW + ROW / 2);
-    document.body.dataset.state = JSON.stringify(window.timelineState);
-  }
-  if (/bench/.test(location.hash)) { // #bench: time redraws while zooming in and out (bench/report.lua)
-    const times = [];
-    for (let i = 0; i < 20; i++) {
-      const w = span / Math.pow(2, i % 10), c = span * ((i * 0.37) % 1);
-      v0 = c - w / 2; v1 = c + w / 2;
-      const t = performance.now();
-      draw();
-      times.push(performance.now() - t);
-    }
-    times.sort((p, q) => p - q);
-    v0 = 0; v1 = span;
-    draw();
-    window.timelineState.redrawMs = { median: times[10], max: times[19] };
-    document.body.dataset.state = JSON.stringify(window.timelineState);
-  }
-})();
-</script>
-</body>
-</html>
-]==]
-
---- The page for a model, as a string.
-function M.render(model)
+--- The page for a model, as a string; or nil and a message when the page's
+-- files are missing. options.test_hooks: put the specs' hooks in the page
+-- (the URL fragment's #do=, #probe= and #bench: see timeline/hooks.js).
+function M.render(model, options)
+  local page, err = template(options and options.test_hooks)
+  if not page then return nil, err end
   local title = (model.path or "trace"):gsub("[&<>\"]", {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;",
                                                          ['"'] = "&quot;"})
-  local page = PAGE:gsub("@TITLE@", function() return title end)
+  page = page:gsub("@TITLE@", function() return title end)
     :gsub("@NAME_WIDTH@", function() return tostring(report.NAME_WIDTH) end)
     :gsub("@MAX_US@", function() return ("%.17g"):format(require("jobque_profile.trace").MAX_US) end)
   return (page:gsub("@DATA@", function() return data(model) end))
@@ -595,9 +177,12 @@ end
 --- Writes the page for a model to `path`: true, or nil and a message.
 -- The page replaces `path` atomically (a symlink there is followed, a
 -- device or FIFO is written in place), by the same rules as profile_save.
-function M.write(model, path)
-  local ok, err = require("jobque.core").write_file(path, M.render(model))
-  if not ok then return nil, err end
+-- options: as for render.
+function M.write(model, path, options)
+  local page, err = M.render(model, options)
+  if not page then return nil, err end
+  local ok, werr = require("jobque.core").write_file(path, page)
+  if not ok then return nil, werr end
   return true
 end
 

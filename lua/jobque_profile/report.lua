@@ -1,4 +1,6 @@
 --- jobque_profile.report: figures (jobque_profile.stats) as text or JSON.
+local util = require "jobque_profile.util"
+
 local M = {}
 
 --- A duration in microseconds, readable: "850 us", "12.3 ms", "1.25 s".
@@ -282,67 +284,10 @@ function M.compare_text(rows, a_name, b_name)
   return table.concat(out, "\n") .. "\n"
 end
 
--- JSON: numbers, strings, booleans, lists and string-keyed objects. An
--- empty table is written as a list (every object of ours has fields).
-local escapes = {['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f', ['\n'] = '\\n',
-                 ['\r'] = '\\r', ['\t'] = '\\t'}
-
-local function quote(s)
-  return '"' .. s:gsub('[%c"\\]', function(c)
-    return escapes[c] or ("\\u%04x"):format(c:byte())
-  end) .. '"'
-end
-M.quote = quote
-
-local function encode(v, out)
-  local t = type(v)
-  if t == "string" then
-    out[#out + 1] = quote(v)
-  elseif t == "number" then
-    if v ~= v or v == math.huge or v == -math.huge then
-      out[#out + 1] = "null"
-    elseif math.type(v) == "integer" then
-      out[#out + 1] = tostring(v)
-    else
-      local s = ("%.14g"):format(v)
-      if tonumber(s) ~= v then s = ("%.17g"):format(v) end -- times since 1970 need more digits
-      out[#out + 1] = s
-    end
-  elseif t == "boolean" then
-    out[#out + 1] = tostring(v)
-  elseif t == "table" then
-    if next(v) == nil or v[1] ~= nil then
-      out[#out + 1] = "["
-      for i = 1, #v do
-        if i > 1 then out[#out + 1] = "," end
-        encode(v[i], out)
-      end
-      out[#out + 1] = "]"
-    else
-      local keys = {}
-      for k in pairs(v) do
-        if type(k) == "string" then keys[#keys + 1] = k end
-      end
-      table.sort(keys)
-      out[#out + 1] = "{"
-      for i, k in ipairs(keys) do
-        if i > 1 then out[#out + 1] = "," end
-        out[#out + 1] = quote(k)
-        out[#out + 1] = ":"
-        encode(v[k], out)
-      end
-      out[#out + 1] = "}"
-    end
-  else
-    out[#out + 1] = "null"
-  end
-end
+-- JSON text (the helpers' module has the encoder: see jobque_profile.util).
+M.quote = util.quote
 
 --- `v` as JSON text.
-function M.json(v)
-  local out = {}
-  encode(v, out)
-  return table.concat(out)
-end
+M.json = util.json
 
 return M

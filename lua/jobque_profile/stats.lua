@@ -35,7 +35,7 @@
 -- in the range). Median and p95 are
 -- nearest-rank.
 -- compare(a, b) -> rows { label, group, a, b, diff, ratio, unit } of two figures.
-local without_gc = require("jobque_profile.trace").without_gc
+local without_gc = require("jobque_profile.util").without_gc
 
 local M = {}
 

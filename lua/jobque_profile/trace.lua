@@ -44,7 +44,7 @@
 -- seed system's writer, publish and chunk slices count under their chain's
 -- category (stage >> 8 of the chain's publish), stage_wait as a wait.
 local cjson = require "cjson.safe"
-local core = require "jobque.core"
+local util = require "jobque_profile.util"
 
 local M = {}
 
@@ -58,16 +58,8 @@ local MAX_US = M.MAX_US
 local json = cjson.new()
 json.decode_invalid_numbers(false)
 
-local function hex(rgb)
-  return ("#%06X"):format(rgb & 0xFFFFFF)
-end
-
 --- The colour a category gets when the trace did not register one.
-function M.color_for(name)
-  if name == "submit" then return "#9E9E9E" end
-  if name == "wait" then return "#D6D6D6" end
-  return hex(core.palette_color(name))
-end
+M.color_for = util.color_for
 
 local function new_lane(model, key, pid, tid)
   local lane = {key = key, pid = pid, tid = tid, n = 0, ts = {}, dur = {}, cat = {}, kind = {}, ev = {},
@@ -302,77 +294,152 @@ for ph in ("X i I R B E b e s t f C n N O D"):gmatch("%S+") do PHASES[ph] = true
 
 local TWO53 = 2.0 ^ 53
 
--- Builds the model from decoded events (and the text they came from).
-local function build(events, meta, text)
-  local model = {format = meta and "jobque" or "chrome", lanes = {}, lane_by_key = {}, lane_cache = {},
-                 categories = {by_name = {}}, category_by_id = {}, marker_kinds = {}, kind_seen = {},
-                 marker_ts = {}, marker_kind = {}, marker_arg = {},
-                 awaits = {}, extra_ts = {}, dropped = 0, lost = 0, skipped = 0, skips = {}, nevents = 0,
-                 failures = {}, failure_by_job = {}, cancels = {}, copies = {}}
-  if meta then
-    local ok, err = read_meta(model, meta)
-    if not ok then return nil, err end
+local function new_model(meta)
+  return {format = meta and "jobque" or "chrome", lanes = {}, lane_by_key = {}, lane_cache = {},
+          categories = {by_name = {}}, category_by_id = {}, marker_kinds = {}, kind_seen = {},
+          marker_ts = {}, marker_kind = {}, marker_arg = {},
+          awaits = {}, extra_ts = {}, dropped = 0, lost = 0, skipped = 0, skips = {}, nevents = 0,
+          failures = {}, failure_by_job = {}, cancels = {}, copies = {}}
+end
+
+-- Every category a slice is counted under gets an entry and a colour.
+local function add_category(cats, name)
+  if not cats.by_name[name] then
+    local entry = {name = name, color = M.color_for(name)}
+    cats[#cats + 1] = entry
+    cats.by_name[name] = entry
   end
-  local ours = meta ~= nil
-  local t0, t1 = math.huge, -math.huge
-  local open_b = {} -- Chrome "B" events waiting for their "E", per lane
-  local async = {}  -- our "b" events waiting for their "e", by id
-  local nev = 0
-  -- The columns of the lane complete events go to, kept in locals.
-  local cur, cpid, ctid, cts, cdur, ccat, ckind, cev, cn
-  local function flush() -- before anything else adds slices
-    if cur then cur.n = cn end
-    cur = nil
+end
+
+-- Counts an event that could not be read, under why (model.skips, in order
+-- of first appearance; skip_entry: why -> its entry).
+local function skip(model, skip_entry, why)
+  local entry = skip_entry[why]
+  if not entry then
+    entry = {why = why, n = 0}
+    skip_entry[why] = entry
+    model.skips[#model.skips + 1] = entry
   end
-  -- Every category a slice is counted under gets an entry and a colour.
-  local cats, last_cat = model.categories, nil
-  local function category(name)
-    last_cat = name
-    if not cats.by_name[name] then
-      local entry = {name = name, color = M.color_for(name)}
-      cats[#cats + 1] = entry
-      cats.by_name[name] = entry
+  entry.n = entry.n + 1
+  model.skipped = model.skipped + 1
+end
+
+-- Why an event with no usable ts is skipped.
+local function no_ts_reason(e, ph, ts)
+  return type(e) ~= "table" and "not an object" or ph == nil and "no ph" or ts == nil and "no ts"
+         or "ts is not a number"
+end
+
+-- A metadata event: a lane's name or sort index.
+local function read_metadata(model, e)
+  local args = type(e.args) == "table" and e.args or {}
+  if e.name == "thread_name" and str(args.name) then
+    lane_of(model, e).name = args.name
+  elseif e.name == "thread_sort_index" and math.type(args.sort_index) then
+    lane_of(model, e).sort = args.sort_index
+  end
+end
+
+-- A complete event of ours that is a job's, a copy or a submit: its copy
+-- and its failure, if any.
+local function note_outcome(model, lane, ts, dur, cat, kind, e)
+  if kind == "copy" then add_copy(model, lane, ts, dur, cat, e) end
+  local args = e.args
+  if type(args) == "table" and args.failed == true then add_failure(model, lane, ts, cat, args) end
+end
+
+-- An instant on one lane: where a lane filled up, a cancelled job (ours).
+local function read_instant(model, e, ts, ours)
+  local args = type(e.args) == "table" and e.args or {}
+  local lane = lane_of(model, e)
+  if ours and e.name == "lane full: events dropped" then
+    lane.full_at = ts
+    lane.dropped = math.tointeger(args.dropped) or 0
+  elseif ours and e.name == "cancelled" then
+    local c = model.cancels
+    c[#c + 1] = {ts = ts, lane = lane, job = math.tointeger(args.job), category = str(args.category) or "job"}
+  end
+  lane.instants[#lane.instants + 1] = e
+end
+
+-- A Chrome "B" (kept until its "E") or "E" (a slice from its "B"); returns
+-- nextra, the count of model.extra_ts (the E's time, and the B's when the
+-- pair is no slice).
+local function read_begin_end(model, open_b, e, ph, ts, ours, nextra)
+  local extra_ts = model.extra_ts
+  local lane = lane_of(model, e)
+  local stack = open_b[lane]
+  if ph == "B" then
+    if not stack then
+      stack = {}
+      open_b[lane] = stack
+    end
+    stack[#stack + 1] = e
+    return nextra
+  end
+  nextra = nextra + 1
+  extra_ts[nextra] = ts
+  local b = stack and stack[#stack]
+  if b then
+    stack[#stack] = nil
+    local kind, cat = classify(b, ours)
+    if kind then
+      add_slice(lane, b.ts, math.max(0, ts - b.ts), cat, kind, b)
+      add_category(model.categories, cat)
+    else
+      nextra = nextra + 1
+      extra_ts[nextra] = b.ts
     end
   end
-  local m_ts, m_kind, m_arg = model.marker_ts, model.marker_kind, model.marker_arg
-  local kind_seen, nmarkers = model.kind_seen, 0
-  local extra_ts, nextra = model.extra_ts, 0
-  local rounded = {} -- marker -> index of its event, for args beyond 2^53
+  return nextra
+end
+
+-- One end of an await of ours (a "b" or "e" of cat await): the pair, once
+-- both are read, is an entry of model.awaits.
+local function read_await(model, async, e, ph, ts)
+  local id = type(e.id2) == "table" and e.id2["local"] or e.id
+  id = tostring(id)
+  if ph == "b" then
+    async[id] = e
+  elseif async[id] then
+    local b = async[id]
+    async[id] = nil
+    local args = type(b.args) == "table" and b.args or {}
+    model.awaits[#model.awaits + 1] = {ts = b.ts, dur = math.max(0, ts - b.ts), lane = lane_of(model, b),
+                                       job = args.job}
+  end
+end
+
+-- Reads every event into the model's lanes, markers and lists. Returns the
+-- trace's bounds t0, t1 (math.huge, -math.huge when no event was read), the
+-- events read, the "B"s never ended (lane -> stack) and the rounded marker
+-- args; or nil and a message for a time out of range.
+local function read_events(model, events, ours)
+  local t0, t1, nev, nextra, nmarkers = math.huge, -math.huge, 0, 0, 0
+  local open_b, async, rounded, skip_entry = {}, {}, {}, {}
   local seed_tags -- chain id -> op tag, in traces of the seed's writer
-  local skips, skip_entry = model.skips, {}
-  local function skip(why)
-    local entry = skip_entry[why]
-    if not entry then
-      entry = {why = why, n = 0}
-      skip_entry[why] = entry
-      skips[#skips + 1] = entry
-    end
-    entry.n = entry.n + 1
-    model.skipped = model.skipped + 1
-  end
+  local cats, last_cat, extra_ts = model.categories, nil, model.extra_ts
+  local m_ts, m_kind, m_arg, kind_seen = model.marker_ts, model.marker_kind, model.marker_arg, model.kind_seen
+  -- The columns of the lane complete events go to, kept in locals; the
+  -- lane's count is stored back (cur.n = cn) before anything else adds slices.
+  local cur, cpid, ctid, cts, cdur, ccat, ckind, cev, cn
   for i = 1, #events do
     local e = events[i]
     local ph = type(e) == "table" and e.ph
     local ts = ph and e.ts
     local dur = ph == "X" and e.dur -- false for other phases, nil when missing (0)
     if ph == "M" then
-      local args = type(e.args) == "table" and e.args or {}
-      if e.name == "thread_name" and str(args.name) then
-        lane_of(model, e).name = args.name
-      elseif e.name == "thread_sort_index" and math.type(args.sort_index) then
-        lane_of(model, e).sort = args.sort_index
-      end
+      read_metadata(model, e)
     elseif type(ts) ~= "number" then
-      skip(type(e) ~= "table" and "not an object" or ph == nil and "no ph" or ts == nil and "no ts"
-           or "ts is not a number")
+      skip(model, skip_entry, no_ts_reason(e, ph, ts))
     elseif not PHASES[ph] then
-      skip("unknown ph")
+      skip(model, skip_entry, "unknown ph")
     elseif not (ts >= -MAX_US and ts <= MAX_US) then
       return nil, bad_time(i, e, "ts", ts)
     elseif dur and type(dur) ~= "number" then
-      skip("dur is not a number")
+      skip(model, skip_entry, "dur is not a number")
     elseif dur and dur < 0 then
-      skip("dur is negative")
+      skip(model, skip_entry, "dur is negative")
     else
       nev = nev + 1
       if ts < t0 then t0 = ts end
@@ -391,141 +458,98 @@ local function build(events, meta, text)
         if kind then
           local pid, tid = e.pid, e.tid
           if not cur or pid ~= cpid or tid ~= ctid then
-            flush()
+            if cur then cur.n = cn end
             cur, cpid, ctid = lane_of(model, e), pid, tid
             cts, cdur, ccat, ckind, cev, cn = cur.ts, cur.dur, cur.cat, cur.kind, cur.ev, cur.n
           end
           cn = cn + 1
           cts[cn], cdur[cn], ccat[cn], ckind[cn], cev[cn] = ts, dur, cat, kind, e
-          if cat ~= last_cat then category(cat) end
-          if ours and kind ~= "slice" then
-            local args = e.args
-            if kind == "copy" then add_copy(model, cur, ts, dur, cat, e) end
-            if type(args) == "table" and args.failed == true then add_failure(model, cur, ts, cat, args) end
+          if cat ~= last_cat then
+            last_cat = cat
+            add_category(cats, cat)
           end
+          if ours and kind ~= "slice" then note_outcome(model, cur, ts, dur, cat, kind, e) end
         else
           nextra = nextra + 1
           extra_ts[nextra] = ts
         end
       elseif ph == "i" or ph == "I" or ph == "R" then
         local scope = e.s
-        local args = type(e.args) == "table" and e.args or {}
-        if scope == "g" or scope == "p" then
+        if scope == "g" or scope == "p" then -- a marker (inline: a trace can hold a million)
           local kind = str(e.name) or "?"
           if not kind_seen[kind] then add_marker_kind(model, kind) end
-          local arg = args.arg
+          local arg = type(e.args) == "table" and e.args.arg or nil
           nmarkers = nmarkers + 1
           if math.type(arg) == "float" and (arg >= TWO53 or arg <= -TWO53) and arg == arg // 1 then
-            rounded[nmarkers] = i -- a double may have rounded it: read it from the text below
+            rounded[nmarkers] = i -- a double may have rounded it: read it from the text (exact_marker_args)
           end
           arg = math.tointeger(arg) or arg -- cjson reads every number as a float
           if type(arg) ~= "number" and type(arg) ~= "string" then arg = nil end
           m_ts[nmarkers], m_kind[nmarkers], m_arg[nmarkers] = ts, kind, arg
         else
-          local lane = lane_of(model, e)
-          if ours and e.name == "lane full: events dropped" then
-            lane.full_at = ts
-            lane.dropped = math.tointeger(args.dropped) or 0
-          elseif ours and e.name == "cancelled" then
-            local c = model.cancels
-            c[#c + 1] = {ts = ts, lane = lane, job = math.tointeger(args.job), category = str(args.category) or "job"}
-          end
-          lane.instants[#lane.instants + 1] = e
+          read_instant(model, e, ts, ours)
         end
-      elseif ph == "B" then
-        flush()
-        local lane = lane_of(model, e)
-        local stack = open_b[lane] or {}
-        open_b[lane] = stack
-        stack[#stack + 1] = e
-      elseif ph == "E" then
-        nextra = nextra + 1
-        extra_ts[nextra] = ts
-        flush()
-        local lane = lane_of(model, e)
-        local stack = open_b[lane]
-        local b = stack and stack[#stack]
-        if b then
-          stack[#stack] = nil
-          local kind, cat = classify(b, ours)
-          if kind then
-            add_slice(lane, b.ts, math.max(0, ts - b.ts), cat, kind, b)
-            category(cat)
-          else
-            nextra = nextra + 1
-            extra_ts[nextra] = b.ts
-          end
-        end
+      elseif ph == "B" or ph == "E" then
+        if cur then cur.n = cn end
+        cur = nil
+        nextra = read_begin_end(model, open_b, e, ph, ts, ours, nextra)
       else
         nextra = nextra + 1 -- b/e, flows, counters, objects: counted, not drawn
         extra_ts[nextra] = ts
-        if (ph == "b" or ph == "e") and ours and e.cat == "await" then
-          local id = type(e.id2) == "table" and e.id2["local"] or e.id
-          id = tostring(id)
-          if ph == "b" then
-            async[id] = e
-          elseif async[id] then
-            local b = async[id]
-            async[id] = nil
-            local args = type(b.args) == "table" and b.args or {}
-            model.awaits[#model.awaits + 1] = {ts = b.ts, dur = math.max(0, ts - b.ts), lane = lane_of(model, b),
-                                               job = args.job}
-          end
-        end
+        if (ph == "b" or ph == "e") and ours and e.cat == "await" then read_await(model, async, e, ph, ts) end
       end
     end
   end
-  flush()
-  if next(rounded) and text then
-    -- lua-cjson reads every number as a double: take the exact integers
-    -- from the text (a scan that runs only for such files).
-    local exact = core.exact_marker_args(text)
-    for k, i in pairs(exact and rounded or {}) do
-      local v = exact[i]
-      if v and v + 0.0 == m_arg[k] + 0.0 then m_arg[k] = v end
-    end
+  if cur then cur.n = cn end
+  return t0, t1, nev, open_b, rounded
+end
+
+-- lua-cjson reads every number as a double: the marker args it may have
+-- rounded (beyond 2^53) are taken exactly from the text, by the native
+-- core's scan (loaded only for such files; without it they stay as read).
+local function exact_marker_args(model, rounded, text)
+  if not (next(rounded) and text) then return end
+  local found, core = pcall(require, "jobque.core")
+  local exact = found and core.exact_marker_args(text)
+  local m_arg = model.marker_arg
+  for k, i in pairs(exact and rounded or {}) do
+    local v = exact[i]
+    if v and v + 0.0 == m_arg[k] + 0.0 then m_arg[k] = v end
   end
-  if nev == 0 then t0, t1 = 0, 0 end
-  if model.session then -- the session's bounds, never hiding an event
-    if nev == 0 or model.session.start < t0 then t0 = model.session.start end
-    if nev == 0 or model.session.stop > t1 then t1 = model.session.stop end
-  end
-  -- A "B" never ended runs to the end of the trace.
-  for lane, stack in pairs(open_b) do
-    for _, b in ipairs(stack) do
-      local kind, cat = classify(b, ours)
-      if kind then add_slice(lane, b.ts, math.max(0, t1 - b.ts), cat, kind, b) category(cat) end
-    end
-  end
-  model.nevents = nev
-  model.t0, model.t1 = t0, t1
-  -- Lane counts from jobqueProfile, by name: in "laneInfo" (and "lanes" is
-  -- the lane count, as in the seed's format), or in "lanes" itself in files
-  -- written before laneInfo existed.
+end
+
+-- Lane counts from jobqueProfile, by name: in "laneInfo" (and "lanes" is
+-- the lane count, as in the seed's format), or in "lanes" itself in files
+-- written before laneInfo existed. True, or nil and a message.
+local function read_lane_info(model, meta)
   local info, info_key = meta and meta.laneInfo, "laneInfo"
   if meta and type(info) ~= "table" and type(meta.lanes) == "table" then info, info_key = meta.lanes, "lanes" end
-  if type(info) == "table" then
-    local by_name = {}
-    for _, lane in ipairs(model.lanes) do
-      if lane.name then by_name[lane.name] = lane end
-    end
-    for i, l in ipairs(info) do
-      local lane = type(l) == "table" and by_name[l.name]
-      if lane then
-        lane.recorded = math.tointeger(l.recorded)
-        lane.dropped = math.tointeger(l.dropped) or lane.dropped
-        local full = l.fullAtUs
-        if type(full) == "number" then
-          if not (full >= -MAX_US and full <= MAX_US) then
-            return nil, ('bad "jobqueProfile.%s[%d].fullAtUs": %s us is %s'):format(info_key, i, time_text(full),
-                                                                                      OUT_OF_RANGE)
-          end
-          lane.full_at = full
+  if type(info) ~= "table" then return true end
+  local by_name = {}
+  for _, lane in ipairs(model.lanes) do
+    if lane.name then by_name[lane.name] = lane end
+  end
+  for i, l in ipairs(info) do
+    local lane = type(l) == "table" and by_name[l.name]
+    if lane then
+      lane.recorded = math.tointeger(l.recorded)
+      lane.dropped = math.tointeger(l.dropped) or lane.dropped
+      local full = l.fullAtUs
+      if type(full) == "number" then
+        if not (full >= -MAX_US and full <= MAX_US) then
+          return nil, ('bad "jobqueProfile.%s[%d].fullAtUs": %s us is %s'):format(info_key, i, time_text(full),
+                                                                                    OUT_OF_RANGE)
         end
+        lane.full_at = full
       end
     end
   end
-  -- Lanes in order: sort index, then first appearance.
+  return true
+end
+
+-- Lanes in order (sort index, then first appearance), each named, its
+-- columns by time; markers and extra times by time; model.dropped summed.
+local function order_lanes(model)
   for i, lane in ipairs(model.lanes) do
     lane.order = i
     if not lane.name then -- JSON numbers decode as floats: tid 1 is "thread 1", not "thread 1.0"
@@ -550,9 +574,43 @@ local function build(events, meta, text)
     lane.maxdur = maxdur
   end
   sort_columns(model, {"marker_ts", "marker_kind", "marker_arg"}, #model.marker_ts)
+  local extra_ts = model.extra_ts
   for k = 2, #extra_ts do
     if extra_ts[k] < extra_ts[k - 1] then table.sort(extra_ts) break end
   end
+end
+
+-- Builds the model from decoded events (and the text they came from).
+local function build(events, meta, text)
+  local model = new_model(meta)
+  if meta then
+    local ok, err = read_meta(model, meta)
+    if not ok then return nil, err end
+  end
+  local ours = meta ~= nil
+  local t0, t1, nev, open_b, rounded = read_events(model, events, ours)
+  if not t0 then return nil, t1 end
+  exact_marker_args(model, rounded, text)
+  if nev == 0 then t0, t1 = 0, 0 end
+  if model.session then -- the session's bounds, never hiding an event
+    if nev == 0 or model.session.start < t0 then t0 = model.session.start end
+    if nev == 0 or model.session.stop > t1 then t1 = model.session.stop end
+  end
+  -- A "B" never ended runs to the end of the trace.
+  for lane, stack in pairs(open_b) do
+    for _, b in ipairs(stack) do
+      local kind, cat = classify(b, ours)
+      if kind then
+        add_slice(lane, b.ts, math.max(0, t1 - b.ts), cat, kind, b)
+        add_category(model.categories, cat)
+      end
+    end
+  end
+  model.nevents = nev
+  model.t0, model.t1 = t0, t1
+  local ok, err = read_lane_info(model, meta)
+  if not ok then return nil, err end
+  order_lanes(model)
   model.markers = marker_list(model)
   local function by_ts(x, y) return x.ts < y.ts end
   table.sort(model.failures, by_ts)
@@ -562,17 +620,8 @@ local function build(events, meta, text)
   return model
 end
 
---- Calls f(...) with the garbage collector paused (restarting it after, if it
--- ran): reading a trace builds millions of tables that all stay alive, so a
--- collection in between would only walk them again and again.
-function M.without_gc(f, ...)
-  local running = collectgarbage("isrunning")
-  collectgarbage("stop")
-  local res = table.pack(pcall(f, ...))
-  if running then collectgarbage("restart") end
-  if not res[1] then error(res[2], 0) end
-  return table.unpack(res, 2, res.n)
-end
+--- Calls f(...) with the garbage collector paused (see jobque_profile.util).
+M.without_gc = util.without_gc
 
 local function decode(text, name)
   name = name or "trace"

@@ -1,0 +1,26 @@
+// ESLint (pinned in package.json) over the timeline page's JavaScript;
+// `make lint-js` runs it, and `make test` through spec/run-all.sh.
+"use strict";
+const js = require("@eslint/js");
+
+module.exports = [
+  js.configs.recommended,
+  {
+    files: ["lua/jobque_profile/timeline/**/*.js"],
+    languageOptions: {
+      ecmaVersion: 2022,
+      sourceType: "script",
+      globals: { window: "readonly", document: "readonly", performance: "readonly", location: "readonly",
+                 MouseEvent: "readonly", WheelEvent: "readonly" },
+    },
+  },
+  {
+    // The hooks assign the page's view (v0, v1), globals here: see hooks.js.
+    files: ["lua/jobque_profile/timeline/hooks.js"],
+    rules: { "no-unused-vars": ["error", { vars: "local" }] },
+  },
+  {
+    files: ["eslint.config.js"],
+    languageOptions: { sourceType: "commonjs", globals: { require: "readonly", module: "writable" } },
+  },
+];
