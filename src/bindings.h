@@ -19,6 +19,9 @@ void jq_open_queue(lua_State *L);
 #ifdef JQ_TESTING
 /* Test-only helpers: native threads with their own lua_States. */
 void jq_open_testing(lua_State *L);
+/* The codec's test binding (testing_codec.c): adds codec_roundtrip and
+ * codec_boxes to the table on the top of the stack. */
+void jq_open_testing_codec(lua_State *L);
 #endif
 
 int luaopen_jobque_core(lua_State *L);

@@ -60,20 +60,44 @@ static int raise_at(lua_State *L, int level, const char *fmt, ...) {
 
 /* ---- jobs ---- */
 
-jq_job *jq_job_from_value(lua_State *L, int idx) {
+static jq_job *job_from_value(lua_State *L, int idx) {
   jhandle *h = luaL_testudata(L, idx, JOB_MT);
   if (!h)
     h = luaL_testudata(L, idx, JOB_BATCHED_MT);
   return h ? h->job : NULL;
 }
 
-void jq_job_push(lua_State *L, jq_job *job) {
+/* How job handles cross states, for the codec (marshal.c). */
+static void *handle_from_value(lua_State *L, int idx) {
+  return job_from_value(L, idx);
+}
+
+static void handle_push(lua_State *L, void *obj) {
   jhandle *h = lua_newuserdatauv(L, sizeof *h, 0);
   h->job = NULL;
   luaL_setmetatable(L, JOB_MT);
-  jq_job_ref(job);
-  h->job = job;
+  jq_job_ref(obj);
+  h->job = obj;
 }
+
+static void handle_ref(void *obj) {
+  jq_job_ref(obj);
+}
+
+static void handle_unref(void *obj) {
+  jq_job_unref(obj);
+}
+
+static const char *handle_refused(lua_State *L, int idx, const char **hint) {
+  if (!luaL_testudata(L, idx, QUEUE_MT))
+    return NULL;
+  *hint = "inside a job, jobque.current() returns the queue it runs on; or pass the job's "
+          "result instead of the queue";
+  return "a queue";
+}
+
+static const jq_handle_ops job_handles = {handle_from_value, handle_push, handle_ref,
+                                          handle_unref, handle_refused};
 
 /* The functions of the classes carry metatables as upvalues, so checking
  * an argument compares two pointers instead of looking a name up in the
@@ -427,7 +451,8 @@ static int l_queue_new(lua_State *L) {
   const char *cpath = luaL_checkstring(L, 5);
   jq_buf init = JQ_BUF_INIT;
   char err[512];
-  if (!lua_isnil(L, 2) && jq_encode(L, 2, 1, &init, "option 'init'", 1, err, sizeof err) != 0)
+  if (!lua_isnil(L, 2) &&
+      jq_encode(L, 2, 1, &init, "option 'init'", 1, &job_handles, err, sizeof err) != 0)
     return luaL_error(L, "jobque.new: option 'init' cannot be sent to a worker: %s", err);
   jq_queue *q = jq_queue_new((int)n, name, path, cpath);
   if (!q) {
@@ -435,6 +460,7 @@ static int l_queue_new(lua_State *L) {
     return luaL_error(L, "jobque.new: out of memory");
   }
   q->init = init;
+  q->handles = &job_handles;
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
   q->owner = lua_topointer(L, -1);
   lua_pop(L, 1);
@@ -542,7 +568,7 @@ static int submit(lua_State *L, jq_queue *q, int fn_idx, int number, jq_job **de
   lua_setmetatable(L, -2);
   lua_rotate(L, -2, 1); /* handle, batch */
   lua_setiuservalue(L, -2, 1);
-  if (jq_encode(L, fn_idx, nvals, &payload, "argument", number, err, sizeof err) != 0)
+  if (jq_encode(L, fn_idx, nvals, &payload, "argument", number, q->handles, err, sizeof err) != 0)
     return raise_at(L, level, "cannot submit: %s", err);
   lua_Debug ar; /* where it was submitted, kept unformatted until an error needs it */
   int known = lua_getstack(L, level, &ar) && lua_getinfo(L, "Sl", &ar) && ar.currentline > 0;
@@ -588,7 +614,7 @@ static int l_queue_after(lua_State *L) {
   lua_insert(L, 2); /* scratch below the list: self, scratch, deps, fn, args... */
   for (lua_Integer i = 1; i <= n; i++) {
     lua_rawgeti(L, 3, i);
-    jq_job *d = jq_job_from_value(L, -1);
+    jq_job *d = job_from_value(L, -1);
     if (!d)
       return luaL_argerror(L, 2, lua_pushfstring(L, "deps[%I] is not a job (%s)", (LUAI_UACINT)i,
                                                  luaL_typename(L, -1)));

@@ -15,6 +15,7 @@
 
 #include <lauxlib.h>
 
+#include "array.h"
 #include "trace.h"
 
 static _Atomic uint64_t next_job_id = 1; /* ids are never reused: flows key on them */
@@ -361,20 +362,6 @@ void jq_queue_requeue(jq_worker *w, jq_job *job) {
   push_resume(w->q, job);
 }
 
-static int add_ptr(void **arr, int *n, int *cap, size_t size, const void *item) {
-  if (*n == *cap) {
-    int ncap = *cap ? *cap * 2 : 4;
-    void *p = realloc(*arr, size * (size_t)ncap);
-    if (!p)
-      return -1;
-    *arr = p;
-    *cap = ncap;
-  }
-  memcpy((char *)*arr + size * (size_t)*n, item, size);
-  (*n)++;
-  return 0;
-}
-
 /* (mu) Puts a published job on the list of unfinished ones (close cancels
  * what is left there). */
 static void link_unfinished(jq_queue *q, jq_job *job) {
@@ -469,7 +456,7 @@ int jq_queue_publish(jq_queue *q, jq_job *job, jq_job **deps, int ndeps) {
     jq_job *d = deps[i];
     if (d->state == JQ_JOB_DONE)
       continue;
-    if (d->state == JQ_JOB_FAILED || add_ptr((void **)&d->dependants, &d->ndependants,
+    if (d->state == JQ_JOB_FAILED || jq_array_push((void **)&d->dependants, &d->ndependants,
                                              &d->capdependants, sizeof job, &job) != 0) {
       /* A failed dependency (or no memory to wait for one): fails without running. */
       jq_job_set_cause(job, d, JQ_FAIL_DEPENDENCY);
@@ -571,7 +558,7 @@ static int finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int *
     }
     if (state == JQ_JOB_FAILED) {
       jq_job_set_cause(d, job, JQ_FAIL_DEPENDENCY);
-      if (add_ptr((void **)work, nwork, capwork, sizeof d, &d) != 0)
+      if (jq_array_push((void **)work, nwork, capwork, sizeof d, &d) != 0)
         d->state = JQ_JOB_FAILED; /* no memory for the worklist: at least never runs */
       else
         continue; /* the worklist owns the reference now */
@@ -580,7 +567,7 @@ static int finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int *
         push_ready(q, d);
       } else {
         mark_cancelled(q, d); /* ready only now that its queue closes */
-        if (add_ptr((void **)work, nwork, capwork, sizeof d, &d) == 0)
+        if (jq_array_push((void **)work, nwork, capwork, sizeof d, &d) == 0)
           continue;
         d->state = JQ_JOB_FAILED;
       }
@@ -613,7 +600,7 @@ int jq_queue_await(jq_job *job, jq_job *waiter) {
   if (jq_job_finished(job))
     return 1;
   jq_waiter wt = {waiter, atomic_fetch_add_explicit(&next_edge, 1, memory_order_relaxed)};
-  if (add_ptr((void **)&job->waiters, &job->nwaiters, &job->capwaiters, sizeof wt, &wt) != 0)
+  if (jq_array_push((void **)&job->waiters, &job->nwaiters, &job->capwaiters, sizeof wt, &wt) != 0)
     return -1;
   jq_job_ref(waiter);
   waiter->resume_edge = wt.edge;

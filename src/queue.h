@@ -158,6 +158,7 @@ typedef struct jq_queue {
   int ncores;            /* online cores when it was made */
   jq_worker *workers;    /* nworkers + 1 entries: the last is the caller */
   jq_buf init;
+  const jq_handle_ops *handles; /* how job handles cross states (set by the binding) */
   char *path, *cpath;
   char name[48];
   int seq;               /* creation order, for lane order */
@@ -165,6 +166,8 @@ typedef struct jq_queue {
 } jq_queue;
 
 /* Lifetime. */
+void jq_job_ref(jq_job *job);
+void jq_job_unref(jq_job *job);
 jq_queue *jq_queue_new(int nworkers, const char *name, const char *path, const char *cpath);
 void jq_queue_ref(jq_queue *q);
 void jq_queue_unref(jq_queue *q);

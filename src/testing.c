@@ -206,6 +206,7 @@ void jq_open_testing(lua_State *L) {
                                    {"replace_without_tmpfile", l_replace_without_tmpfile},
                                    {NULL, NULL}};
   luaL_newlib(L, funcs);
+  jq_open_testing_codec(L);
 }
 
 #endif

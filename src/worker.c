@@ -158,10 +158,10 @@ static void store_error(lua_State *L, lua_State *co, jq_job *job, int with_trace
     lua_pushvalue(co, -1);
     lua_xmove(co, L, 1);
   }
-  if (jq_encode(L, lua_gettop(L), 1, &job->result, "error", 1, err, sizeof err) != 0) {
+  if (jq_encode(L, lua_gettop(L), 1, &job->result, "error", 1, job->q->handles, err, sizeof err) != 0) {
     lua_pushfstring(L, "job #%I failed with an error value that cannot be copied (%s)",
                     (LUAI_UACINT)job->id, err);
-    jq_encode(L, lua_gettop(L), 1, &job->result, "error", 1, err, sizeof err);
+    jq_encode(L, lua_gettop(L), 1, &job->result, "error", 1, job->q->handles, err, sizeof err);
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
@@ -320,8 +320,8 @@ static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
   size_t out_bytes = 0;
   if (status == LUA_OK) {
     char err[256];
-    int rc = jq_encode(co, lua_gettop(co) - nres + 1, nres, &job->result, "result", 1, err,
-                       sizeof err);
+    int rc = jq_encode(co, lua_gettop(co) - nres + 1, nres, &job->result, "result", 1,
+                       q->handles, err, sizeof err);
     t2 = t1 && jq_ring_armed() ? jq_clock_ticks() : 0;
     out_bytes = job->result.len; /* before a failure replaces it with the error */
     if (rc == 0) {
