@@ -440,10 +440,11 @@ static long release(lua_State *L, qhandle *h) {
 }
 
 /* core.queue_new(workers, init, name, path, cpath) -> queue; jobque.lua checks
- * the options and names them in its messages. */
+ * the options and names them in its messages. Upvalue 1: the opener of
+ * jobque.core, for the workers' states. */
 static int l_queue_new(lua_State *L) {
   lua_Integer n = luaL_checkinteger(L, 1);
-  luaL_argcheck(L, n >= 0 && n <= 256, 1, "workers must be in 0..256");
+  luaL_argcheck(L, n >= 0 && n <= JQ_MAX_WORKERS, 1, "workers must be in 0..256");
   if (!lua_isnil(L, 2))
     luaL_checktype(L, 2, LUA_TFUNCTION);
   const char *name = luaL_optstring(L, 3, "");
@@ -467,7 +468,8 @@ static int l_queue_new(lua_State *L) {
   push_queue(L, q, 1);
   jq_queue_unref(q); /* the handle holds it now */
   qhandle *h = lua_touserdata(L, -1);
-  int rc = n > 0 ? jq_workers_start(q) : jq_run_init(q, L, q->init_error, sizeof q->init_error);
+  lua_CFunction open_core = lua_tocfunction(L, lua_upvalueindex(1));
+  int rc = n > 0 ? jq_workers_start(q, open_core) : jq_run_init(q, L, q->init_error, sizeof q->init_error);
   if (rc != 0) {
     if (q->start_failed)
       lua_pushfstring(L, "jobque.new: %s", q->init_error);
@@ -733,7 +735,7 @@ static const luaL_Reg queue_internal[] = {
     {NULL, NULL}};
 
 static const luaL_Reg queue_funcs[] = {
-    {"queue_new", l_queue_new}, {"queue_current", l_queue_current},
+    {"queue_current", l_queue_current},
     {"hardware_threads", l_hardware_threads}, {NULL, NULL}};
 
 /* Sets the functions `l` into the table on top, each with the registered
@@ -744,7 +746,7 @@ static void set_funcs(lua_State *L, const luaL_Reg *l, const char *const *ups, i
   luaL_setfuncs(L, l, n);
 }
 
-void jq_open_queue(lua_State *L) {
+void jq_open_queue(lua_State *L, lua_CFunction open_core) {
   static const char *const job_ups[] = {JOB_MT, JOB_BATCHED_MT};
   static const char *const queue_ups[] = {QUEUE_MT, JOB_BATCHED_MT, BATCH_MT, JOB_MT};
   static const char *const batch_ups[] = {BATCH_MT};
@@ -782,5 +784,8 @@ void jq_open_queue(lua_State *L) {
   lua_setfield(L, -3, "queue_methods"); /* into the core table: jobque.lua adds parallel_for */
   lua_pop(L, 1);
   luaL_setfuncs(L, queue_funcs, 0); /* into the core table on the stack */
+  lua_pushcfunction(L, open_core);
+  lua_pushcclosure(L, l_queue_new, 1);
+  lua_setfield(L, -2, "queue_new");
   set_funcs(L, queue_internal, queue_ups, 4);
 }

@@ -165,6 +165,9 @@ typedef struct jq_queue {
   const void *owner;     /* main thread of the creating state */
 } jq_queue;
 
+/* The most workers a queue can have. */
+#define JQ_MAX_WORKERS 256
+
 /* Lifetime. */
 void jq_job_ref(jq_job *job);
 void jq_job_unref(jq_job *job);

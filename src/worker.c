@@ -446,7 +446,7 @@ int jq_caller_run_one(jq_queue *q, lua_State *L) {
   return ran;
 }
 
-void jq_prepare_state(lua_State *L, const char *path, const char *cpath) {
+void jq_prepare_state(lua_State *L, const char *path, const char *cpath, lua_CFunction open_core) {
   luaL_openlibs(L);
   lua_getglobal(L, "package");
   lua_pushstring(L, path);
@@ -454,25 +454,33 @@ void jq_prepare_state(lua_State *L, const char *path, const char *cpath) {
   lua_pushstring(L, cpath);
   lua_setfield(L, -2, "cpath");
   luaL_getsubtable(L, -1, "preload"); /* this very library: one trace session */
-  lua_pushcfunction(L, luaopen_jobque_core);
+  lua_pushcfunction(L, open_core);
   lua_setfield(L, -2, "jobque.core");
   lua_pop(L, 2);
-  luaL_requiref(L, "jobque.core", luaopen_jobque_core, 0); /* job handles need it */
+  luaL_requiref(L, "jobque.core", open_core, 0); /* job handles need it */
   lua_pop(L, 1);
 }
+
+/* What a worker thread starts with: read only before it reports its init
+ * done (jq_workers_start keeps it until then). */
+typedef struct start_arg {
+  jq_worker *w;
+  lua_CFunction open_core;
+} start_arg;
 
 /* Opens the libraries of a worker's new state and marks it as the
  * worker's: protected (out of memory raises). */
 static int prepare_worker(lua_State *L) {
-  jq_worker *w = lua_touserdata(L, 1);
-  jq_prepare_state(L, w->q->path, w->q->cpath);
+  const start_arg *a = lua_touserdata(L, 1);
+  jq_worker *w = a->w;
+  jq_prepare_state(L, w->q->path, w->q->cpath, a->open_core);
   lua_pushlightuserdata(L, w);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
   return 0;
 }
 
 static void *worker_main(void *arg) {
-  jq_worker *w = arg;
+  jq_worker *w = ((const start_arg *)arg)->w;
   jq_queue *q = w->q;
   char name[64], err[512];
   if (q->name[0])
@@ -486,7 +494,7 @@ static void *worker_main(void *arg) {
     snprintf(err, sizeof err, "worker %d: cannot create a lua_State: out of memory", w->index);
   } else {
     lua_pushcfunction(L, prepare_worker); /* light C functions: no allocation, no error */
-    lua_pushlightuserdata(L, w);
+    lua_pushlightuserdata(L, arg);
     if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
       snprintf(err, sizeof err, "worker %d: cannot prepare its lua_State: %s", w->index,
                lua_isstring(L, -1) ? lua_tostring(L, -1) : "(no message)");
@@ -515,10 +523,13 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-int jq_workers_start(jq_queue *q) {
+int jq_workers_start(jq_queue *q, lua_CFunction open_core) {
+  start_arg args[JQ_MAX_WORKERS];
   for (int i = 0; i < q->nworkers; i++) {
     jq_worker *w = &q->workers[i];
-    int rc = pthread_create(&w->thread, NULL, worker_main, w);
+    args[i].w = w;
+    args[i].open_core = open_core;
+    int rc = pthread_create(&w->thread, NULL, worker_main, &args[i]);
     if (rc != 0) {
       pthread_mutex_lock(&q->mu);
       snprintf(q->init_error, sizeof q->init_error, "cannot start worker thread %d: %s", i,

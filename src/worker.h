@@ -14,9 +14,10 @@
 
 #include "queue.h"
 
-/* Starts the queue's workers and waits until each ran `init`. Returns 0, or
- * -1 with the first failure in q->init_error (the queue must then close). */
-int jq_workers_start(jq_queue *q);
+/* Starts the queue's workers, each state prepared with `open_core` as the
+ * opener of jobque.core, and waits until each ran `init`. Returns 0, or -1
+ * with the first failure in q->init_error (the queue must then close). */
+int jq_workers_start(jq_queue *q, lua_CFunction open_core);
 
 /* Closes the queue: not-yet-started jobs fail, suspended ones are cancelled,
  * running ones finish; joins the workers; drops the failures nobody
@@ -34,9 +35,8 @@ int jq_caller_run_one(jq_queue *q, lua_State *L);
 int jq_run_init(jq_queue *q, lua_State *L, char *err, size_t errlen);
 
 /* Opens the standard libraries in a new state, gives it these search paths,
- * and opens jobque.core from this very library (never a second copy). */
-void jq_prepare_state(lua_State *L, const char *path, const char *cpath);
-
-int luaopen_jobque_core(lua_State *L);
+ * and opens jobque.core with `open_core`, the opener of this very library
+ * (never a second copy). */
+void jq_prepare_state(lua_State *L, const char *path, const char *cpath, lua_CFunction open_core);
 
 #endif
