@@ -13,8 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <lauxlib.h>
-
 #include "array.h"
 #include "trace.h"
 
@@ -149,7 +147,6 @@ jq_job *jq_job_new(jq_queue *q, jq_buf *payload, const char *src, int line) {
   job->id = atomic_fetch_add_explicit(&next_job_id, 1, memory_order_relaxed);
   job->tag = jq_self.tag;
   job->worker = -1;
-  job->coref = LUA_NOREF;
   size_t n = strlen(src);
   if (n >= sizeof job->src)
     n = sizeof job->src - 1;
@@ -657,6 +654,30 @@ void jq_queue_fail_rest(jq_queue *q) {
       return;
     jq_queue_cancel(q, job);
   }
+}
+
+long jq_queue_close(jq_queue *q) {
+  pthread_mutex_lock(&q->mu);
+  jq_queue_fail_rest(q); /* waiting on jobs that can no longer run */
+  long cancelled = q->cancelled;
+  /* Failures nobody observed: nothing can report them any more, and each
+   * holds its job (which holds the queue). Dropped outside mu: a job freed
+   * here may drop the last reference to another queue. */
+  jq_job *failed = q->fail_head;
+  for (jq_job *job = failed; job; job = job->fail_next) {
+    job->on_fail_list = 0;
+    job->observed = 1;
+  }
+  q->fail_head = q->fail_tail = NULL;
+  q->fail_list_dropped = 1;
+  pthread_mutex_unlock(&q->mu);
+  while (failed) {
+    jq_job *next = failed->fail_next;
+    failed->fail_prev = failed->fail_next = NULL;
+    jq_job_unref(failed);
+    failed = next;
+  }
+  return cancelled;
 }
 
 int jq_spin_until(int (*ready)(void *), void *arg, int yield_core) {

@@ -17,8 +17,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include <lua.h>
-
 #include "marshal.h"
 
 enum { JQ_JOB_WAITING, JQ_JOB_READY, JQ_JOB_RUNNING, JQ_JOB_DONE, JQ_JOB_FAILED };
@@ -84,7 +82,7 @@ typedef struct jq_job {
   /* Written by the thread running it, read by readers after it finished. */
   jq_buf result;         /* results, or the error value */
   /* The worker that runs it only. */
-  int coref;             /* registry ref of its coroutine */
+  int coref;             /* registry ref of its coroutine (set when it starts) */
   uint32_t resume_edge;  /* flow into the slice that resumes it */
   uint64_t yield_ticks;  /* when it last yielded to await */
   uint64_t awaited;      /* job id it awaits */
@@ -106,10 +104,6 @@ typedef struct jq_worker {
   _Atomic int resume_hint; /* resume list non-empty (read without mu) */
   int suspended;         /* coroutines alive in this state awaiting or yielded */
   int took_yielded;      /* its last take resumed a cooperative yield: a ready job goes next */
-  /* The worker's own thread only. */
-  jq_job *current;       /* job whose coroutine is running */
-  lua_State *current_co;
-  jq_job *awaiting;      /* set by wait() before it yields */
 } jq_worker;
 
 typedef struct jq_queue {
@@ -224,6 +218,11 @@ jq_job *jq_queue_suspended_on(jq_queue *q, jq_worker *w);
 /* (mu) Fails every job still unfinished (the end of a close), except those
  * with a slice running (they finish when it ends). */
 void jq_queue_fail_rest(jq_queue *q);
+
+/* The end of a close, after jq_workers_stop (worker.c): fails the jobs
+ * still unfinished and drops the failures nobody observed. Returns how many
+ * jobs the close cancelled. */
+long jq_queue_close(jq_queue *q);
 
 /* Before `job` finishes: it fails because `cause` failed (reason
  * JQ_FAIL_DEPENDENCY or JQ_FAIL_AWAITED). Takes a reference to `cause`

@@ -483,7 +483,7 @@ int jq_trace_save(const char *path, char *err, size_t errlen, int *errnum) {
   jq_save_view v;
   memset(&v, 0, sizeof v);
   pthread_mutex_lock(&control_mu);
-  if (jq_trace_armed()) {
+  if (jq_ring_armed()) {
     pthread_mutex_unlock(&control_mu);
     snprintf(err, errlen, "tracing is still on: call profile_stop() before profile_save()");
     return JQ_SAVE_ARMED;

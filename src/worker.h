@@ -19,17 +19,31 @@
  * with the first failure in q->init_error (the queue must then close). */
 int jq_workers_start(jq_queue *q, lua_CFunction open_core);
 
-/* Closes the queue: not-yet-started jobs fail, suspended ones are cancelled,
- * running ones finish; joins the workers; drops the failures nobody
- * observed. L is the creating state. Returns how many jobs it cancelled. */
-long jq_queue_close(jq_queue *q, lua_State *L);
+/* The first half of a close (jq_queue_close in queue.c does the rest):
+ * not-yet-started jobs fail, workers are woken and joined, and the jobs
+ * suspended in the creating state L are cancelled. */
+void jq_workers_stop(jq_queue *q, lua_State *L);
 
-/* The worker running a job in this state right now, or NULL. */
-jq_worker *jq_worker_current(lua_State *L);
+/* The queue of the job running in this state right now, or NULL. */
+jq_queue *jq_running_queue(lua_State *L);
 
-/* For the creating state of a queue without workers: runs one slice of
- * whatever is runnable. Returns 0 when there was nothing to run. */
-int jq_caller_run_one(jq_queue *q, lua_State *L);
+/* What jq_wait did. */
+enum { JQ_WAIT_DONE, JQ_WAIT_YIELD, JQ_WAIT_ERROR };
+
+/* Waits until `job` (or, job NULL, every job of q) finished. Inside a job of
+ * the same queue (job not NULL), the job's coroutine is to await it: returns
+ * JQ_WAIT_YIELD and the caller yields (lua_yieldk), to be resumed once `job`
+ * ended. Anywhere else it blocks the thread (the state that made a queue
+ * without workers runs that queue's jobs meanwhile) and returns
+ * JQ_WAIT_DONE. Returns JQ_WAIT_ERROR with a message pushed (positioned
+ * `level` levels up, 1: the caller of the C function) when the wait could
+ * never end or is for the waiting job itself; the caller raises it. */
+int jq_wait(lua_State *L, jq_queue *q, jq_job *job, int level);
+
+/* A wait or pwait in this state hands a job the error of the failed job
+ * (the message on the top of L): if the job then fails with this very
+ * message, its error is stored as a link to `failed`. */
+void jq_note_raised(lua_State *L, jq_job *failed);
 
 /* Runs `init` (if any) in L: for a queue without workers, the creator. */
 int jq_run_init(jq_queue *q, lua_State *L, char *err, size_t errlen);
