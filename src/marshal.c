@@ -311,6 +311,7 @@ static int new_ref(enc *e, int idx) {
 }
 
 static int encode_value(enc *e, int idx);
+static int encode_object(enc *e, int idx);
 
 static int encode_table(enc *e, int idx) {
   lua_State *L = e->L;
@@ -501,7 +502,7 @@ static int encode_value(enc *e, int idx) {
   }
   case LUA_TTABLE:
   case LUA_TFUNCTION:
-    break;
+    return encode_object(e, idx);
   case LUA_TUSERDATA:
     return encode_handle(e, idx);
   case LUA_TTHREAD:
@@ -509,7 +510,12 @@ static int encode_value(enc *e, int idx) {
   default:
     return failf(e, "%s cannot be %s", luaL_typename(L, idx), e->dest);
   }
-  /* Tables and functions: by reference if seen, by name if a module's. */
+}
+
+/* Tables and functions: by reference if seen, by name if a module's, else
+ * whole (one level deeper on the path). */
+static int encode_object(enc *e, int idx) {
+  lua_State *L = e->L;
   if (lua_rawequal(L, idx, e->globals)) {
     put_byte(e, T_GLOBALS);
     return 0;

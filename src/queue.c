@@ -315,15 +315,21 @@ static void wake_one(jq_queue *q) {
   }
 }
 
+/* (mu) Appends a job to the list head..tail, linked through `next` (the
+ * ready list, a resume list). */
+static void fifo_append(jq_job **head, jq_job **tail, jq_job *job) {
+  job->next = NULL;
+  if (*tail)
+    (*tail)->next = job;
+  else
+    *head = job;
+  *tail = job;
+}
+
 /* (mu) Appends to the ready list. */
 static void append_ready(jq_queue *q, jq_job *job) {
   job->state = JQ_JOB_READY;
-  job->next = NULL;
-  if (q->ready_tail)
-    q->ready_tail->next = job;
-  else
-    q->ready_head = job;
-  q->ready_tail = job;
+  fifo_append(&q->ready_head, &q->ready_tail, job);
   atomic_store_explicit(&q->ready_hint, 1, memory_order_relaxed);
 }
 
@@ -339,12 +345,7 @@ static void push_ready(jq_queue *q, jq_job *job) {
 /* (mu) Puts a job whose coroutine can continue on its worker's resume list. */
 static void push_resume(jq_queue *q, jq_job *job) {
   jq_worker *w = &q->workers[job->worker];
-  job->next = NULL;
-  if (w->resume_tail)
-    w->resume_tail->next = job;
-  else
-    w->resume_head = job;
-  w->resume_tail = job;
+  fifo_append(&w->resume_head, &w->resume_tail, job);
   atomic_store_explicit(&w->resume_hint, 1, memory_order_relaxed);
   if (w->index == q->nworkers) {
     pthread_cond_broadcast(&q->done_cv);
