@@ -3,7 +3,9 @@
  *
  * Userdata: "jobque.queue" (a reference to a queue; the one made by
  * jobque.new owns it and closes it from close/__close/__gc) and "jobque.job"
- * (a reference to a job, in any state). Every argument is checked before any
+ * (a reference to a job, in any state). It gives the codec the interface
+ * through which job handles cross states (job_handles, kept on each queue),
+ * and leaves waiting to worker.c (jq_wait). Every argument is checked before any
  * side effect; no Lua error is raised while q->mu is held or while this file
  * holds malloc'd memory.
  */

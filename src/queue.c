@@ -1,9 +1,10 @@
 /*
  * queue.c - jobs, their graph, and who runs what next.
  *
- * No Lua API. Everything marked (mu) in queue.h happens under q->mu; the
- * trace events recorded here (arrows from a finished job to its waiters) go
- * through the lock-free ring and take no lock of their own.
+ * No Lua API and no Lua header. Everything marked (mu) in queue.h happens
+ * under q->mu; the trace events recorded here (arrows from a finished job to
+ * its waiters, cancellations) go through the lock-free ring and take no lock
+ * of their own.
  */
 #include "queue.h"
 

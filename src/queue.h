@@ -2,10 +2,12 @@
  * queue.h - the job graph and its scheduling.
  *
  * Owns: jobs (state, payload, result, dependants, waiters), the ready list,
- * each worker's resume list, and the queue's single mutex.
- * Must not: call Lua (worker.c runs jobs in lua_States; lua_queue.c is the
- * binding) or allocate on the scheduling path beyond growing a job's
- * dependant and waiter arrays.
+ * each worker's scheduling fields and resume list, and the queue's single
+ * mutex.
+ * Must not: call Lua or include a Lua header (worker.c runs jobs in
+ * lua_States and keeps the runner's fields; lua_queue.c is the binding), or
+ * allocate on the scheduling path beyond growing a job's dependant and
+ * waiter arrays.
  * Thread safety: every field marked (mu) is read and written under q->mu;
  * a job's refs are atomic; payloads are touched by one thread at a time.
  */

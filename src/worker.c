@@ -7,6 +7,14 @@
  * ready list; with nothing to run it parks on its condition variable. Each
  * slice, each await and each park is recorded on the worker's lane when a
  * trace session is armed (lock-free, see ring.h).
+ *
+ * Waiting lives here too (jq_wait): inside a job of the same queue a wait
+ * makes the job's coroutine await (it yields, and queue.c puts it on its
+ * worker's resume list when the awaited job ends); anywhere else it blocks
+ * the thread, spinning briefly and then sleeping on the queue's done_cv
+ * (counted in blocked_waiters / waiting_all, which tell queue.c's finish
+ * whom to wake), or, in the state that made a queue without workers,
+ * running that queue's jobs meanwhile.
  */
 #include "worker.h"
 

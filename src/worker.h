@@ -1,9 +1,11 @@
 /*
  * worker.h - running jobs in lua_States: worker threads and the caller.
  *
- * Owns: each worker thread and the lua_State it creates and closes; running
- * one slice of a job's coroutine (resume to yield or return) and recording
- * it; the caller's share of the work when a queue has no workers.
+ * Owns: each worker thread and the lua_State it creates and closes; the
+ * runner's per-state fields (which job runs there now, what it awaits);
+ * running one slice of a job's coroutine (resume to yield or return) and
+ * recording it; the caller's share of the work when a queue has no workers;
+ * waiting for jobs (jq_wait: block the thread, or await in a job).
  * Must not: let a lua_State or Lua value cross threads except through
  * marshal.c; raise while holding q->mu or malloc'd memory.
  */
