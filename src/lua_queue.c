@@ -374,7 +374,8 @@ static int l_queue_new(lua_State *L) {
   jq_queue_unref(q); /* the handle holds it now */
   qhandle *h = lua_touserdata(L, -1);
   lua_CFunction open_core = lua_tocfunction(L, lua_upvalueindex(1));
-  int rc = n > 0 ? jq_workers_start(q, open_core) : jq_run_init(q, L, q->init_error, sizeof q->init_error);
+  int rc = n > 0 ? jq_workers_start(q, open_core)
+                 : jq_run_init(q, L, q->init_error, sizeof q->init_error);
   if (rc != 0) {
     if (q->start_failed)
       lua_pushfstring(L, "jobque.new: %s", q->init_error);

@@ -192,10 +192,11 @@ static void store_error(lua_State *L, lua_State *co, jq_job *job, int with_trace
     lua_pushvalue(co, -1);
     lua_xmove(co, L, 1);
   }
-  if (jq_encode(L, lua_gettop(L), 1, &job->result, "error", 1, job->q->handles, err, sizeof err) != 0) {
+  const jq_handle_ops *handles = job->q->handles;
+  if (jq_encode(L, lua_gettop(L), 1, &job->result, "error", 1, handles, err, sizeof err) != 0) {
     lua_pushfstring(L, "job #%I failed with an error value that cannot be copied (%s)",
                     (LUAI_UACINT)job->id, err);
-    jq_encode(L, lua_gettop(L), 1, &job->result, "error", 1, job->q->handles, err, sizeof err);
+    jq_encode(L, lua_gettop(L), 1, &job->result, "error", 1, handles, err, sizeof err);
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
