@@ -13,12 +13,17 @@
 void jq_open_profile(lua_State *L);
 
 /* Queues and jobs: adds queue_new, queue_current, hardware_threads and
- * queue_methods to the table on the top of the stack. */
-void jq_open_queue(lua_State *L);
+ * queue_methods to the table on the top of the stack. Workers' states open
+ * jobque.core with `open_core` (luaopen_jobque_core, passed by core.c). */
+void jq_open_queue(lua_State *L, lua_CFunction open_core);
 
 #ifdef JQ_TESTING
-/* Test-only helpers: native threads with their own lua_States. */
-void jq_open_testing(lua_State *L);
+/* Test-only helpers: native threads with their own lua_States, which open
+ * jobque.core with `open_core`. */
+void jq_open_testing(lua_State *L, lua_CFunction open_core);
+/* The codec's test binding (testing_codec.c): adds codec_roundtrip and
+ * codec_boxes to the table on the top of the stack. */
+void jq_open_testing_codec(lua_State *L);
 #endif
 
 int luaopen_jobque_core(lua_State *L);

@@ -123,7 +123,7 @@ static int l_exact_marker_args(lua_State *L) {
 __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   jq_trace_init();
   lua_createtable(L, 0, 8);
-  jq_open_queue(L);
+  jq_open_queue(L, luaopen_jobque_core);
   jq_open_profile(L);
   lua_setfield(L, -2, "profile");
   lua_pushstring(L, jq_clock_name());
@@ -139,7 +139,7 @@ __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   lua_pushcfunction(L, l_exact_marker_args);
   lua_setfield(L, -2, "exact_marker_args");
 #ifdef JQ_TESTING
-  jq_open_testing(L);
+  jq_open_testing(L, luaopen_jobque_core);
   lua_setfield(L, -2, "_test");
 #endif
   return 1;

@@ -63,6 +63,44 @@ static int is_token_byte(unsigned char c) {
          c == 'E';
 }
 
+/* One past the token at text[i] (a string, a bracket, a bare literal), or
+ * 0 when it is malformed; *escaped: a string with a backslash in it. */
+static size_t token_end(const char *text, size_t len, size_t i, int *escaped) {
+  unsigned char c = (unsigned char)text[i];
+  size_t end = i + 1;
+  *escaped = 0;
+  if (c == '"') {
+    while (end < len && text[end] != '"') {
+      if (text[end] == '\\') {
+        *escaped = 1;
+        end++;
+      }
+      end++;
+    }
+    return end >= len ? 0 : end + 1;
+  }
+  if (c == '{' || c == '[')
+    return end;
+  if (!is_token_byte(c))
+    return 0;
+  while (end < len && is_token_byte((unsigned char)text[end]))
+    end++;
+  return end;
+}
+
+/* The role of a container that c opens under parent (NULL: at the top). */
+static unsigned char child_role(const level *parent, unsigned char c) {
+  if (!parent)
+    return c == '{' ? ROLE_TOP : ROLE_EVENTS;
+  if (c == '[' && parent->role == ROLE_TOP && parent->key == KEY_TRACE_EVENTS)
+    return ROLE_EVENTS;
+  if (c == '{' && parent->role == ROLE_EVENTS)
+    return ROLE_EVENT;
+  if (c == '{' && parent->role == ROLE_EVENT && parent->key == KEY_ARGS)
+    return ROLE_ARGS;
+  return ROLE_NONE;
+}
+
 int jq_json_scan_args(const char *text, size_t len, jq_scan_fn fn, void *ud) {
   level st[JQ_SCAN_MAX_DEPTH];
   int depth = 0; /* open containers; st[depth - 1] is the innermost */
@@ -88,34 +126,15 @@ int jq_json_scan_args(const char *text, size_t len, jq_scan_fn fn, void *ud) {
       continue;
     }
     level *parent = depth > 0 ? &st[depth - 1] : NULL;
-    size_t end; /* one past the token */
-    if (c == '"') {
-      int escaped = 0;
-      end = i + 1;
-      while (end < len && text[end] != '"') {
-        if (text[end] == '\\') {
-          escaped = 1;
-          end++;
-        }
-        end++;
-      }
-      if (end >= len)
-        return -1;
-      end++;
-      if (parent && parent->is_object && parent->want_key) {
-        parent->key = escaped ? KEY_OTHER : key_of(text + i + 1, end - i - 2);
-        parent->want_key = 0;
-        i = end;
-        continue;
-      }
-    } else if (c == '{' || c == '[') {
-      end = i + 1;
-    } else if (is_token_byte(c)) {
-      end = i + 1;
-      while (end < len && is_token_byte((unsigned char)text[end]))
-        end++;
-    } else {
+    int escaped;
+    size_t end = token_end(text, len, i, &escaped); /* one past the token */
+    if (end == 0)
       return -1;
+    if (c == '"' && parent && parent->is_object && parent->want_key) {
+      parent->key = escaped ? KEY_OTHER : key_of(text + i + 1, end - i - 2);
+      parent->want_key = 0;
+      i = end;
+      continue;
     }
     /* A value starts at i. */
     if (parent && parent->role == ROLE_EVENTS)
@@ -128,17 +147,10 @@ int jq_json_scan_args(const char *text, size_t len, jq_scan_fn fn, void *ud) {
       fn(ud, index, exact, v, 0);
     }
     if (c == '{' || c == '[') {
-      unsigned char role = ROLE_NONE;
-      if (!parent) {
-        role = c == '{' ? ROLE_TOP : ROLE_EVENTS;
-      } else if (c == '[' && parent->role == ROLE_TOP && parent->key == KEY_TRACE_EVENTS) {
-        role = ROLE_EVENTS;
+      unsigned char role = child_role(parent, c);
+      if (parent && role == ROLE_EVENTS) { /* "traceEvents": the events start again */
         index = 0;
         fn(ud, 0, 0, 0, 1);
-      } else if (c == '{' && parent->role == ROLE_EVENTS) {
-        role = ROLE_EVENT;
-      } else if (c == '{' && parent->role == ROLE_EVENT && parent->key == KEY_ARGS) {
-        role = ROLE_ARGS;
       }
       if (depth == JQ_SCAN_MAX_DEPTH)
         return -1;

@@ -76,6 +76,9 @@ static inline char *put_lit(char *p, const char *s, size_t n) {
 }
 #define LIT(p, lit) put_lit((p), (lit), sizeof(lit) - 1)
 
+/* Hexadecimal digits: lower case, then upper case from 16. */
+static const char hex_digits[] = "0123456789abcdef0123456789ABCDEF";
+
 static const char digit_pairs[201] =
     "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
@@ -166,7 +169,6 @@ static size_t utf8_seq(const unsigned char *s, size_t n) {
  * valid UTF-8 copied raw, each byte of an invalid sequence replaced by
  * U+FFFD. Never emits a \u surrogate. Returns the end. */
 static char *json_escape(char *p, const char *str, size_t n) {
-  static const char hex[] = "0123456789abcdef";
   const unsigned char *s = (const unsigned char *)str;
   size_t i = 0;
   while (i < n) {
@@ -186,8 +188,8 @@ static char *json_escape(char *p, const char *str, size_t n) {
       case '\f': *p++ = 'f'; break;
       default:
         p = LIT(p, "u00");
-        *p++ = hex[c >> 4];
-        *p++ = hex[c & 15];
+        *p++ = hex_digits[c >> 4];
+        *p++ = hex_digits[c & 15];
       }
       i++;
     } else {
@@ -273,12 +275,11 @@ static void put_number(wbuf *b, int64_t v) {
 }
 
 static void put_color(wbuf *b, uint32_t color) {
-  static const char hex[] = "0123456789ABCDEF";
   char *p = wbuf_room(b, 9);
   *p++ = '"';
   *p++ = '#';
   for (int shift = 20; shift >= 0; shift -= 4)
-    *p++ = hex[(color >> shift) & 15];
+    *p++ = hex_digits[16 + ((color >> shift) & 15)]; /* upper case */
   *p++ = '"';
   b->p = p;
 }
@@ -393,15 +394,6 @@ static char *put_span(char *p, const jq_clock_scale *s, const jq_event *e) {
   return put_us(p, z > a ? z - a : 0);
 }
 
-/* The start of a complete slice, up to its name: ph, ts, dur, pid, tid. */
-static char *put_span_head(char *p, const jq_clock_scale *s, const jq_event *e, const char *head,
-                           size_t headlen) {
-  p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
-  p = put_span(p, s, e);
-  memcpy(p, head, COPY_CHUNK); /* headlen <= COPY_CHUNK: one fixed-size copy */
-  return p + headlen;
-}
-
 /* The error text recorded for `job` right after event i of a lane, or NULL. */
 static const jq_event *text_after(const jq_save_lane *lane, uint64_t i, int64_t job) {
   uint64_t k = i + 1;
@@ -431,175 +423,226 @@ static char *put_error(char *p, const jq_event *t) {
 
 static const char *const copy_names[4] = {"copy", "copy in", "copy out", "copy result"};
 
+/* One lane being written: its events' common part between ts and the name
+ * (",\"pid\":1,\"tid\":N,\"name\":\""), made once. */
+typedef struct lane_out {
+  wbuf *b;
+  const context *c;
+  const jq_save_lane *lane;
+  char head[COPY_CHUNK];
+  size_t headlen;
+} lane_out;
+
+static inline char *put_head(char *p, const lane_out *o) {
+  memcpy(p, o->head, COPY_CHUNK); /* headlen <= COPY_CHUNK: one fixed-size copy */
+  return p + o->headlen;
+}
+
+static inline uint64_t ns_at(const lane_out *o, uint64_t ticks) {
+  return jq_clock_to_ns(&o->c->v->scale, ticks);
+}
+
+/* The start of a complete slice, up to its name: ph, ts, dur, pid, tid. */
+static char *put_span_head(char *p, const lane_out *o, const jq_event *e) {
+  p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
+  p = put_span(p, &o->c->v->scale, e);
+  return put_head(p, o);
+}
+
+/* The start of an instant up to its name; scope `s` is "g" or "t". */
+static char *put_instant_head(char *p, const lane_out *o, char scope, uint64_t ns) {
+  p = LIT(p, ",\n{\"ph\":\"i\",\"s\":\"");
+  *p++ = scope;
+  p = LIT(p, "\",\"ts\":");
+  p = put_us(p, ns);
+  return put_head(p, o);
+}
+
+/* ,"bind_id":N,"flow_in":true (or flow_out). */
+static char *put_bind(char *p, uint64_t bind, int out) {
+  p = LIT(p, ",\"bind_id\":");
+  p = put_u64(p, bind);
+  return out ? LIT(p, ",\"flow_out\":true") : LIT(p, ",\"flow_in\":true");
+}
+
+/* ,"failed":true with the error text recorded after event i, if any. */
+static char *put_failed(char *p, const lane_out *o, uint64_t i, int64_t job) {
+  p = LIT(p, ",\"failed\":true");
+  return put_error(p, text_after(o->lane, i, job));
+}
+
+static void put_marker(const lane_out *o, const jq_event *e) {
+  const fragments *marks = o->c->marks;
+  if (e->id == 0 || e->id > (uint32_t)o->c->v->nmarkers)
+    return;
+  size_t flen = marks->off[e->id] - marks->off[e->id - 1];
+  char *p = wbuf_room(o->b, EVENT_MAX + flen);
+  p = put_instant_head(p, o, 'g', ns_at(o, e->t0));
+  p = copy_fragment(p, marks->text + marks->off[e->id - 1], flen);
+  p = put_i64(p, e->arg);
+  o->b->p = LIT(p, "}}");
+}
+
+static void put_submit(const lane_out *o, const jq_event *e) {
+  char *p = wbuf_room(o->b, EVENT_MAX + cat_len(o->c, e->cat));
+  p = put_span_head(p, o, e);
+  p = LIT(p, "submit ");
+  p = put_cat(p, o->c, e->cat);
+  p = LIT(p, "\",\"cat\":\"submit\",\"args\":{\"job\":");
+  p = put_i64(p, e->arg);
+  p = LIT(p, "}");
+  p = put_bind(p, (uint64_t)e->arg * 2, 1);
+  o->b->p = LIT(p, "}");
+}
+
+/* A slice of a job; its arrow in from the submit (first slice) or from the
+ * finished job it awaited (resumed), when that end was recorded too. */
+static void put_slice(const lane_out *o, const jq_event *e, uint64_t i) {
+  const context *c = o->c;
+  char *p = wbuf_room(o->b, EVENT_MAX + cat_len(c, e->cat) + ERROR_MAX);
+  p = put_span_head(p, o, e);
+  p = put_cat(p, c, e->cat);
+  p = LIT(p, "\",\"cat\":\"job\",\"args\":{\"job\":");
+  p = put_i64(p, e->arg);
+  if (e->flags & JQ_SLICE_FAILED)
+    p = put_failed(p, o, i, e->arg);
+  p = LIT(p, "}");
+  if ((e->flags & JQ_SLICE_FIRST) && has(c->submits, c->nsubmits, (uint64_t)e->arg))
+    p = put_bind(p, (uint64_t)e->arg * 2, 0);
+  else if ((e->flags & JQ_SLICE_RESUMED) && has(c->wakes, c->nwakes, e->id))
+    p = put_bind(p, (uint64_t)e->id * 2 + 1, 0);
+  o->b->p = LIT(p, "}");
+}
+
+static void put_copy(const lane_out *o, const jq_event *e, uint64_t i) {
+  char *p = wbuf_room(o->b, EVENT_MAX + cat_len(o->c, e->cat) + ERROR_MAX);
+  p = put_span_head(p, o, e);
+  const char *name = copy_names[e->flags & JQ_COPY_KIND];
+  p = put_lit(p, name, strlen(name));
+  p = LIT(p, "\",\"cat\":\"copy\",\"args\":{\"job\":");
+  p = put_i64(p, e->arg);
+  p = LIT(p, ",\"bytes\":");
+  p = put_u64(p, e->id);
+  p = LIT(p, ",\"category\":\"");
+  p = put_cat(p, o->c, e->cat);
+  p = LIT(p, "\"");
+  if (e->flags & JQ_COPY_FAILED)
+    p = put_failed(p, o, i, e->arg);
+  o->b->p = LIT(p, "}}");
+}
+
+static void put_cancel(const lane_out *o, const jq_event *e) {
+  char *p = wbuf_room(o->b, EVENT_MAX + cat_len(o->c, e->cat));
+  p = put_instant_head(p, o, 't', ns_at(o, e->t0));
+  p = LIT(p, "cancelled\",\"cat\":\"jobque\",\"args\":{\"job\":");
+  p = put_i64(p, e->arg);
+  p = LIT(p, ",\"category\":\"");
+  p = put_cat(p, o->c, e->cat);
+  o->b->p = LIT(p, "\"}}");
+}
+
+/* The arrow's start: a zero-length slice (Perfetto binds flows to slices). */
+static void put_flow(const lane_out *o, const jq_event *e) {
+  char *p = wbuf_room(o->b, EVENT_MAX);
+  p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
+  p = put_us(p, ns_at(o, e->t0));
+  p = LIT(p, ",\"dur\":0");
+  p = put_head(p, o);
+  p = LIT(p, "wake job\",\"cat\":\"flow\",\"args\":{\"job\":");
+  p = put_i64(p, e->arg);
+  p = LIT(p, "}");
+  p = put_bind(p, (uint64_t)e->id * 2 + 1, 1);
+  o->b->p = LIT(p, "}");
+}
+
+/* Lower-case hexadecimal digits of v, no leading zeros. */
+static char *put_hex(char *p, uint64_t v) {
+  char tmp[16];
+  int n = 0;
+  do {
+    tmp[n++] = hex_digits[v & 15];
+    v >>= 4;
+  } while (v);
+  while (n)
+    *p++ = tmp[--n];
+  return p;
+}
+
+/* An await: an async begin and end pair keyed by the waiting job. */
+static void put_await(const lane_out *o, const jq_event *e) {
+  char *p = wbuf_room(o->b, 2 * EVENT_MAX);
+  for (int end = 0; end < 2; end++) {
+    p = LIT(p, ",\n{\"ph\":\"");
+    *p++ = end ? 'e' : 'b';
+    p = LIT(p, "\",\"ts\":");
+    p = put_us(p, ns_at(o, end ? e->t1 : e->t0));
+    p = put_head(p, o);
+    p = LIT(p, "await\",\"cat\":\"await\",\"id2\":{\"local\":\"0x");
+    p = put_hex(p, (uint64_t)e->arg);
+    p = LIT(p, "\"},\"args\":{\"job\":");
+    p = put_i64(p, e->arg);
+    p = LIT(p, ",\"awaits\":");
+    p = put_u64(p, e->id);
+    p = LIT(p, "}}");
+  }
+  o->b->p = p;
+}
+
+static void put_wait(const lane_out *o, const jq_event *e) {
+  char *p = wbuf_room(o->b, EVENT_MAX);
+  p = put_span_head(p, o, e);
+  if (e->arg) {
+    p = LIT(p, "wait\",\"cat\":\"wait\",\"args\":{\"job\":");
+    p = put_i64(p, e->arg);
+    p = LIT(p, "}}");
+  } else {
+    p = LIT(p, "wait all\",\"cat\":\"wait\"}");
+  }
+  o->b->p = p;
+}
+
+/* A park: an instant where the worker woke, with how long it slept. */
+static void put_park(const lane_out *o, const jq_event *e) {
+  char *p = wbuf_room(o->b, EVENT_MAX);
+  uint64_t a = ns_at(o, e->t0), z = ns_at(o, e->t1);
+  p = put_instant_head(p, o, 't', z);
+  p = LIT(p, "wake\",\"cat\":\"worker\",\"args\":{\"parked_us\":");
+  p = put_us(p, z > a ? z - a : 0);
+  o->b->p = LIT(p, "}}");
+}
+
+/* Where the lane stopped recording, when its ring filled. */
+static void put_lane_full(const lane_out *o) {
+  char *p = wbuf_room(o->b, EVENT_MAX);
+  p = put_instant_head(p, o, 't', ns_at(o, o->lane->full_at));
+  p = LIT(p, "lane full: events dropped\",\"cat\":\"jobque\",\"args\":{\"dropped\":");
+  p = put_u64(p, o->lane->dropped);
+  o->b->p = LIT(p, "}}");
+}
+
 static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane, int tid) {
-  const jq_save_view *v = c->v;
-  const fragments *marks = c->marks;
-  char head[COPY_CHUNK] = {0}; /* the part of an event between ts and the name */
-  char *h = LIT(head, ",\"pid\":1,\"tid\":");
+  lane_out o = {b, c, lane, {0}, 0};
+  char *h = LIT(o.head, ",\"pid\":1,\"tid\":");
   h = put_u64(h, (uint64_t)tid);
   h = LIT(h, ",\"name\":\"");
-  size_t headlen = (size_t)(h - head);
+  o.headlen = (size_t)(h - o.head);
   for (uint64_t i = 0; i < lane->count; i += jq_event_span(&lane->events[i])) {
     const jq_event *e = &lane->events[i];
-    char *p;
     switch (e->kind) {
-    case JQ_EV_MARKER: {
-      if (e->id == 0 || e->id > (uint32_t)v->nmarkers)
-        continue;
-      size_t flen = marks->off[e->id] - marks->off[e->id - 1];
-      p = wbuf_room(b, EVENT_MAX + flen);
-      p = LIT(p, ",\n{\"ph\":\"i\",\"s\":\"g\",\"ts\":");
-      p = put_us(p, jq_clock_to_ns(&v->scale, e->t0));
-      memcpy(p, head, COPY_CHUNK); /* headlen <= COPY_CHUNK: one fixed-size copy */
-      p += headlen;
-      p = copy_fragment(p, marks->text + marks->off[e->id - 1], flen);
-      p = put_i64(p, e->arg);
-      p = LIT(p, "}}");
-      break;
+    case JQ_EV_MARKER: put_marker(&o, e); break;
+    case JQ_EV_SUBMIT: put_submit(&o, e); break;
+    case JQ_EV_SLICE: put_slice(&o, e, i); break;
+    case JQ_EV_COPY: put_copy(&o, e, i); break;
+    case JQ_EV_CANCEL: put_cancel(&o, e); break;
+    case JQ_EV_FLOW: put_flow(&o, e); break;
+    case JQ_EV_AWAIT: put_await(&o, e); break;
+    case JQ_EV_WAIT: put_wait(&o, e); break;
+    case JQ_EV_PARK: put_park(&o, e); break;
+    default: break; /* JQ_EV_TEXT: written with the event before it */
     }
-    case JQ_EV_SUBMIT:
-      p = wbuf_room(b, EVENT_MAX + cat_len(c, e->cat));
-      p = put_span_head(p, &v->scale, e, head, headlen);
-      p = LIT(p, "submit ");
-      p = put_cat(p, c, e->cat);
-      p = LIT(p, "\",\"cat\":\"submit\",\"args\":{\"job\":");
-      p = put_i64(p, e->arg);
-      p = LIT(p, "},\"bind_id\":");
-      p = put_u64(p, (uint64_t)e->arg * 2);
-      p = LIT(p, ",\"flow_out\":true}");
-      break;
-    case JQ_EV_SLICE:
-      p = wbuf_room(b, EVENT_MAX + cat_len(c, e->cat) + ERROR_MAX);
-      p = put_span_head(p, &v->scale, e, head, headlen);
-      p = put_cat(p, c, e->cat);
-      p = LIT(p, "\",\"cat\":\"job\",\"args\":{\"job\":");
-      p = put_i64(p, e->arg);
-      if (e->flags & JQ_SLICE_FAILED) {
-        p = LIT(p, ",\"failed\":true");
-        p = put_error(p, text_after(lane, i, e->arg));
-      }
-      p = LIT(p, "}");
-      if ((e->flags & JQ_SLICE_FIRST) && has(c->submits, c->nsubmits, (uint64_t)e->arg)) {
-        p = LIT(p, ",\"bind_id\":");
-        p = put_u64(p, (uint64_t)e->arg * 2);
-        p = LIT(p, ",\"flow_in\":true");
-      } else if ((e->flags & JQ_SLICE_RESUMED) && has(c->wakes, c->nwakes, e->id)) {
-        p = LIT(p, ",\"bind_id\":");
-        p = put_u64(p, (uint64_t)e->id * 2 + 1);
-        p = LIT(p, ",\"flow_in\":true");
-      }
-      p = LIT(p, "}");
-      break;
-    case JQ_EV_COPY: {
-      p = wbuf_room(b, EVENT_MAX + cat_len(c, e->cat) + ERROR_MAX);
-      p = put_span_head(p, &v->scale, e, head, headlen);
-      const char *name = copy_names[e->flags & JQ_COPY_KIND];
-      p = put_lit(p, name, strlen(name));
-      p = LIT(p, "\",\"cat\":\"copy\",\"args\":{\"job\":");
-      p = put_i64(p, e->arg);
-      p = LIT(p, ",\"bytes\":");
-      p = put_u64(p, e->id);
-      p = LIT(p, ",\"category\":\"");
-      p = put_cat(p, c, e->cat);
-      p = LIT(p, "\"");
-      if (e->flags & JQ_COPY_FAILED) {
-        p = LIT(p, ",\"failed\":true");
-        p = put_error(p, text_after(lane, i, e->arg));
-      }
-      p = LIT(p, "}}");
-      break;
-    }
-    case JQ_EV_CANCEL:
-      p = wbuf_room(b, EVENT_MAX + cat_len(c, e->cat));
-      p = LIT(p, ",\n{\"ph\":\"i\",\"s\":\"t\",\"ts\":");
-      p = put_us(p, jq_clock_to_ns(&v->scale, e->t0));
-      memcpy(p, head, COPY_CHUNK);
-      p += headlen;
-      p = LIT(p, "cancelled\",\"cat\":\"jobque\",\"args\":{\"job\":");
-      p = put_i64(p, e->arg);
-      p = LIT(p, ",\"category\":\"");
-      p = put_cat(p, c, e->cat);
-      p = LIT(p, "\"}}");
-      break;
-    case JQ_EV_FLOW:
-      p = wbuf_room(b, EVENT_MAX);
-      p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
-      p = put_us(p, jq_clock_to_ns(&v->scale, e->t0));
-      p = LIT(p, ",\"dur\":0");
-      memcpy(p, head, COPY_CHUNK);
-      p += headlen;
-      p = LIT(p, "wake job\",\"cat\":\"flow\",\"args\":{\"job\":");
-      p = put_i64(p, e->arg);
-      p = LIT(p, "},\"bind_id\":");
-      p = put_u64(p, (uint64_t)e->id * 2 + 1);
-      p = LIT(p, ",\"flow_out\":true}");
-      break;
-    case JQ_EV_AWAIT:
-      p = wbuf_room(b, 2 * EVENT_MAX);
-      for (int end = 0; end < 2; end++) {
-        p = LIT(p, ",\n{\"ph\":\"");
-        *p++ = end ? 'e' : 'b';
-        p = LIT(p, "\",\"ts\":");
-        p = put_us(p, jq_clock_to_ns(&v->scale, end ? e->t1 : e->t0));
-        memcpy(p, head, COPY_CHUNK);
-        p += headlen;
-        p = LIT(p, "await\",\"cat\":\"await\",\"id2\":{\"local\":\"0x");
-        static const char hex[] = "0123456789abcdef";
-        char tmp[16];
-        int n = 0;
-        uint64_t id = (uint64_t)e->arg;
-        do {
-          tmp[n++] = hex[id & 15];
-          id >>= 4;
-        } while (id);
-        while (n)
-          *p++ = tmp[--n];
-        p = LIT(p, "\"},\"args\":{\"job\":");
-        p = put_i64(p, e->arg);
-        p = LIT(p, ",\"awaits\":");
-        p = put_u64(p, e->id);
-        p = LIT(p, "}}");
-      }
-      break;
-    case JQ_EV_WAIT:
-      p = wbuf_room(b, EVENT_MAX);
-      p = put_span_head(p, &v->scale, e, head, headlen);
-      if (e->arg) {
-        p = LIT(p, "wait\",\"cat\":\"wait\",\"args\":{\"job\":");
-        p = put_i64(p, e->arg);
-        p = LIT(p, "}}");
-      } else {
-        p = LIT(p, "wait all\",\"cat\":\"wait\"}");
-      }
-      break;
-    case JQ_EV_PARK: {
-      p = wbuf_room(b, EVENT_MAX);
-      uint64_t a = jq_clock_to_ns(&v->scale, e->t0), z = jq_clock_to_ns(&v->scale, e->t1);
-      p = LIT(p, ",\n{\"ph\":\"i\",\"s\":\"t\",\"ts\":");
-      p = put_us(p, z);
-      memcpy(p, head, COPY_CHUNK);
-      p += headlen;
-      p = LIT(p, "wake\",\"cat\":\"worker\",\"args\":{\"parked_us\":");
-      p = put_us(p, z > a ? z - a : 0);
-      p = LIT(p, "}}");
-      break;
-    }
-    default:
-      continue;
-    }
-    b->p = p;
   }
-  if (lane->dropped > 0) { /* mark where the lane stopped recording */
-    char *p = wbuf_room(b, EVENT_MAX);
-    p = LIT(p, ",\n{\"ph\":\"i\",\"s\":\"t\",\"ts\":");
-    p = put_us(p, jq_clock_to_ns(&v->scale, lane->full_at));
-    memcpy(p, head, COPY_CHUNK); /* headlen <= COPY_CHUNK: one fixed-size copy */
-    p += headlen;
-    p = LIT(p, "lane full: events dropped\",\"cat\":\"jobque\",\"args\":{\"dropped\":");
-    p = put_u64(p, lane->dropped);
-    p = LIT(p, "}}");
-    b->p = p;
-  }
+  if (lane->dropped > 0)
+    put_lane_full(&o);
 }
 
 static void put_profile(wbuf *b, const jq_save_view *v) {

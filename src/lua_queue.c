@@ -3,7 +3,9 @@
  *
  * Userdata: "jobque.queue" (a reference to a queue; the one made by
  * jobque.new owns it and closes it from close/__close/__gc) and "jobque.job"
- * (a reference to a job, in any state). Every argument is checked before any
+ * (a reference to a job, in any state). It gives the codec the interface
+ * through which job handles cross states (job_handles, kept on each queue),
+ * and leaves waiting to worker.c (jq_wait). Every argument is checked before any
  * side effect; no Lua error is raised while q->mu is held or while this file
  * holds malloc'd memory.
  */
@@ -60,20 +62,47 @@ static int raise_at(lua_State *L, int level, const char *fmt, ...) {
 
 /* ---- jobs ---- */
 
-jq_job *jq_job_from_value(lua_State *L, int idx) {
+static jq_job *job_from_value(lua_State *L, int idx) {
   jhandle *h = luaL_testudata(L, idx, JOB_MT);
   if (!h)
     h = luaL_testudata(L, idx, JOB_BATCHED_MT);
   return h ? h->job : NULL;
 }
 
-void jq_job_push(lua_State *L, jq_job *job) {
+/* How job handles cross states, for the codec (marshal.c). */
+static void *handle_from_value(lua_State *L, int idx) {
+  return job_from_value(L, idx);
+}
+
+static void handle_push(lua_State *L, void *obj) {
   jhandle *h = lua_newuserdatauv(L, sizeof *h, 0);
   h->job = NULL;
   luaL_setmetatable(L, JOB_MT);
-  jq_job_ref(job);
-  h->job = job;
+  jq_job_ref(obj);
+  h->job = obj;
 }
+
+static void handle_ref(void *obj) {
+  jq_job_ref(obj);
+}
+
+static void handle_unref(void *obj) {
+  jq_job_unref(obj);
+}
+
+static const char *handle_refused(lua_State *L, int idx, int returned, const char **hint) {
+  if (!luaL_testudata(L, idx, QUEUE_MT))
+    return NULL;
+  if (returned) /* whoever waits has the queue already */
+    *hint = "the waiting side has the queue already: return the values you need from it";
+  else
+    *hint = "inside a job, jobque.current() returns the queue it runs on; or pass the job's "
+            "result instead of the queue";
+  return "a queue";
+}
+
+static const jq_handle_ops job_handles = {handle_from_value, handle_push, handle_ref,
+                                          handle_unref, handle_refused};
 
 /* The functions of the classes carry metatables as upvalues, so checking
  * an argument compares two pointers instead of looking a name up in the
@@ -241,22 +270,6 @@ static void push_error(lua_State *L, jq_job *job) {
   lua_concat(L, lua_gettop(L) - top);
 }
 
-/* A wait or pwait inside a job hands it the error of a failed job: if the
- * job then fails with this very message, it is stored as a link. */
-static void note_raised(lua_State *L, jq_job *failed) {
-  jq_worker *w = jq_worker_current(L);
-  if (!w || w->current_co != L || lua_type(L, -1) != LUA_TSTRING) /* (never convert a number) */
-    return;
-  jq_job *self = w->current;
-  size_t len;
-  const char *msg = lua_tolstring(L, -1, &len);
-  jq_job_ref(failed);
-  if (self->raised_dep)
-    jq_job_unref(self->raised_dep);
-  self->raised_dep = failed;
-  self->raised_hash = jq_hash64(msg, len);
-}
-
 /* Pushes what a finished job delivers: (pwait) true, results / false, err;
  * (wait) results, or raises the error. */
 static int deliver(lua_State *L, jq_job *job, int protected) {
@@ -264,16 +277,14 @@ static int deliver(lua_State *L, jq_job *job, int protected) {
   if (protected)
     lua_pushboolean(L, job->state == JQ_JOB_DONE);
   if (job->state == JQ_JOB_DONE) {
-    uint64_t t0 = jq_ring_armed() ? jq_clock_ticks() : 0;
+    uint64_t t0 = jq_span_begin();
     jq_decode(L, &job->result);
-    if (t0 && jq_ring_armed())
-      jq_ring_put(JQ_EV_COPY, JQ_COPY_RESULT, job->tag,
-                  job->result.len > UINT32_MAX ? UINT32_MAX : (uint32_t)job->result.len,
-                  (int64_t)job->id, t0, jq_clock_ticks());
+    jq_span_end(JQ_EV_COPY, JQ_COPY_RESULT, job->tag, jq_copy_bytes(job->result.len),
+                (int64_t)job->id, t0);
     return lua_gettop(L) - top;
   }
   push_error(L, job);
-  note_raised(L, job);
+  jq_note_raised(L, job);
   observe(job);
   if (protected)
     return 2;
@@ -285,96 +296,13 @@ static int wait_k(lua_State *L, int status, lua_KContext ctx) {
   return deliver(L, check_job(L, 1), (int)ctx);
 }
 
-/* A job of q finished since the generation `gen` was read. */
-struct since {
-  jq_queue *q;
-  unsigned gen;
-};
-
-static int finished_since(void *arg) {
-  struct since *s = arg;
-  return atomic_load_explicit(&s->q->finished_gen, memory_order_relaxed) != s->gen;
-}
-
-static int all_finished(void *arg) {
-  return jq_queue_unfinished(arg) <= 0;
-}
-
-/* Blocks the calling thread until `job` (or, job NULL, every job of q)
- * finished. The state that made a queue without workers runs its jobs here.
- * Its errors point `level` levels up (1: the caller of the C function). */
-static void block_until(lua_State *L, jq_queue *q, jq_job *job, int level) {
-  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
-  int runs_jobs = q->nworkers == 0 && lua_topointer(L, -1) == q->owner;
-  lua_pop(L, 1);
-  if (q->nworkers == 0 && !runs_jobs && job && job_state(job) < JQ_JOB_DONE)
-    raise_at(L, level, "job #%I belongs to a queue without workers: only the state that created "
-                  "that queue runs its jobs, so this wait would never end (wait for it there)",
-               (LUAI_UACINT)job->id);
-  uint64_t t0 = jq_ring_armed() ? jq_clock_ticks() : 0;
-  pthread_mutex_lock(&q->mu);
-  while (job ? !jq_job_finished(job) : jq_queue_unfinished(q) > 0) {
-    if (runs_jobs) {
-      pthread_mutex_unlock(&q->mu);
-      int ran = jq_caller_run_one(q, L);
-      pthread_mutex_lock(&q->mu);
-      if (ran)
-        continue;
-      if (job ? jq_job_finished(job) : jq_queue_unfinished(q) == 0)
-        break;
-      pthread_mutex_unlock(&q->mu);
-      if (job)
-        raise_at(L, level, "job #%I can never finish: the queue has no workers and nothing left to "
-                      "run (does it wait for itself?)", (LUAI_UACINT)job->id);
-      raise_at(L, level, "jobs can never finish: the queue has no workers and nothing left to run");
-    }
-    /* Spin a little first: a short job is often done before a futex sleep
-     * and wake-up would be. A wait_all spins on the count itself, so that
-     * it does not take mu at every job that ends. */
-    struct since sn = {q, atomic_load_explicit(&q->finished_gen, memory_order_relaxed)};
-    unsigned gen = sn.gen;
-    pthread_mutex_unlock(&q->mu);
-    int changed = job ? jq_spin_until(finished_since, &sn, 1) : jq_spin_until(all_finished, q, 1);
-    pthread_mutex_lock(&q->mu);
-    if (job ? (changed || atomic_load_explicit(&q->finished_gen, memory_order_relaxed) != gen)
-            : jq_queue_unfinished(q) <= 0)
-      continue; /* (a finish between the last look and the lock: exact under mu) */
-    if (job)
-      job->blocked_waiters++;
-    else
-      q->waiting_all++;
-    pthread_cond_wait(&q->done_cv, &q->mu);
-    if (job)
-      job->blocked_waiters--;
-    else
-      q->waiting_all--;
-  }
-  pthread_mutex_unlock(&q->mu);
-  if (t0 && jq_ring_armed())
-    jq_ring_put(JQ_EV_WAIT, 0, jq_self.tag, 0, job ? (int64_t)job->id : 0, t0, jq_clock_ticks());
-}
-
 static int job_wait(lua_State *L, int protected) {
   jq_job *job = check_job(L, 1);
-  jq_queue *q = job->q;
-  jq_worker *w = jq_worker_current(L);
-  if (w && w->current_co == L && w->current->q == q) {
-    if (w->current == job)
-      return luaL_error(L, "job #%I cannot wait for itself", (LUAI_UACINT)job->id);
-    /* Inside a job of the same queue: yield, so the worker runs other work. */
-    pthread_mutex_lock(&q->mu);
-    int rc = jq_queue_await(job, w->current);
-    if (rc == 0)
-      w->awaiting = job;
-    pthread_mutex_unlock(&q->mu);
-    if (rc < 0)
-      return luaL_error(L, "out of memory");
-    if (rc == 0)
-      return lua_yieldk(L, 0, protected, wait_k);
-  } else {
-    block_until(L, q, job, 1);
+  switch (jq_wait(L, job->q, job, 1)) {
+  case JQ_WAIT_YIELD: return lua_yieldk(L, 0, protected, wait_k);
+  case JQ_WAIT_ERROR: return lua_error(L);
+  default: return deliver(L, job, protected);
   }
-  return deliver(L, job, protected);
 }
 
 static int l_job_wait(lua_State *L) {
@@ -410,16 +338,21 @@ static long release(lua_State *L, qhandle *h) {
   if (!q)
     return 0;
   h->q = NULL;
-  long cancelled = h->owner ? jq_queue_close(q, L) : 0;
+  long cancelled = 0;
+  if (h->owner) {
+    jq_workers_stop(q, L);
+    cancelled = jq_queue_close(q);
+  }
   jq_queue_unref(q);
   return cancelled;
 }
 
 /* core.queue_new(workers, init, name, path, cpath) -> queue; jobque.lua checks
- * the options and names them in its messages. */
+ * the options and names them in its messages. Upvalue 1: the opener of
+ * jobque.core, for the workers' states. */
 static int l_queue_new(lua_State *L) {
   lua_Integer n = luaL_checkinteger(L, 1);
-  luaL_argcheck(L, n >= 0 && n <= 256, 1, "workers must be in 0..256");
+  luaL_argcheck(L, n >= 0 && n <= JQ_MAX_WORKERS, 1, "workers must be in 0..256");
   if (!lua_isnil(L, 2))
     luaL_checktype(L, 2, LUA_TFUNCTION);
   const char *name = luaL_optstring(L, 3, "");
@@ -427,7 +360,8 @@ static int l_queue_new(lua_State *L) {
   const char *cpath = luaL_checkstring(L, 5);
   jq_buf init = JQ_BUF_INIT;
   char err[512];
-  if (!lua_isnil(L, 2) && jq_encode(L, 2, 1, &init, "option 'init'", 1, err, sizeof err) != 0)
+  if (!lua_isnil(L, 2) &&
+      jq_encode(L, 2, 1, &init, "option 'init'", 1, &job_handles, err, sizeof err) != 0)
     return luaL_error(L, "jobque.new: option 'init' cannot be sent to a worker: %s", err);
   jq_queue *q = jq_queue_new((int)n, name, path, cpath);
   if (!q) {
@@ -435,13 +369,16 @@ static int l_queue_new(lua_State *L) {
     return luaL_error(L, "jobque.new: out of memory");
   }
   q->init = init;
+  q->handles = &job_handles;
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
   q->owner = lua_topointer(L, -1);
   lua_pop(L, 1);
   push_queue(L, q, 1);
   jq_queue_unref(q); /* the handle holds it now */
   qhandle *h = lua_touserdata(L, -1);
-  int rc = n > 0 ? jq_workers_start(q) : jq_run_init(q, L, q->init_error, sizeof q->init_error);
+  lua_CFunction open_core = lua_tocfunction(L, lua_upvalueindex(1));
+  int rc = n > 0 ? jq_workers_start(q, open_core)
+                 : jq_run_init(q, L, q->init_error, sizeof q->init_error);
   if (rc != 0) {
     if (q->start_failed)
       lua_pushfstring(L, "jobque.new: %s", q->init_error);
@@ -455,8 +392,7 @@ static int l_queue_new(lua_State *L) {
 
 /* Raises when L runs a job of h's queue: a close there would cancel it. */
 static void refuse_own_job(lua_State *L, qhandle *h) {
-  jq_worker *w = jq_worker_current(L);
-  if (h->q && w && w->q == h->q)
+  if (h->q && jq_running_queue(L) == h->q)
     luaL_error(L, "a queue cannot be closed from one of its own jobs (it would cancel the job "
                   "that asks); close it where it was created");
 }
@@ -517,7 +453,7 @@ static int l_queue_is_closed(lua_State *L) {
  * that called this C function). */
 static int submit(lua_State *L, jq_queue *q, int fn_idx, int number, jq_job **deps, int ndeps,
                   int level) {
-  uint64_t t0 = jq_ring_armed() ? jq_clock_ticks() : 0;
+  uint64_t t0 = jq_span_begin();
   char err[512];
   char stack[1024]; /* most payloads fit: then the job block is the only allocation */
   jq_buf payload = jq_buf_on(stack, sizeof stack);
@@ -542,7 +478,7 @@ static int submit(lua_State *L, jq_queue *q, int fn_idx, int number, jq_job **de
   lua_setmetatable(L, -2);
   lua_rotate(L, -2, 1); /* handle, batch */
   lua_setiuservalue(L, -2, 1);
-  if (jq_encode(L, fn_idx, nvals, &payload, "argument", number, err, sizeof err) != 0)
+  if (jq_encode(L, fn_idx, nvals, &payload, "argument", number, q->handles, err, sizeof err) != 0)
     return raise_at(L, level, "cannot submit: %s", err);
   lua_Debug ar; /* where it was submitted, kept unformatted until an error needs it */
   int known = lua_getstack(L, level, &ar) && lua_getinfo(L, "Sl", &ar) && ar.currentline > 0;
@@ -555,8 +491,7 @@ static int submit(lua_State *L, jq_queue *q, int fn_idx, int number, jq_job **de
   b->jobs[b->n++] = job; /* the batch takes the job's first reference */
   if (jq_queue_publish(q, job, deps, ndeps) != 0)
     return raise_at(L, level, "cannot submit: the queue is closed");
-  if (t0 && jq_ring_armed())
-    jq_ring_put(JQ_EV_SUBMIT, 0, job->tag, 0, (int64_t)job->id, t0, jq_clock_ticks());
+  jq_span_end(JQ_EV_SUBMIT, 0, job->tag, 0, (int64_t)job->id, t0);
   return 1;
 }
 
@@ -588,7 +523,7 @@ static int l_queue_after(lua_State *L) {
   lua_insert(L, 2); /* scratch below the list: self, scratch, deps, fn, args... */
   for (lua_Integer i = 1; i <= n; i++) {
     lua_rawgeti(L, 3, i);
-    jq_job *d = jq_job_from_value(L, -1);
+    jq_job *d = job_from_value(L, -1);
     if (!d)
       return luaL_argerror(L, 2, lua_pushfstring(L, "deps[%I] is not a job (%s)", (LUAI_UACINT)i,
                                                  luaL_typename(L, -1)));
@@ -612,11 +547,11 @@ static int l_queue_collect(lua_State *L) {
   if (!h->q)
     return raise_at(L, 2, "the queue is closed");
   jq_queue *q = h->q;
-  jq_worker *w = jq_worker_current(L);
-  if (w && w->q == q)
+  if (jq_running_queue(L) == q)
     return raise_at(L, 2, "%s cannot be called from a job of the same queue "
                           "(it would wait for itself); wait for specific jobs instead", fname);
-  block_until(L, q, NULL, 2);
+  if (jq_wait(L, q, NULL, 2) == JQ_WAIT_ERROR)
+    return lua_error(L);
   lua_settop(L, 2);
   lua_newtable(L); /* 3: a handle for each failure, which holds the list's reference */
   int n = 0;
@@ -667,10 +602,10 @@ static int l_queue_collect(lua_State *L) {
 
 /* core.queue_current() -> the queue of the job running here, or nil */
 static int l_queue_current(lua_State *L) {
-  jq_worker *w = jq_worker_current(L);
-  if (!w)
+  jq_queue *q = jq_running_queue(L);
+  if (!q)
     return 0;
-  push_queue(L, w->q, 0);
+  push_queue(L, q, 0);
   return 1;
 }
 
@@ -707,7 +642,7 @@ static const luaL_Reg queue_internal[] = {
     {NULL, NULL}};
 
 static const luaL_Reg queue_funcs[] = {
-    {"queue_new", l_queue_new}, {"queue_current", l_queue_current},
+    {"queue_current", l_queue_current},
     {"hardware_threads", l_hardware_threads}, {NULL, NULL}};
 
 /* Sets the functions `l` into the table on top, each with the registered
@@ -718,7 +653,7 @@ static void set_funcs(lua_State *L, const luaL_Reg *l, const char *const *ups, i
   luaL_setfuncs(L, l, n);
 }
 
-void jq_open_queue(lua_State *L) {
+void jq_open_queue(lua_State *L, lua_CFunction open_core) {
   static const char *const job_ups[] = {JOB_MT, JOB_BATCHED_MT};
   static const char *const queue_ups[] = {QUEUE_MT, JOB_BATCHED_MT, BATCH_MT, JOB_MT};
   static const char *const batch_ups[] = {BATCH_MT};
@@ -756,5 +691,8 @@ void jq_open_queue(lua_State *L) {
   lua_setfield(L, -3, "queue_methods"); /* into the core table: jobque.lua adds parallel_for */
   lua_pop(L, 1);
   luaL_setfuncs(L, queue_funcs, 0); /* into the core table on the stack */
+  lua_pushcfunction(L, open_core);
+  lua_pushcclosure(L, l_queue_new, 1);
+  lua_setfield(L, -2, "queue_new");
   set_funcs(L, queue_internal, queue_ups, 4);
 }

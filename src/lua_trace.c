@@ -103,7 +103,7 @@ static int l_profile_save(lua_State *L) {
 
 /* profile_is_on() -> boolean */
 static int l_profile_is_on(lua_State *L) {
-  lua_pushboolean(L, jq_trace_armed());
+  lua_pushboolean(L, jq_ring_armed());
   return 1;
 }
 
@@ -163,7 +163,7 @@ static uint32_t intern_marker(lua_State *L, int arg) {
  * within a few percent of an empty C call. Arguments are checked whenever
  * tracing is on. */
 static int l_profile_marker(lua_State *L) {
-  if (JQ_LIKELY(!jq_trace_armed()))
+  if (JQ_LIKELY(!jq_ring_armed()))
     return 0;
   uint32_t id;
   int isnum;

@@ -22,6 +22,9 @@
 #include <string.h>
 
 #include <lauxlib.h>
+#include <lua.h>
+
+#include "array.h"
 
 #if !defined(JQ_MARSHAL_DEPTH)
 #define JQ_MARSHAL_DEPTH 200 /* nesting of tables and functions */
@@ -33,7 +36,7 @@
 enum {
   T_NIL = 'n', T_FALSE = 'f', T_TRUE = 't', T_INT = 'i', T_FLOAT = 'd', T_STRING = 's',
   T_TABLE = 'T', T_END = 'E', T_REF = 'R', T_LUAFN = 'L', T_CFN = 'C', T_MODULE = 'M',
-  T_GLOBALS = 'G', T_JOB = 'J', T_JOIN = 'U'
+  T_GLOBALS = 'G', T_HANDLE = 'J', T_JOIN = 'U'
 };
 
 /* Registry keys (their addresses). */
@@ -43,9 +46,9 @@ static const char LOADED_FN_KEY = 0; /* bytecode hash -> loaded function */
 static const char REFS_KEY = 0;      /* the decoder's reference table, reused */
 
 void jq_buf_free(jq_buf *b) {
-  for (int i = 0; i < b->njobs; i++)
-    jq_job_unref(b->jobs[i]);
-  free(b->jobs);
+  for (int i = 0; i < b->nhandles; i++)
+    b->ops->unref(b->handles[i]);
+  free(b->handles);
   if (!b->borrowed)
     free(b->data);
   memset(b, 0, sizeof *b);
@@ -72,6 +75,7 @@ typedef struct segment {
 typedef struct enc {
   lua_State *L;
   jq_buf *b;
+  const jq_handle_ops *ops; /* what handles are (NULL: none) */
   int cache;    /* stack index: value -> reference number (nil until needed) */
   int names;    /* stack index: value -> name (nil until needed) */
   int upvals;   /* stack index: upvalue id -> reference * 256 + index (nil until needed) */
@@ -307,6 +311,7 @@ static int new_ref(enc *e, int idx) {
 }
 
 static int encode_value(enc *e, int idx);
+static int encode_object(enc *e, int idx);
 
 static int encode_table(enc *e, int idx) {
   lua_State *L = e->L;
@@ -443,6 +448,31 @@ static int encode_function(enc *e, int idx) {
   return 0;
 }
 
+/* A handle travels as its object, which the buffer holds a reference to;
+ * any other userdata is refused, by what the user calls it. */
+static int encode_handle(enc *e, int idx) {
+  lua_State *L = e->L;
+  const jq_handle_ops *ops = e->ops;
+  void *obj = ops ? ops->from_value(L, idx) : NULL;
+  if (!obj) {
+    const char *hint = NULL;
+    int returned = e->dest[0] == 'r'; /* "returned to the caller" */
+    const char *what = ops && ops->refused ? ops->refused(L, idx, returned, &hint) : NULL;
+    if (what && hint)
+      return failf(e, "%s cannot be %s (%s)", what, e->dest, hint);
+    return failf(e, "%s cannot be %s", what ? what : "userdata", e->dest);
+  }
+  jq_buf *b = e->b;
+  if (jq_array_push((void **)&b->handles, &b->nhandles, &b->caphandles, sizeof obj, &obj) != 0) {
+    e->oom = 1;
+    return 0;
+  }
+  ops->ref(obj);
+  put_byte(e, T_HANDLE);
+  put_u64(e, (uint64_t)(b->nhandles - 1));
+  return 0;
+}
+
 static int encode_value(enc *e, int idx) {
   lua_State *L = e->L;
   if (!lua_checkstack(L, 12))
@@ -473,41 +503,20 @@ static int encode_value(enc *e, int idx) {
   }
   case LUA_TTABLE:
   case LUA_TFUNCTION:
-    break;
-  case LUA_TUSERDATA: {
-    struct jq_job *job = jq_job_from_value(L, idx);
-    if (!job && luaL_testudata(L, idx, "jobque.queue")) {
-      if (e->dest[0] == 'r') /* a result: whoever waits has the queue already */
-        return failf(e, "a queue cannot be %s (the waiting side has the queue already: return "
-                        "the values you need from it)", e->dest);
-      return failf(e, "a queue cannot be %s (inside a job, jobque.current() returns the queue it "
-                      "runs on; or pass the job's result instead of the queue)", e->dest);
-    }
-    if (!job)
-      return failf(e, "userdata cannot be %s", e->dest);
-    jq_buf *b = e->b;
-    if (b->njobs == b->capjobs) {
-      int cap = b->capjobs ? b->capjobs * 2 : 4;
-      struct jq_job **j = realloc(b->jobs, sizeof *j * (size_t)cap);
-      if (!j) {
-        e->oom = 1;
-        return 0;
-      }
-      b->jobs = j;
-      b->capjobs = cap;
-    }
-    jq_job_ref(job);
-    b->jobs[b->njobs] = job;
-    put_byte(e, T_JOB);
-    put_u64(e, (uint64_t)b->njobs++);
-    return 0;
-  }
+    return encode_object(e, idx);
+  case LUA_TUSERDATA:
+    return encode_handle(e, idx);
   case LUA_TTHREAD:
     return failf(e, "a coroutine cannot be %s", e->dest);
   default:
     return failf(e, "%s cannot be %s", luaL_typename(L, idx), e->dest);
   }
-  /* Tables and functions: by reference if seen, by name if a module's. */
+}
+
+/* Tables and functions: by reference if seen, by name if a module's, else
+ * whole (one level deeper on the path). */
+static int encode_object(enc *e, int idx) {
+  lua_State *L = e->L;
   if (lua_rawequal(L, idx, e->globals)) {
     put_byte(e, T_GLOBALS);
     return 0;
@@ -551,13 +560,15 @@ static int encode_value(enc *e, int idx) {
 }
 
 int jq_encode(lua_State *L, int first, int n, jq_buf *out, const char *label, int number,
-              char *err, size_t errlen) {
+              const jq_handle_ops *ops, char *err, size_t errlen) {
   enc e; /* not zeroed whole: path[] is written before it is read */
   e.nrefs = 0;
   e.oom = 0;
   e.depth = 0;
   e.L = L;
   e.b = out;
+  e.ops = ops;
+  out->ops = ops;
   e.label = label;
   /* Results and errors go back to whoever waits; the rest to a worker. */
   e.dest = strcmp(label, "result") == 0 || strcmp(label, "error") == 0 ? "returned to the caller"
@@ -740,7 +751,7 @@ static void decode_value(dec *d) {
   case T_REF: lua_rawgeti(L, d->refs, (lua_Integer)get_u64(d) + 1); break;
   case T_LUAFN: decode_function(d); break;
   case T_GLOBALS: lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS); break;
-  case T_JOB: jq_job_push(L, d->b->jobs[get_u64(d)]); break;
+  case T_HANDLE: d->b->ops->push(L, d->b->handles[get_u64(d)]); break;
   case T_MODULE: {
     size_t len = (size_t)get_u64(d);
     push_module(L, d->p, len);

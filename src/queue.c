@@ -1,9 +1,10 @@
 /*
  * queue.c - jobs, their graph, and who runs what next.
  *
- * No Lua API. Everything marked (mu) in queue.h happens under q->mu; the
- * trace events recorded here (arrows from a finished job to its waiters) go
- * through the lock-free ring and take no lock of their own.
+ * No Lua API and no Lua header. Everything marked (mu) in queue.h happens
+ * under q->mu; the trace events recorded here (arrows from a finished job to
+ * its waiters, cancellations) go through the lock-free ring and take no lock
+ * of their own.
  */
 #include "queue.h"
 
@@ -13,8 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <lauxlib.h>
-
+#include "array.h"
 #include "trace.h"
 
 static _Atomic uint64_t next_job_id = 1; /* ids are never reused: flows key on them */
@@ -152,7 +152,6 @@ jq_job *jq_job_new(jq_queue *q, jq_buf *payload, const char *src, int line) {
   job->id = atomic_fetch_add_explicit(&next_job_id, 1, memory_order_relaxed);
   job->tag = jq_self.tag;
   job->worker = -1;
-  job->coref = LUA_NOREF;
   size_t n = strlen(src);
   if (n >= sizeof job->src)
     n = sizeof job->src - 1;
@@ -321,15 +320,21 @@ static void wake_one(jq_queue *q) {
   }
 }
 
+/* (mu) Appends a job to the list head..tail, linked through `next` (the
+ * ready list, a resume list). */
+static void fifo_append(jq_job **head, jq_job **tail, jq_job *job) {
+  job->next = NULL;
+  if (*tail)
+    (*tail)->next = job;
+  else
+    *head = job;
+  *tail = job;
+}
+
 /* (mu) Appends to the ready list. */
 static void append_ready(jq_queue *q, jq_job *job) {
   job->state = JQ_JOB_READY;
-  job->next = NULL;
-  if (q->ready_tail)
-    q->ready_tail->next = job;
-  else
-    q->ready_head = job;
-  q->ready_tail = job;
+  fifo_append(&q->ready_head, &q->ready_tail, job);
   atomic_store_explicit(&q->ready_hint, 1, memory_order_relaxed);
 }
 
@@ -345,12 +350,7 @@ static void push_ready(jq_queue *q, jq_job *job) {
 /* (mu) Puts a job whose coroutine can continue on its worker's resume list. */
 static void push_resume(jq_queue *q, jq_job *job) {
   jq_worker *w = &q->workers[job->worker];
-  job->next = NULL;
-  if (w->resume_tail)
-    w->resume_tail->next = job;
-  else
-    w->resume_head = job;
-  w->resume_tail = job;
+  fifo_append(&w->resume_head, &w->resume_tail, job);
   atomic_store_explicit(&w->resume_hint, 1, memory_order_relaxed);
   if (w->index == q->nworkers) {
     pthread_cond_broadcast(&q->done_cv);
@@ -363,20 +363,6 @@ static void push_resume(jq_queue *q, jq_job *job) {
 void jq_queue_requeue(jq_worker *w, jq_job *job) {
   job->yielded = 1;
   push_resume(w->q, job);
-}
-
-static int add_ptr(void **arr, int *n, int *cap, size_t size, const void *item) {
-  if (*n == *cap) {
-    int ncap = *cap ? *cap * 2 : 4;
-    void *p = realloc(*arr, size * (size_t)ncap);
-    if (!p)
-      return -1;
-    *arr = p;
-    *cap = ncap;
-  }
-  memcpy((char *)*arr + size * (size_t)*n, item, size);
-  (*n)++;
-  return 0;
 }
 
 /* (mu) Puts a published job on the list of unfinished ones (close cancels
@@ -473,7 +459,7 @@ int jq_queue_publish(jq_queue *q, jq_job *job, jq_job **deps, int ndeps) {
     jq_job *d = deps[i];
     if (d->state == JQ_JOB_DONE)
       continue;
-    if (d->state == JQ_JOB_FAILED || add_ptr((void **)&d->dependants, &d->ndependants,
+    if (d->state == JQ_JOB_FAILED || jq_array_push((void **)&d->dependants, &d->ndependants,
                                              &d->capdependants, sizeof job, &job) != 0) {
       /* A failed dependency (or no memory to wait for one): fails without running. */
       jq_job_set_cause(job, d, JQ_FAIL_DEPENDENCY);
@@ -575,7 +561,7 @@ static int finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int *
     }
     if (state == JQ_JOB_FAILED) {
       jq_job_set_cause(d, job, JQ_FAIL_DEPENDENCY);
-      if (add_ptr((void **)work, nwork, capwork, sizeof d, &d) != 0)
+      if (jq_array_push((void **)work, nwork, capwork, sizeof d, &d) != 0)
         d->state = JQ_JOB_FAILED; /* no memory for the worklist: at least never runs */
       else
         continue; /* the worklist owns the reference now */
@@ -584,7 +570,7 @@ static int finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int *
         push_ready(q, d);
       } else {
         mark_cancelled(q, d); /* ready only now that its queue closes */
-        if (add_ptr((void **)work, nwork, capwork, sizeof d, &d) == 0)
+        if (jq_array_push((void **)work, nwork, capwork, sizeof d, &d) == 0)
           continue;
         d->state = JQ_JOB_FAILED;
       }
@@ -617,7 +603,7 @@ int jq_queue_await(jq_job *job, jq_job *waiter) {
   if (jq_job_finished(job))
     return 1;
   jq_waiter wt = {waiter, atomic_fetch_add_explicit(&next_edge, 1, memory_order_relaxed)};
-  if (add_ptr((void **)&job->waiters, &job->nwaiters, &job->capwaiters, sizeof wt, &wt) != 0)
+  if (jq_array_push((void **)&job->waiters, &job->nwaiters, &job->capwaiters, sizeof wt, &wt) != 0)
     return -1;
   jq_job_ref(waiter);
   waiter->resume_edge = wt.edge;
@@ -674,6 +660,30 @@ void jq_queue_fail_rest(jq_queue *q) {
       return;
     jq_queue_cancel(q, job);
   }
+}
+
+long jq_queue_close(jq_queue *q) {
+  pthread_mutex_lock(&q->mu);
+  jq_queue_fail_rest(q); /* waiting on jobs that can no longer run */
+  long cancelled = q->cancelled;
+  /* Failures nobody observed: nothing can report them any more, and each
+   * holds its job (which holds the queue). Dropped outside mu: a job freed
+   * here may drop the last reference to another queue. */
+  jq_job *failed = q->fail_head;
+  for (jq_job *job = failed; job; job = job->fail_next) {
+    job->on_fail_list = 0;
+    job->observed = 1;
+  }
+  q->fail_head = q->fail_tail = NULL;
+  q->fail_list_dropped = 1;
+  pthread_mutex_unlock(&q->mu);
+  while (failed) {
+    jq_job *next = failed->fail_next;
+    failed->fail_prev = failed->fail_next = NULL;
+    jq_job_unref(failed);
+    failed = next;
+  }
+  return cancelled;
 }
 
 int jq_spin_until(int (*ready)(void *), void *arg, int yield_core) {

@@ -2,10 +2,12 @@
  * queue.h - the job graph and its scheduling.
  *
  * Owns: jobs (state, payload, result, dependants, waiters), the ready list,
- * each worker's resume list, and the queue's single mutex.
- * Must not: call Lua (worker.c runs jobs in lua_States; lua_queue.c is the
- * binding) or allocate on the scheduling path beyond growing a job's
- * dependant and waiter arrays.
+ * each worker's scheduling fields and resume list, and the queue's single
+ * mutex.
+ * Must not: call Lua or include a Lua header (worker.c runs jobs in
+ * lua_States and keeps the runner's fields; lua_queue.c is the binding), or
+ * allocate on the scheduling path beyond growing a job's dependant and
+ * waiter arrays.
  * Thread safety: every field marked (mu) is read and written under q->mu;
  * a job's refs are atomic; payloads are touched by one thread at a time.
  */
@@ -16,8 +18,6 @@
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdint.h>
-
-#include <lua.h>
 
 #include "marshal.h"
 
@@ -84,7 +84,7 @@ typedef struct jq_job {
   /* Written by the thread running it, read by readers after it finished. */
   jq_buf result;         /* results, or the error value */
   /* The worker that runs it only. */
-  int coref;             /* registry ref of its coroutine */
+  int coref;             /* registry ref of its coroutine (set when it starts) */
   uint32_t resume_edge;  /* flow into the slice that resumes it */
   uint64_t yield_ticks;  /* when it last yielded to await */
   uint64_t awaited;      /* job id it awaits */
@@ -106,10 +106,6 @@ typedef struct jq_worker {
   _Atomic int resume_hint; /* resume list non-empty (read without mu) */
   int suspended;         /* coroutines alive in this state awaiting or yielded */
   int took_yielded;      /* its last take resumed a cooperative yield: a ready job goes next */
-  /* The worker's own thread only. */
-  jq_job *current;       /* job whose coroutine is running */
-  lua_State *current_co;
-  jq_job *awaiting;      /* set by wait() before it yields */
 } jq_worker;
 
 typedef struct jq_queue {
@@ -158,13 +154,19 @@ typedef struct jq_queue {
   int ncores;            /* online cores when it was made */
   jq_worker *workers;    /* nworkers + 1 entries: the last is the caller */
   jq_buf init;
+  const jq_handle_ops *handles; /* how job handles cross states (set by the binding) */
   char *path, *cpath;
   char name[48];
   int seq;               /* creation order, for lane order */
   const void *owner;     /* main thread of the creating state */
 } jq_queue;
 
+/* The most workers a queue can have. */
+#define JQ_MAX_WORKERS 256
+
 /* Lifetime. */
+void jq_job_ref(jq_job *job);
+void jq_job_unref(jq_job *job);
 jq_queue *jq_queue_new(int nworkers, const char *name, const char *path, const char *cpath);
 void jq_queue_ref(jq_queue *q);
 void jq_queue_unref(jq_queue *q);
@@ -218,6 +220,11 @@ jq_job *jq_queue_suspended_on(jq_queue *q, jq_worker *w);
 /* (mu) Fails every job still unfinished (the end of a close), except those
  * with a slice running (they finish when it ends). */
 void jq_queue_fail_rest(jq_queue *q);
+
+/* The end of a close, after jq_workers_stop (worker.c): fails the jobs
+ * still unfinished and drops the failures nobody observed. Returns how many
+ * jobs the close cancelled. */
+long jq_queue_close(jq_queue *q);
 
 /* Before `job` finishes: it fails because `cause` failed (reason
  * JQ_FAIL_DEPENDENCY or JQ_FAIL_AWAITED). Takes a reference to `cause`

@@ -13,6 +13,7 @@
 #define JQ_RING_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -26,7 +27,9 @@
 #define JQ_UNLIKELY(x) (x)
 #endif
 
-/* Event kinds. Spans have t0 < t1; the queue's are written by worker.c. */
+/* Event kinds. Spans have t0 < t1. The queue's are written by worker.c
+ * (slices, copies in and out, awaits, parks, waits), lua_queue.c (submits,
+ * copies of results) and queue.c (flows, cancellations). */
 enum {
   JQ_EV_MARKER = 1, /* instant: id = marker kind, arg = user argument */
   JQ_EV_SUBMIT,     /* span: a submit on the submitting lane; arg = job id */
@@ -234,6 +237,27 @@ static inline void jq_ring_marker(uint32_t id, int64_t arg) {
 /* Whether a session is armed (a hint for callers that prepare an event). */
 static inline int jq_ring_armed(void) {
   return atomic_load_explicit(&jq_session_state, memory_order_relaxed) & 1u;
+}
+
+/* A span measured around some work: t0 = jq_span_begin() before it (0 when
+ * no session is armed), then jq_span_end(...) after it, which records the
+ * span if a session was armed at both ends and returns its end (else 0). */
+static inline uint64_t jq_span_begin(void) {
+  return jq_ring_armed() ? jq_clock_ticks() : 0;
+}
+
+static inline uint64_t jq_span_end(uint8_t kind, uint8_t flags, uint16_t cat, uint32_t id,
+                                   int64_t arg, uint64_t t0) {
+  if (!t0 || !jq_ring_armed())
+    return 0;
+  uint64_t t1 = jq_clock_ticks();
+  jq_ring_put(kind, flags, cat, id, arg, t0, t1);
+  return t1;
+}
+
+/* A byte count as a JQ_EV_COPY carries it: saturated at UINT32_MAX. */
+static inline uint32_t jq_copy_bytes(size_t n) {
+  return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 
 #endif

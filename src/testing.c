@@ -33,6 +33,7 @@ typedef struct worker {
   int started;
   int index;
   const char *chunk, *path, *cpath; /* owned by the handle */
+  lua_CFunction open_core;
   char *result;                     /* what the chunk returned, or its error */
 } worker;
 
@@ -52,7 +53,7 @@ static char *dup_string(const char *s) {
 
 static int run_chunk(lua_State *L) {
   worker *w = lua_touserdata(L, 1);
-  jq_prepare_state(L, w->path, w->cpath);
+  jq_prepare_state(L, w->path, w->cpath, w->open_core);
   if (luaL_loadstring(L, w->chunk) != LUA_OK)
     return lua_error(L);
   lua_pushinteger(L, w->index);
@@ -101,7 +102,8 @@ static void free_handle(handle *h) {
   h->chunk = h->path = h->cpath = NULL;
 }
 
-/* _test.spawn(n, chunk, path, cpath) -> handle; each thread runs chunk(i). */
+/* _test.spawn(n, chunk, path, cpath) -> handle; each thread runs chunk(i).
+ * Upvalue 1: the opener of jobque.core. */
 static int l_spawn(lua_State *L) {
   lua_Integer n = luaL_checkinteger(L, 1);
   const char *chunk = luaL_checkstring(L, 2);
@@ -125,6 +127,7 @@ static int l_spawn(lua_State *L) {
     w->chunk = h->chunk;
     w->path = h->path;
     w->cpath = h->cpath;
+    w->open_core = lua_tocfunction(L, lua_upvalueindex(1));
     if (pthread_create(&w->thread, NULL, thread_main, w) != 0)
       return luaL_error(L, "cannot start a thread");
     w->started = 1;
@@ -193,7 +196,7 @@ static int l_replace_without_tmpfile(lua_State *L) {
   return 0;
 }
 
-void jq_open_testing(lua_State *L) {
+void jq_open_testing(lua_State *L, lua_CFunction open_core) {
   if (luaL_newmetatable(L, HANDLE)) {
     lua_pushcfunction(L, l_gc);
     lua_setfield(L, -2, "__gc");
@@ -203,8 +206,7 @@ void jq_open_testing(lua_State *L) {
     lua_setfield(L, -2, "__index");
   }
   lua_pop(L, 1);
-  static const luaL_Reg funcs[] = {{"spawn", l_spawn},
-                                   {"stop", l_stop},
+  static const luaL_Reg funcs[] = {{"stop", l_stop},
                                    {"stopping", l_stopping},
                                    {"lane_structs", l_lane_structs},
                                    {"live_queues", l_live_queues},
@@ -214,6 +216,10 @@ void jq_open_testing(lua_State *L) {
                                    {"set_next_queue_seq", l_set_next_queue_seq},
                                    {NULL, NULL}};
   luaL_newlib(L, funcs);
+  lua_pushcfunction(L, open_core);
+  lua_pushcclosure(L, l_spawn, 1);
+  lua_setfield(L, -2, "spawn");
+  jq_open_testing_codec(L);
 }
 
 #endif

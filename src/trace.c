@@ -430,6 +430,33 @@ int jq_category_intern(const char *name, size_t len, uint32_t color, uint32_t *i
 
 /* ---- save ---- */
 
+#define SORT_ITEM_MAX 128
+
+/* Sorts n items of `size` bytes (<= SORT_ITEM_MAX) so that none comes
+ * after one it is `after`; stable (an insertion sort: the lists are short). */
+static void sort_stable(void *base, int n, size_t size, int (*after)(const void *, const void *)) {
+  char tmp[SORT_ITEM_MAX];
+  char *a = base;
+  for (int i = 1; i < n; i++) {
+    int j = i;
+    memcpy(tmp, a + (size_t)i * size, size);
+    for (; j > 0 && after(a + (size_t)(j - 1) * size, tmp); j--)
+      memcpy(a + (size_t)j * size, a + (size_t)(j - 1) * size, size);
+    memcpy(a + (size_t)j * size, tmp, size);
+  }
+}
+
+static int name_after(const void *a, const void *b) {
+  return ((const jq_save_name *)a)->id > ((const jq_save_name *)b)->id;
+}
+
+static int lane_after(const void *a, const void *b) {
+  return ((const jq_save_lane *)a)->sort_key > ((const jq_save_lane *)b)->sort_key;
+}
+
+_Static_assert(sizeof(jq_save_name) <= SORT_ITEM_MAX && sizeof(jq_save_lane) <= SORT_ITEM_MAX,
+               "sort_stable's scratch holds an item");
+
 /* Copies the category and marker tables; reg_mu held. Names are copied into
  * one block, so a rename during the save cannot free what it reads. */
 static int snapshot_registries(jq_save_view *v, void **block) {
@@ -449,7 +476,6 @@ static int snapshot_registries(jq_save_view *v, void **block) {
     marks[i].name = markers[i + 1]->s; /* immutable until the library unloads */
     marks[i].len = markers[i + 1]->len;
   }
-  /* Categories in id order (insertion sort: registrations are few). */
   int n = 0;
   for (int i = 0; i < category_count; i++) {
     uint16_t id = category_ids[i];
@@ -457,13 +483,9 @@ static int snapshot_registries(jq_save_view *v, void **block) {
     memcpy(text, c->name->s, c->name->len + 1);
     jq_save_name e = {id, c->color, text, c->name->len};
     text += c->name->len + 1;
-    int j = n++;
-    while (j > 0 && cats[j - 1].id > id) {
-      cats[j] = cats[j - 1];
-      j--;
-    }
-    cats[j] = e;
+    cats[n++] = e;
   }
+  sort_stable(cats, n, sizeof *cats, name_after); /* in id order */
   v->markers = marks;
   v->nmarkers = (int)nm;
   v->categories = cats;
@@ -498,7 +520,7 @@ int jq_trace_save(const char *path, char *err, size_t errlen, int *errnum) {
   jq_save_view v;
   memset(&v, 0, sizeof v);
   pthread_mutex_lock(&control_mu);
-  if (jq_trace_armed()) {
+  if (jq_ring_armed()) {
     pthread_mutex_unlock(&control_mu);
     snprintf(err, errlen, "tracing is still on: call profile_stop() before profile_save()");
     return JQ_SAVE_ARMED;
@@ -509,13 +531,7 @@ int jq_trace_save(const char *path, char *err, size_t errlen, int *errnum) {
   pthread_mutex_lock(&lanes_mu);
   for (int i = 0; i < joined_count; i++)
     snapshot_lane(&lanes[v.nlanes++], joined[i]);
-  for (int i = 1; i < v.nlanes; i++) { /* by sort key (insertion sort: stable, few lanes) */
-    jq_save_lane tmp = lanes[i];
-    int j = i;
-    for (; j > 0 && lanes[j - 1].sort_key > tmp.sort_key; j--)
-      lanes[j] = lanes[j - 1];
-    lanes[j] = tmp;
-  }
+  sort_stable(lanes, v.nlanes, sizeof *lanes, lane_after); /* by sort key */
   pthread_mutex_unlock(&lanes_mu);
   for (int i = 0; i < v.nlanes; i++) {
     recorded += lanes[i].count;

@@ -44,9 +44,7 @@ void jq_trace_init(void);
  * still there for jq_trace_save. */
 int jq_trace_start(uint64_t events_per_lane);
 void jq_trace_stop(void);
-static inline int jq_trace_armed(void) {
-  return atomic_load_explicit(&jq_session_state, memory_order_relaxed) & 1u;
-}
+/* Whether a session is armed: jq_ring_armed (ring.h). */
 
 /* Names the calling thread's lane in this and later sessions ("worker 0"),
  * placed by sort_key (smaller first; unnamed threads follow, the caller

@@ -7,9 +7,18 @@
  * ready list; with nothing to run it parks on its condition variable. Each
  * slice, each await and each park is recorded on the worker's lane when a
  * trace session is armed (lock-free, see ring.h).
+ *
+ * Waiting lives here too (jq_wait): inside a job of the same queue a wait
+ * makes the job's coroutine await (it yields, and queue.c puts it on its
+ * worker's resume list when the awaited job ends); anywhere else it blocks
+ * the thread, spinning briefly and then sleeping on the queue's done_cv
+ * (counted in blocked_waiters / waiting_all, which tell queue.c's finish
+ * whom to wake), or, in the state that made a queue without workers,
+ * running that queue's jobs meanwhile.
  */
 #include "worker.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +28,27 @@
 
 #include "trace.h"
 
-static const char WORKER_KEY = 0; /* registry: lightuserdata jq_worker* */
+static const char RUNNER_KEY = 0; /* registry: lightuserdata jq_runner* */
 static const char POOL_KEY = 0;   /* registry: finished coroutines to reuse */
+
+/* What runs in a lua_State now: the scheduler's worker (queue.h), and the
+ * runner's own fields. A worker thread has one for its life; the state
+ * that runs the jobs of a queue without workers makes one per step. */
+typedef struct jq_runner {
+  jq_worker *w;
+  lua_State *L;          /* the state it runs jobs in */
+  /* While a slice runs. */
+  jq_job *current;       /* job whose coroutine is running */
+  lua_State *current_co;
+  jq_job *awaiting;      /* set by a wait() in it before it yields */
+} jq_runner;
+
+/* A slice as it is recorded: start, end, the arrow into it, JQ_SLICE_*. */
+typedef struct slice_rec {
+  uint64_t t0, t1;
+  uint32_t edge;
+  uint8_t flags;
+} slice_rec;
 
 #if !defined(JQ_COROUTINE_POOL)
 #define JQ_COROUTINE_POOL 64 /* idle coroutines kept per state */
@@ -62,11 +90,17 @@ static void pool_coroutine(lua_State *L, lua_State *co) {
   lua_pop(L, 1);
 }
 
-jq_worker *jq_worker_current(lua_State *L) {
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
-  jq_worker *w = lua_touserdata(L, -1);
+/* The runner running a job in this state right now, or NULL. */
+static jq_runner *runner_of(lua_State *L) {
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &RUNNER_KEY);
+  jq_runner *r = lua_touserdata(L, -1);
   lua_pop(L, 1);
-  return w && w->current ? w : NULL;
+  return r && r->current ? r : NULL;
+}
+
+jq_queue *jq_running_queue(lua_State *L) {
+  jq_runner *r = runner_of(L);
+  return r ? r->w->q : NULL;
 }
 
 static int traceback(lua_State *L) {
@@ -162,17 +196,14 @@ static void store_error(lua_State *L, lua_State *co, jq_job *job, int with_trace
     lua_pushvalue(co, -1);
     lua_xmove(co, L, 1);
   }
-  if (jq_encode(L, lua_gettop(L), 1, &job->result, "error", 1, err, sizeof err) != 0) {
+  const jq_handle_ops *handles = job->q->handles;
+  if (jq_encode(L, lua_gettop(L), 1, &job->result, "error", 1, handles, err, sizeof err) != 0) {
     lua_pushfstring(L, "job #%I failed with an error value that cannot be copied (%s)",
                     (LUAI_UACINT)job->id, err);
-    jq_encode(L, lua_gettop(L), 1, &job->result, "error", 1, err, sizeof err);
+    jq_encode(L, lua_gettop(L), 1, &job->result, "error", 1, handles, err, sizeof err);
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
-}
-
-static uint32_t copy_bytes(size_t n) {
-  return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 
 /* Records the error at the top of co (left there by store_error) as the
@@ -206,7 +237,9 @@ static void drop_coroutine(lua_State *L, jq_job *job, lua_State *co) {
  * and returns with mu held. It finishes before mu is dropped, so a job it
  * awaited that ends meanwhile finds it finished and does not resume it;
  * then its coroutine (which only this thread touches) is let go. */
-static void cancel_suspended(jq_worker *w, lua_State *L, jq_job *job) {
+static void cancel_suspended(jq_runner *r, jq_job *job) {
+  jq_worker *w = r->w;
+  lua_State *L = r->L;
   int coref = job->coref;
   job->coref = LUA_NOREF;
   jq_queue_cancel(w->q, job); /* may free it */
@@ -219,143 +252,175 @@ static void cancel_suspended(jq_worker *w, lua_State *L, jq_job *job) {
   pthread_mutex_lock(&w->q->mu);
 }
 
-/* Runs one slice of `job` on worker w, whose state is L. Called without mu;
- * returns with it held, so the caller can take the next job in the same
- * critical section as this one's bookkeeping. */
-static void run_slice(jq_worker *w, lua_State *L, jq_job *job, int resume) {
-  jq_queue *q = w->q;
-  lua_State *co;
-  int nargs = 0, done_state = 0;
-  uint8_t flags = 0;
-  /* The coroutine stays on L's stack during the slice (that keeps it alive);
-   * it gets a registry reference only when it suspends. */
-  uint64_t t0 = 0;
-  if (!resume) {
-    co = new_coroutine(L);
-    uint64_t c0 = jq_ring_armed() ? jq_clock_ticks() : 0;
-    size_t bytes = job->payload.len;
-    lua_pushcfunction(co, decode_payload);
-    lua_pushlightuserdata(co, job);
-    int rc = lua_pcall(co, 1, LUA_MULTRET, 0);
-    jq_buf_free(&job->payload);
-    if (c0 && jq_ring_armed()) { /* its time is the job's: the slice starts where it ends */
-      t0 = jq_clock_ticks();
-      jq_ring_put(JQ_EV_COPY, (uint8_t)(JQ_COPY_IN | (rc != LUA_OK ? JQ_COPY_FAILED : 0)), job->tag,
-                  copy_bytes(bytes), (int64_t)job->id, c0, t0);
-    }
-    if (rc != LUA_OK) { /* e.g. a C function this state does not have */
-      store_error(L, co, job, 0);
-      if (t0)
-        put_error_text(co, job);
-      drop_coroutine(L, job, co);
-      lua_pop(L, 1);
-      pthread_mutex_lock(&q->mu);
-      job->on_cpu = 0;
-      jq_queue_finish(q, job, JQ_JOB_FAILED);
-      return;
-    }
-    nargs = lua_gettop(co) - 1;
-    flags |= JQ_SLICE_FIRST;
-  } else {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, job->coref);
-    co = lua_tothread(L, -1);
+/* Starts `job`: pushes a coroutine onto L (it stays there during the slice,
+ * which keeps it alive; it gets a registry reference only when it
+ * suspends) and decodes the job's function and arguments onto it, recording
+ * the copy. Returns the coroutine, with *nargs and *t0 (the slice's start
+ * when recording: where the copy ends), or NULL when the decoding failed:
+ * then the job has finished, and mu is held. */
+static lua_State *start_job(jq_runner *r, jq_job *job, int *nargs, uint64_t *t0) {
+  lua_State *L = r->L;
+  job->coref = LUA_NOREF;
+  lua_State *co = new_coroutine(L);
+  uint64_t c0 = jq_span_begin();
+  size_t bytes = job->payload.len;
+  lua_pushcfunction(co, decode_payload);
+  lua_pushlightuserdata(co, job);
+  int rc = lua_pcall(co, 1, LUA_MULTRET, 0);
+  jq_buf_free(&job->payload);
+  /* its time is the job's: the slice starts where it ends */
+  *t0 = jq_span_end(JQ_EV_COPY, (uint8_t)(JQ_COPY_IN | (rc != LUA_OK ? JQ_COPY_FAILED : 0)),
+                    job->tag, jq_copy_bytes(bytes), (int64_t)job->id, c0);
+  if (rc != LUA_OK) { /* e.g. a C function this state does not have */
+    store_error(L, co, job, 0);
+    if (*t0)
+      put_error_text(co, job);
+    drop_coroutine(L, job, co);
+    lua_pop(L, 1);
+    pthread_mutex_lock(&r->w->q->mu);
+    job->on_cpu = 0;
+    jq_queue_finish(r->w->q, job, JQ_JOB_FAILED);
+    return NULL;
   }
-  if (!t0)
-    t0 = jq_ring_armed() ? jq_clock_ticks() : 0;
-  uint32_t edge = 0;
-  if (job->resume_edge) { /* back from an await: its span, and the arrow in */
-    edge = job->resume_edge;
-    flags |= JQ_SLICE_RESUMED;
-    if (t0 && job->yield_ticks)
-      jq_ring_put(JQ_EV_AWAIT, 0, job->tag, (uint32_t)job->awaited, (int64_t)job->id,
-                  job->yield_ticks, t0);
-    job->resume_edge = 0;
-  }
-  /* Who runs in this state now: wait() and jobque.current() look here. */
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
+  *nargs = lua_gettop(co) - 1;
+  return co;
+}
+
+/* Resumes co, the coroutine of `job`, as the job running in r's state (a
+ * wait() there, and jobque.current(), look for it). Returns lua_resume's
+ * status with *nres; *awaiting is the job that a wait() in it awaits (NULL
+ * for a cooperative yield). */
+static int resume_job(jq_runner *r, jq_job *job, lua_State *co, int nargs, int *nres,
+                      jq_job **awaiting) {
+  lua_State *L = r->L;
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &RUNNER_KEY);
   void *outer = lua_touserdata(L, -1);
   lua_pop(L, 1);
-  if (outer != w) {
-    lua_pushlightuserdata(L, w);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
+  if (outer != r) {
+    lua_pushlightuserdata(L, r);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &RUNNER_KEY);
   }
-  jq_job *outer_job = w->current;
-  lua_State *outer_co = w->current_co;
-  w->current = job;
-  w->current_co = co;
-  w->awaiting = NULL;
-
+  r->current = job;
+  r->current_co = co;
+  r->awaiting = NULL;
   uint16_t outer_tag = jq_self.tag; /* work a job submits carries its category */
   jq_self.tag = job->tag;
-  int nres = 0;
-  int status = lua_resume(co, L, nargs, &nres);
+  int status = lua_resume(co, L, nargs, nres);
   jq_self.tag = outer_tag;
-
-  jq_job *awaiting = w->awaiting;
-  w->current = outer_job;
-  w->current_co = outer_co;
-  w->awaiting = NULL;
-  if (outer != w) {
+  *awaiting = r->awaiting;
+  r->current = NULL;
+  r->current_co = NULL;
+  r->awaiting = NULL;
+  if (outer != r) {
     if (outer)
       lua_pushlightuserdata(L, outer);
     else
       lua_pushnil(L);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &RUNNER_KEY);
   }
-  uint64_t t1 = t0 && jq_ring_armed() ? jq_clock_ticks() : 0;
+  return status;
+}
 
-  if (status == LUA_YIELD) {
-    lua_pop(co, nres); /* values of a plain coroutine.yield() are dropped */
-    if (t1)
-      jq_ring_put(JQ_EV_SLICE, flags, job->tag, edge, (int64_t)job->id, t0, t1);
-    job->yield_ticks = t1;
-    if (job->coref == LUA_NOREF) /* suspended: the registry keeps its coroutine now */
-      job->coref = luaL_ref(L, LUA_REGISTRYINDEX);
-    else
-      lua_pop(L, 1);
-    pthread_mutex_lock(&q->mu);
-    job->on_cpu = 0;
-    w->suspended++;
-    if (!awaiting) /* a cooperative yield: run again after what is queued */
-      jq_queue_requeue(w, job);
-    return;
-  }
+/* The slice ended in a yield: the job's coroutine stays suspended (in the
+ * registry) until what it awaits ends, or, for a cooperative yield, until
+ * the work queued before it ran. Returns with mu held. */
+static void suspend_job(jq_runner *r, jq_job *job, lua_State *co, int nres, jq_job *awaiting,
+                        uint64_t t1) {
+  lua_pop(co, nres); /* values of a plain coroutine.yield() are dropped */
+  job->yield_ticks = t1;
+  if (job->coref == LUA_NOREF) /* suspended: the registry keeps its coroutine now */
+    job->coref = luaL_ref(r->L, LUA_REGISTRYINDEX);
+  else
+    lua_pop(r->L, 1);
+  pthread_mutex_lock(&r->w->q->mu);
+  job->on_cpu = 0;
+  r->w->suspended++;
+  if (!awaiting) /* a cooperative yield: run again after what is queued */
+    jq_queue_requeue(r->w, job);
+}
+
+/* The slice ended the job (status: lua_resume's): its results, or its
+ * error, are stored and recorded (the slice from t0 to t1 with `flags` and
+ * `edge`, then the copy out), and it finishes. Returns with mu held. */
+static void finish_job(jq_runner *r, jq_job *job, lua_State *co, int status, int nres,
+                       const slice_rec *slice) {
+  lua_State *L = r->L;
   uint64_t t2 = 0; /* the end of copying the results out */
   size_t out_bytes = 0;
+  int done_state = JQ_JOB_FAILED;
   if (status == LUA_OK) {
     char err[256];
-    int rc = jq_encode(co, lua_gettop(co) - nres + 1, nres, &job->result, "result", 1, err,
-                       sizeof err);
-    t2 = t1 && jq_ring_armed() ? jq_clock_ticks() : 0;
+    int rc = jq_encode(co, lua_gettop(co) - nres + 1, nres, &job->result, "result", 1,
+                       r->w->q->handles, err, sizeof err);
+    t2 = slice->t1 && jq_ring_armed() ? jq_clock_ticks() : 0;
     out_bytes = job->result.len; /* before a failure replaces it with the error */
     if (rc == 0) {
       done_state = JQ_JOB_DONE;
     } else {
       lua_pushfstring(co, "job returned a value that cannot be copied back: %s", err);
       store_error(L, co, job, 0);
-      done_state = JQ_JOB_FAILED;
     }
   } else {
     store_error(L, co, job, 1);
-    done_state = JQ_JOB_FAILED;
   }
-  if (t1) {
+  if (slice->t1) {
     int failed = done_state == JQ_JOB_FAILED;
     /* The copy out follows the slice (they share the tick t1), so the
      * lane's slices nest; a failed job's error rides on its last event. */
-    jq_ring_put(JQ_EV_SLICE, (uint8_t)(flags | JQ_SLICE_LAST | (failed ? JQ_SLICE_FAILED : 0)),
-                job->tag, edge, (int64_t)job->id, t0, t1);
+    jq_ring_put(JQ_EV_SLICE,
+                (uint8_t)(slice->flags | JQ_SLICE_LAST | (failed ? JQ_SLICE_FAILED : 0)),
+                job->tag, slice->edge, (int64_t)job->id, slice->t0, slice->t1);
     if (t2)
       jq_ring_put(JQ_EV_COPY, (uint8_t)(JQ_COPY_OUT | (failed ? JQ_COPY_FAILED : 0)), job->tag,
-                  copy_bytes(out_bytes), (int64_t)job->id, t1, t2);
+                  jq_copy_bytes(out_bytes), (int64_t)job->id, slice->t1, t2);
     if (failed)
       put_error_text(co, job);
   }
   drop_coroutine(L, job, co);
   lua_pop(L, 1);
-  pthread_mutex_lock(&q->mu);
+  pthread_mutex_lock(&r->w->q->mu);
   job->on_cpu = 0;
-  jq_queue_finish(q, job, done_state);
+  jq_queue_finish(r->w->q, job, done_state);
+}
+
+/* Runs one slice of `job` (started now, or resumed) in r's state. Called
+ * without mu; returns with it held, so the caller can take the next job in
+ * the same critical section as this one's bookkeeping. */
+static void run_slice(jq_runner *r, jq_job *job, int resume) {
+  lua_State *co;
+  int nargs = 0;
+  slice_rec slice = {0, 0, 0, 0};
+  if (!resume) {
+    co = start_job(r, job, &nargs, &slice.t0);
+    if (!co)
+      return;
+    slice.flags |= JQ_SLICE_FIRST;
+  } else {
+    lua_rawgeti(r->L, LUA_REGISTRYINDEX, job->coref);
+    co = lua_tothread(r->L, -1);
+  }
+  if (!slice.t0)
+    slice.t0 = jq_span_begin();
+  if (job->resume_edge) { /* back from an await: its span, and the arrow in */
+    slice.edge = job->resume_edge;
+    slice.flags |= JQ_SLICE_RESUMED;
+    if (slice.t0 && job->yield_ticks)
+      jq_ring_put(JQ_EV_AWAIT, 0, job->tag, (uint32_t)job->awaited, (int64_t)job->id,
+                  job->yield_ticks, slice.t0);
+    job->resume_edge = 0;
+  }
+  int nres = 0;
+  jq_job *awaiting;
+  int status = resume_job(r, job, co, nargs, &nres, &awaiting);
+  slice.t1 = slice.t0 && jq_ring_armed() ? jq_clock_ticks() : 0;
+  if (status == LUA_YIELD) {
+    if (slice.t1)
+      jq_ring_put(JQ_EV_SLICE, slice.flags, job->tag, slice.edge, (int64_t)job->id, slice.t0,
+                  slice.t1);
+    suspend_job(r, job, co, nres, awaiting, slice.t1);
+  } else {
+    finish_job(r, job, co, status, nres, &slice);
+  }
 }
 
 static int work_showed_up(void *arg) {
@@ -388,7 +453,8 @@ static void spin_for_work(jq_worker *w) {
  * Called and returns with mu held. Returns 0 when w should stop (closing
  * and nothing of its own left), or when not blocking and nothing was
  * runnable. */
-static int step(jq_worker *w, lua_State *L, int block) {
+static int step(jq_runner *r, int block) {
+  jq_worker *w = r->w;
   jq_queue *q = w->q;
   int resume = 0, spun = 0;
   jq_job *job;
@@ -406,7 +472,7 @@ static int step(jq_worker *w, lua_State *L, int block) {
       if (!job)
         return 0;
       w->suspended--;
-      cancel_suspended(w, L, job);
+      cancel_suspended(r, job);
       return 1;
     }
     if (!block)
@@ -417,7 +483,7 @@ static int step(jq_worker *w, lua_State *L, int block) {
       continue;
     }
     spun = 0;
-    uint64_t parked = jq_ring_armed() ? jq_clock_ticks() : 0;
+    uint64_t parked = jq_span_begin();
     w->parked = 1;
     atomic_fetch_add(&q->nparked, 1);
     if (atomic_load(&q->incoming)) /* pushed before it could see us parked */
@@ -425,11 +491,10 @@ static int step(jq_worker *w, lua_State *L, int block) {
     while (w->parked)
       pthread_cond_wait(&w->cv, &q->mu);
     atomic_fetch_sub(&q->nparked, 1);
-    if (parked && jq_ring_armed())
-      jq_ring_put(JQ_EV_PARK, 0, 0, 0, 0, parked, jq_clock_ticks());
+    jq_span_end(JQ_EV_PARK, 0, 0, 0, 0, parked);
   }
   if (q->closing && resume) { /* woken, but its queue closes: cancelled */
-    cancel_suspended(w, L, job);
+    cancel_suspended(r, job);
     return 1;
   }
   int counted = w->index < q->nworkers; /* a worker thread, not the caller */
@@ -437,20 +502,23 @@ static int step(jq_worker *w, lua_State *L, int block) {
     atomic_fetch_add(&q->running, 1);
   job->on_cpu = 1;
   pthread_mutex_unlock(&q->mu);
-  run_slice(w, L, job, resume);
+  run_slice(r, job, resume);
   if (counted)
     atomic_fetch_sub(&q->running, 1);
   return 1;
 }
 
-int jq_caller_run_one(jq_queue *q, lua_State *L) {
+/* For the creating state of a queue without workers: runs one slice of
+ * whatever is runnable. Returns 0 when there was nothing to run. */
+static int caller_run_one(jq_queue *q, lua_State *L) {
+  jq_runner r = {&q->workers[q->nworkers], L, NULL, NULL, NULL};
   pthread_mutex_lock(&q->mu);
-  int ran = step(&q->workers[q->nworkers], L, 0);
+  int ran = step(&r, 0);
   pthread_mutex_unlock(&q->mu);
   return ran;
 }
 
-void jq_prepare_state(lua_State *L, const char *path, const char *cpath) {
+void jq_prepare_state(lua_State *L, const char *path, const char *cpath, lua_CFunction open_core) {
   luaL_openlibs(L);
   lua_getglobal(L, "package");
   lua_pushstring(L, path);
@@ -458,25 +526,38 @@ void jq_prepare_state(lua_State *L, const char *path, const char *cpath) {
   lua_pushstring(L, cpath);
   lua_setfield(L, -2, "cpath");
   luaL_getsubtable(L, -1, "preload"); /* this very library: one trace session */
-  lua_pushcfunction(L, luaopen_jobque_core);
+  lua_pushcfunction(L, open_core);
   lua_setfield(L, -2, "jobque.core");
   lua_pop(L, 2);
-  luaL_requiref(L, "jobque.core", luaopen_jobque_core, 0); /* job handles need it */
+  luaL_requiref(L, "jobque.core", open_core, 0); /* job handles need it */
   lua_pop(L, 1);
 }
+
+/* What a worker thread starts with: read only before it reports its init
+ * done (jq_workers_start keeps it until then). */
+typedef struct start_arg {
+  jq_worker *w;
+  lua_CFunction open_core;
+} start_arg;
+
+typedef struct prepare_arg {
+  const start_arg *start;
+  jq_runner *r;
+} prepare_arg;
 
 /* Opens the libraries of a worker's new state and marks it as the
  * worker's: protected (out of memory raises). */
 static int prepare_worker(lua_State *L) {
-  jq_worker *w = lua_touserdata(L, 1);
-  jq_prepare_state(L, w->q->path, w->q->cpath);
-  lua_pushlightuserdata(L, w);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
+  const prepare_arg *a = lua_touserdata(L, 1);
+  jq_worker *w = a->start->w;
+  jq_prepare_state(L, w->q->path, w->q->cpath, a->start->open_core);
+  lua_pushlightuserdata(L, a->r);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &RUNNER_KEY);
   return 0;
 }
 
 static void *worker_main(void *arg) {
-  jq_worker *w = arg;
+  jq_worker *w = ((const start_arg *)arg)->w;
   jq_queue *q = w->q;
   char name[64], err[512];
   if (q->name[0])
@@ -490,12 +571,14 @@ static void *worker_main(void *arg) {
   int key = seq * 1024 + w->index + 1;
   jq_trace_name_thread(name, key);
   lua_State *L = luaL_newstate();
+  jq_runner r = {w, L, NULL, NULL, NULL};
+  prepare_arg prep = {arg, &r};
   int ok = L != NULL, started = 0;
   if (!ok) {
     snprintf(err, sizeof err, "worker %d: cannot create a lua_State: out of memory", w->index);
   } else {
     lua_pushcfunction(L, prepare_worker); /* light C functions: no allocation, no error */
-    lua_pushlightuserdata(L, w);
+    lua_pushlightuserdata(L, &prep);
     if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
       snprintf(err, sizeof err, "worker %d: cannot prepare its lua_State: %s", w->index,
                lua_isstring(L, -1) ? lua_tostring(L, -1) : "(no message)");
@@ -516,7 +599,7 @@ static void *worker_main(void *arg) {
   pthread_mutex_unlock(&q->mu);
   if (L) {
     pthread_mutex_lock(&q->mu);
-    while (step(w, L, 1))
+    while (step(&r, 1))
       ;
     pthread_mutex_unlock(&q->mu);
     lua_close(L);
@@ -524,10 +607,13 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-int jq_workers_start(jq_queue *q) {
+int jq_workers_start(jq_queue *q, lua_CFunction open_core) {
+  start_arg args[JQ_MAX_WORKERS];
   for (int i = 0; i < q->nworkers; i++) {
     jq_worker *w = &q->workers[i];
-    int rc = pthread_create(&w->thread, NULL, worker_main, w);
+    args[i].w = w;
+    args[i].open_core = open_core;
+    int rc = pthread_create(&w->thread, NULL, worker_main, &args[i]);
     if (rc != 0) {
       pthread_mutex_lock(&q->mu);
       snprintf(q->init_error, sizeof q->init_error, "cannot start worker thread %d: %s", i,
@@ -547,7 +633,7 @@ int jq_workers_start(jq_queue *q) {
   return rc;
 }
 
-long jq_queue_close(jq_queue *q, lua_State *L) {
+void jq_workers_stop(jq_queue *q, lua_State *L) {
   pthread_mutex_lock(&q->mu);
   jq_queue_begin_close(q);
   pthread_mutex_unlock(&q->mu);
@@ -557,28 +643,147 @@ long jq_queue_close(jq_queue *q, lua_State *L) {
       q->workers[i].started = 0;
     }
   /* The caller's own suspended jobs (a queue without workers). */
-  jq_worker *w = &q->workers[q->nworkers];
+  jq_runner r = {&q->workers[q->nworkers], L, NULL, NULL, NULL};
   pthread_mutex_lock(&q->mu);
-  while (step(w, L, 0))
+  while (step(&r, 0))
     ;
-  jq_queue_fail_rest(q); /* waiting on jobs that can no longer run */
-  long cancelled = q->cancelled;
-  /* Failures nobody observed: nothing can report them any more, and each
-   * holds its job (which holds the queue). Dropped outside mu: a job freed
-   * here may drop the last reference to another queue. */
-  jq_job *failed = q->fail_head;
-  for (jq_job *job = failed; job; job = job->fail_next) {
-    job->on_fail_list = 0;
-    job->observed = 1;
-  }
-  q->fail_head = q->fail_tail = NULL;
-  q->fail_list_dropped = 1;
   pthread_mutex_unlock(&q->mu);
-  while (failed) {
-    jq_job *next = failed->fail_next;
-    failed->fail_prev = failed->fail_next = NULL;
-    jq_job_unref(failed);
-    failed = next;
+}
+
+/* ---- waiting ---- */
+
+/* A job of q finished since the generation `gen` was read. */
+struct since {
+  jq_queue *q;
+  unsigned gen;
+};
+
+static int finished_since(void *arg) {
+  struct since *s = arg;
+  return atomic_load_explicit(&s->q->finished_gen, memory_order_relaxed) != s->gen;
+}
+
+static int all_finished(void *arg) {
+  return jq_queue_unfinished(arg) <= 0;
+}
+
+/* Pushes fmt's message, positioned at the function `level` levels up (1:
+ * the caller of the C function, as luaL_error does); returns JQ_WAIT_ERROR. */
+static int wait_error(lua_State *L, int level, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  luaL_where(L, level);
+  lua_pushvfstring(L, fmt, ap);
+  va_end(ap);
+  lua_concat(L, 2);
+  return JQ_WAIT_ERROR;
+}
+
+/* (mu) Whether what block_until waits for has finished. */
+static int wait_over(jq_queue *q, jq_job *job) {
+  return job ? jq_job_finished(job) : jq_queue_unfinished(q) <= 0;
+}
+
+/* (mu) The state that made a queue without workers runs its jobs while it
+ * waits: one slice. Returns 0, or JQ_WAIT_ERROR with the message pushed and
+ * mu released when nothing is left to run and what it waits for did not
+ * finish. */
+static int run_while_waiting(lua_State *L, jq_queue *q, jq_job *job, int level) {
+  pthread_mutex_unlock(&q->mu);
+  int ran = caller_run_one(q, L);
+  pthread_mutex_lock(&q->mu);
+  if (ran || wait_over(q, job))
+    return 0;
+  pthread_mutex_unlock(&q->mu);
+  if (job)
+    return wait_error(L, level, "job #%I can never finish: the queue has no workers and "
+                                "nothing left to run (does it wait for itself?)",
+                      (LUAI_UACINT)job->id);
+  return wait_error(L, level, "jobs can never finish: the queue has no workers and nothing left "
+                              "to run");
+}
+
+/* (mu) Sleeps until a job of q finishes, after spinning a little first: a
+ * short job is often done before a futex sleep and wake-up would be. A
+ * wait_all spins on the count itself, so that it does not take mu at every
+ * job that ends. */
+static void sleep_for_finish(jq_queue *q, jq_job *job) {
+  struct since sn = {q, atomic_load_explicit(&q->finished_gen, memory_order_relaxed)};
+  unsigned gen = sn.gen;
+  pthread_mutex_unlock(&q->mu);
+  int changed = job ? jq_spin_until(finished_since, &sn, 1) : jq_spin_until(all_finished, q, 1);
+  pthread_mutex_lock(&q->mu);
+  if (job ? (changed || atomic_load_explicit(&q->finished_gen, memory_order_relaxed) != gen)
+          : jq_queue_unfinished(q) <= 0)
+    return; /* (a finish between the last look and the lock: exact under mu) */
+  if (job)
+    job->blocked_waiters++;
+  else
+    q->waiting_all++;
+  pthread_cond_wait(&q->done_cv, &q->mu);
+  if (job)
+    job->blocked_waiters--;
+  else
+    q->waiting_all--;
+}
+
+/* Blocks the calling thread until `job` (or, job NULL, every job of q)
+ * finished. The state that made a queue without workers runs its jobs here.
+ * Returns JQ_WAIT_DONE, or JQ_WAIT_ERROR with the message pushed. */
+static int block_until(lua_State *L, jq_queue *q, jq_job *job, int level) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+  int runs_jobs = q->nworkers == 0 && lua_topointer(L, -1) == q->owner;
+  lua_pop(L, 1);
+  if (q->nworkers == 0 && !runs_jobs && job) {
+    pthread_mutex_lock(&q->mu);
+    int state = job->state;
+    pthread_mutex_unlock(&q->mu);
+    if (state < JQ_JOB_DONE)
+      return wait_error(L, level, "job #%I belongs to a queue without workers: only the state "
+                                  "that created that queue runs its jobs, so this wait would "
+                                  "never end (wait for it there)", (LUAI_UACINT)job->id);
   }
-  return cancelled;
+  uint64_t t0 = jq_span_begin();
+  pthread_mutex_lock(&q->mu);
+  while (!wait_over(q, job)) {
+    if (!runs_jobs) {
+      sleep_for_finish(q, job);
+    } else if (run_while_waiting(L, q, job, level) == JQ_WAIT_ERROR) {
+      return JQ_WAIT_ERROR;
+    }
+  }
+  pthread_mutex_unlock(&q->mu);
+  jq_span_end(JQ_EV_WAIT, 0, jq_self.tag, 0, job ? (int64_t)job->id : 0, t0);
+  return JQ_WAIT_DONE;
+}
+
+int jq_wait(lua_State *L, jq_queue *q, jq_job *job, int level) {
+  jq_runner *r = job ? runner_of(L) : NULL;
+  if (!r || r->current_co != L || r->current->q != q)
+    return block_until(L, q, job, level);
+  if (r->current == job)
+    return wait_error(L, level, "job #%I cannot wait for itself", (LUAI_UACINT)job->id);
+  /* Inside a job of the same queue: yield, so the worker runs other work. */
+  pthread_mutex_lock(&q->mu);
+  int rc = jq_queue_await(job, r->current);
+  if (rc == 0)
+    r->awaiting = job;
+  pthread_mutex_unlock(&q->mu);
+  if (rc < 0)
+    return wait_error(L, level, "out of memory");
+  return rc == 0 ? JQ_WAIT_YIELD : JQ_WAIT_DONE;
+}
+
+void jq_note_raised(lua_State *L, jq_job *failed) {
+  jq_runner *r = runner_of(L);
+  if (!r || r->current_co != L || lua_type(L, -1) != LUA_TSTRING) /* (never convert a number) */
+    return;
+  jq_job *self = r->current;
+  size_t len;
+  const char *msg = lua_tolstring(L, -1, &len);
+  jq_job_ref(failed);
+  if (self->raised_dep)
+    jq_job_unref(self->raised_dep);
+  self->raised_dep = failed;
+  self->raised_hash = jq_hash64(msg, len);
 }

@@ -1,9 +1,11 @@
 /*
  * worker.h - running jobs in lua_States: worker threads and the caller.
  *
- * Owns: each worker thread and the lua_State it creates and closes; running
- * one slice of a job's coroutine (resume to yield or return) and recording
- * it; the caller's share of the work when a queue has no workers.
+ * Owns: each worker thread and the lua_State it creates and closes; the
+ * runner's per-state fields (which job runs there now, what it awaits);
+ * running one slice of a job's coroutine (resume to yield or return) and
+ * recording it; the caller's share of the work when a queue has no workers;
+ * waiting for jobs (jq_wait: block the thread, or await in a job).
  * Must not: let a lua_State or Lua value cross threads except through
  * marshal.c; raise while holding q->mu or malloc'd memory.
  */
@@ -14,29 +16,43 @@
 
 #include "queue.h"
 
-/* Starts the queue's workers and waits until each ran `init`. Returns 0, or
- * -1 with the first failure in q->init_error (the queue must then close). */
-int jq_workers_start(jq_queue *q);
+/* Starts the queue's workers, each state prepared with `open_core` as the
+ * opener of jobque.core, and waits until each ran `init`. Returns 0, or -1
+ * with the first failure in q->init_error (the queue must then close). */
+int jq_workers_start(jq_queue *q, lua_CFunction open_core);
 
-/* Closes the queue: not-yet-started jobs fail, suspended ones are cancelled,
- * running ones finish; joins the workers; drops the failures nobody
- * observed. L is the creating state. Returns how many jobs it cancelled. */
-long jq_queue_close(jq_queue *q, lua_State *L);
+/* The first half of a close (jq_queue_close in queue.c does the rest):
+ * not-yet-started jobs fail, workers are woken and joined, and the jobs
+ * suspended in the creating state L are cancelled. */
+void jq_workers_stop(jq_queue *q, lua_State *L);
 
-/* The worker running a job in this state right now, or NULL. */
-jq_worker *jq_worker_current(lua_State *L);
+/* The queue of the job running in this state right now, or NULL. */
+jq_queue *jq_running_queue(lua_State *L);
 
-/* For the creating state of a queue without workers: runs one slice of
- * whatever is runnable. Returns 0 when there was nothing to run. */
-int jq_caller_run_one(jq_queue *q, lua_State *L);
+/* What jq_wait did. */
+enum { JQ_WAIT_DONE, JQ_WAIT_YIELD, JQ_WAIT_ERROR };
+
+/* Waits until `job` (or, job NULL, every job of q) finished. Inside a job of
+ * the same queue (job not NULL), the job's coroutine is to await it: returns
+ * JQ_WAIT_YIELD and the caller yields (lua_yieldk), to be resumed once `job`
+ * ended. Anywhere else it blocks the thread (the state that made a queue
+ * without workers runs that queue's jobs meanwhile) and returns
+ * JQ_WAIT_DONE. Returns JQ_WAIT_ERROR with a message pushed (positioned
+ * `level` levels up, 1: the caller of the C function) when the wait could
+ * never end or is for the waiting job itself; the caller raises it. */
+int jq_wait(lua_State *L, jq_queue *q, jq_job *job, int level);
+
+/* A wait or pwait in this state hands a job the error of the failed job
+ * (the message on the top of L): if the job then fails with this very
+ * message, its error is stored as a link to `failed`. */
+void jq_note_raised(lua_State *L, jq_job *failed);
 
 /* Runs `init` (if any) in L: for a queue without workers, the creator. */
 int jq_run_init(jq_queue *q, lua_State *L, char *err, size_t errlen);
 
 /* Opens the standard libraries in a new state, gives it these search paths,
- * and opens jobque.core from this very library (never a second copy). */
-void jq_prepare_state(lua_State *L, const char *path, const char *cpath);
-
-int luaopen_jobque_core(lua_State *L);
+ * and opens jobque.core with `open_core`, the opener of this very library
+ * (never a second copy). */
+void jq_prepare_state(lua_State *L, const char *path, const char *cpath, lua_CFunction open_core);
 
 #endif
