@@ -259,6 +259,22 @@ describe("modules by name", function()
     end)
     package.loaded["lifecycle_fake_mod"] = nil
   end)
+
+  it("include a module loaded again after the cache of names was made", function()
+    local f = function() return math.floor(2.5) end -- a C function: the cache is made
+    jobque.with_job_que({workers = 1}, function(q)
+      assert.are.equal(2, q:submit(f):wait())
+      -- As a test runner that unloads what a file loaded does: new tables
+      -- (the core's, with new C functions) that the cache does not know.
+      local old, old_core = package.loaded.jobque, package.loaded["jobque.core"]
+      package.loaded.jobque, package.loaded["jobque.core"] = nil, nil
+      local again = require "jobque"
+      local ok, err = q:submit(function() return again.current() ~= nil end):pwait()
+      package.loaded.jobque, package.loaded["jobque.core"] = old, old_core
+      assert.is_true(ok, err) -- by name, not copied (a copy would meet C functions of no module)
+      assert.is_true(err)
+    end)
+  end)
 end)
 
 describe("a worker that cannot start", function()

@@ -83,6 +83,7 @@ typedef struct enc {
   int globals;  /* stack index: this state's globals */
   int nrefs;
   int oom;
+  int old_names; /* the name cache it used was made before this encode */
   segment path[JQ_MARSHAL_DEPTH + 2];
   int depth;
   const char *label;
@@ -235,7 +236,7 @@ static int still_loaded(lua_State *L, int idx) {
 static int lookup_name(enc *e, int idx, int rebuild) {
   lua_State *L = e->L;
   if (lua_isnil(L, e->names)) { /* the slot jq_encode reserved */
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &NAMES_KEY);
+    e->old_names = lua_rawgetp(L, LUA_REGISTRYINDEX, &NAMES_KEY) == LUA_TTABLE;
     lua_replace(L, e->names);
   }
   if (!lua_istable(L, e->names)) { /* rebuild: 0 = may rebuild, 1 = rebuild now, 2 = never */
@@ -559,11 +560,12 @@ static int encode_object(enc *e, int idx) {
   return rc;
 }
 
-int jq_encode(lua_State *L, int first, int n, jq_buf *out, const char *label, int number,
-              const jq_handle_ops *ops, char *err, size_t errlen) {
+static int encode_all(lua_State *L, int first, int n, jq_buf *out, const char *label, int number,
+                      const jq_handle_ops *ops, char *err, size_t errlen, int *old_names) {
   enc e; /* not zeroed whole: path[] is written before it is read */
   e.nrefs = 0;
   e.oom = 0;
+  e.old_names = 0;
   e.depth = 0;
   e.L = L;
   e.b = out;
@@ -607,6 +609,7 @@ int jq_encode(lua_State *L, int first, int n, jq_buf *out, const char *label, in
     rc = encode_value(&e, first + i);
   }
   lua_settop(L, top);
+  *old_names = e.old_names && !e.oom; /* out of memory: no second try */
   if (rc == 0 && e.oom) {
     snprintf(err, errlen, "out of memory");
     rc = -1;
@@ -617,6 +620,22 @@ int jq_encode(lua_State *L, int first, int n, jq_buf *out, const char *label, in
   }
   out->nvalues = n;
   return 0;
+}
+
+int jq_encode(lua_State *L, int first, int n, jq_buf *out, const char *label, int number,
+              const jq_handle_ops *ops, char *err, size_t errlen) {
+  int old_names;
+  if (encode_all(L, first, n, out, label, number, ops, err, errlen, &old_names) == 0)
+    return 0;
+  if (!old_names)
+    return -1;
+  /* The name cache predates this send, and so may a module's (re)loading,
+   * which made the module's table look like any other (the cache is made
+   * again at a C function it does not know, but by then such a table is
+   * being copied): try once more with a cache made first, before refusing. */
+  lua_pushnil(L);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &NAMES_KEY);
+  return encode_all(L, first, n, out, label, number, ops, err, errlen, &old_names);
 }
 
 /* ---- decoding ---- */
