@@ -277,6 +277,21 @@ static void block_until(lua_State *L, jq_queue *q, jq_job *job) {
     luaL_error(L, "job #%I belongs to a queue without workers: only the state that created "
                   "that queue runs its jobs, so this wait would never end (wait for it there)",
                (LUAI_UACINT)job->id);
+  /* A worker thread of q that blocks here cannot run or resume anything
+   * meanwhile: a job suspended on it, or any job of a one-worker queue
+   * (itself included), would never end. */
+  jq_worker *here = job && !runs_jobs ? jq_worker_here(L) : NULL;
+  if (here && here->q == q && here->index < q->nworkers) {
+    pthread_mutex_lock(&q->mu);
+    int stuck = !jq_job_finished(job) &&
+                (q->nworkers == 1 || (job->state == JQ_JOB_RUNNING && job->worker == here->index));
+    pthread_mutex_unlock(&q->mu);
+    if (stuck)
+      luaL_error(L, "job #%I can never finish: this wait blocks the worker that would have to run "
+                    "or resume it (a wait inside a coroutine of yours, or in a to-be-closed variable "
+                    "of a job that failed, cannot yield); wait from the job's own body",
+                 (LUAI_UACINT)job->id);
+  }
   uint64_t t0 = jq_ring_armed() ? jq_clock_ticks() : 0;
   pthread_mutex_lock(&q->mu);
   while (job ? !jq_job_finished(job) : jq_queue_unfinished(q) > 0) {

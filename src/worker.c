@@ -62,6 +62,13 @@ static void pool_coroutine(lua_State *L, lua_State *co) {
   lua_pop(L, 1);
 }
 
+jq_worker *jq_worker_here(lua_State *L) {
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
+  jq_worker *w = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  return w;
+}
+
 jq_worker *jq_worker_current(lua_State *L) {
   lua_rawgetp(L, LUA_REGISTRYINDEX, &WORKER_KEY);
   jq_worker *w = lua_touserdata(L, -1);

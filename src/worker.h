@@ -25,6 +25,11 @@ void jq_queue_close(jq_queue *q, lua_State *L);
 /* The worker running a job in this state right now, or NULL. */
 jq_worker *jq_worker_current(lua_State *L);
 
+/* The worker whose state L belongs to, running a job or not (a job's
+ * to-be-closed variables close after its slice, when it failed or was
+ * cancelled), or NULL. */
+jq_worker *jq_worker_here(lua_State *L);
+
 /* For the creating state of a queue without workers: runs one slice of
  * whatever is runnable. Returns 0 when there was nothing to run. */
 int jq_caller_run_one(jq_queue *q, lua_State *L);
