@@ -191,6 +191,40 @@ describe("profile_save", function()
     assert.is_true(p.profile_save(S.tmpfile()), "the process goes on")
   end)
 
+  it("fails with EFBIG, not a SIGXFSZ that kills the process, beyond the file-size limit", function()
+    -- A child with a 64 KiB limit (and SIGXFSZ's default action, which ends
+    -- the process) saves a larger trace, then writes a larger file.
+    local dir = fresh_dir()
+    S.write(dir .. "/big.json", "old")
+    local script = S.tmpfile("efbig.lua")
+    S.write(script, [[
+      package.path = "lua/?.lua;" .. package.path
+      package.cpath = os.getenv("JQ_BUILD_CPATH")
+      local core = require "jobque.core"
+      local p = require "jobque_profile"
+      local m = p.profile_marker_id("big")
+      p.profile_start(100000)
+      for i = 1, 100000 do p.profile_marker(m, i) end
+      p.profile_stop()
+      local ok, err, code = p.profile_save(arg[1])
+      print(tostring(ok), tostring(err), tostring(code))
+      ok, err, code = core.write_file(arg[1], string.rep("x", 100000))
+      print(tostring(ok), tostring(err), tostring(code))
+      print("alive")
+    ]])
+    local cmd = ("trap - XFSZ; ulimit -f 64; exec env JQ_BUILD_CPATH=%s %s %s %s"):format(
+      q(package.cpath), S.lua, script, q(dir .. "/big.json"))
+    local out = io.popen("sh -c " .. q(cmd) .. " 2>&1"):read("a")
+    local lines = {}
+    for l in out:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.are.equal(3, #lines, out)
+    assert.matches("^false\tcannot write trace to '.*/big%.json': File too large\t27$", lines[1])
+    assert.matches("^nil\t.*big%.json.*File too large\t27$", lines[2])
+    assert.are.equal("alive", lines[3])
+    assert.are.equal("old", S.read(dir .. "/big.json"))
+    assert.are.equal("big.json\n", listing(dir))
+  end)
+
   it("handles names with spaces, quotes and newlines", function()
     one_session("replace odd name")
     local dir = fresh_dir()
@@ -236,8 +270,9 @@ describe("profile_save", function()
     assert.are.equal("kept.json\n", listing(dir))
   end)
 
-  -- A child saves a trace larger than its file-size limit; SIGXFSZ kills it
-  -- in the middle of writing.
+  -- A child saves a large trace and is killed (SIGKILL) in the middle of
+  -- writing it: once it has a file open in `dir` (its temporary, named or
+  -- anonymous), seen through /proc.
   local function killed_save(dir, fallback)
     local script = S.tmpfile("killed.lua")
     S.write(script, [[
@@ -247,16 +282,24 @@ describe("profile_save", function()
       local p = require "jobque_profile"
       if arg[2] == "fallback" then core._test.replace_without_tmpfile(true) end
       local m = p.profile_marker_id("big")
-      p.profile_start(100000)
-      for i = 1, 100000 do p.profile_marker(m, i) end
+      p.profile_start(1000000)
+      for i = 1, 1000000 do p.profile_marker(m, i) end
       p.profile_stop()
       p.profile_save(arg[1])
       print("not killed")
     ]])
-    local cmd = ("ulimit -f 64; exec env JQ_BUILD_CPATH=%s %s %s %s %s"):format(
-      q(package.cpath), S.lua, script, q(dir .. "/big.json"), fallback and "fallback" or "")
+    local cmd = ([[
+      env JQ_BUILD_CPATH=%s %s %s %s %s &
+      pid=$!
+      until ls -l /proc/$pid/fd 2>/dev/null | grep -qF -- %s; do
+        kill -0 $pid 2>/dev/null || { echo "ended before it was seen writing"; exit; }
+      done
+      kill -9 $pid
+      wait $pid
+      echo "status $?"]]):format(q(package.cpath), S.lua, script, q(dir .. "/big.json"),
+      fallback and "fallback" or "", q(dir .. "/"))
     local out = io.popen("sh -c " .. q(cmd) .. " 2>/dev/null"):read("a")
-    assert.are.equal("", out)
+    assert.are.equal("status 137\n", out)
   end
 
   it("leaves no file behind when killed mid-save", function()

@@ -346,3 +346,71 @@ describe("a queue in a to-be-closed variable inside its own job", function()
     q:close()
   end)
 end)
+
+-- A blocking wait on a worker thread for a job that only this worker could
+-- run or resume hung for good (and so did the queue's close). Each case runs
+-- in a child process under `timeout`, so a hang fails the spec instead of
+-- stopping the suite.
+describe("a wait that blocks the worker which would have to run the awaited job", function()
+  local function run_child(body)
+    local script = S.tmpfile("blocked_wait.lua")
+    S.write(script, 'package.path = "lua/?.lua;" .. package.path\n' ..
+      'package.cpath = os.getenv("JQ_BUILD_CPATH")\nlocal jobque = require "jobque"\n' .. body)
+    local h = io.popen(("timeout 20 env JQ_BUILD_CPATH='%s' %s %s 2>&1; echo \"exit $?\""):format(
+      package.cpath, S.lua, script))
+    local out = h:read("a")
+    h:close()
+    return out
+  end
+
+  it("raises at once from a coroutine inside a job of a one-worker queue", function()
+    local out = run_child([[
+      local q = jobque.new {workers = 1}
+      local ok, err = q:submit(function()
+        local child = require("jobque").current():submit(function() return "child" end)
+        return coroutine.wrap(function() return child:wait() end)()
+      end):pwait()
+      print(ok, err)
+      q:close()
+    ]])
+    assert.matches("^false\t[^\n]*: job #%d+ can never finish: this wait blocks the worker", out)
+    assert.matches("exit 0\n$", out)
+  end)
+
+  it("raises from a coroutine inside a job when the awaited job is suspended on the same worker", function()
+    local out = run_child([[
+      local q = jobque.new {workers = 2}
+      local ok, err = q:submit(function()
+        local cur = require("jobque").current()
+        local child = cur:submit(function() coroutine.yield() return "child" end)
+        coroutine.yield() -- the child may start on this worker meanwhile
+        while child:status() == "pending" do coroutine.yield() end
+        local same = coroutine.wrap(function() return pcall(child.wait, child) end)
+        local waited, res = same()
+        return waited and "waited" or res
+      end):pwait()
+      print(ok, err)
+      q:close()
+    ]])
+    -- Either the child ran on the other worker (the wait blocked and ended)
+    -- or on this one (suspended there: the wait raises). Never a hang.
+    assert.matches("exit 0\n$", out)
+    assert.is_truthy(out:find("^true\twaited") or out:find("^true\t[^\n]*job #%d+ can never finish"), out)
+  end)
+
+  it("does not hang a failed job's to-be-closed variable that waits for a sibling", function()
+    local out = run_child([[
+      local q = jobque.new {workers = 1}
+      local a = q:submit(function()
+        local s = require("jobque").current():submit(function() return 5 end)
+        local x <close> = setmetatable({}, {__close = function() s:wait() end}) -- luacheck: ignore x
+        error("a fails", 0)
+      end)
+      print(a:pwait())
+      q:close()
+      print("closed")
+    ]])
+    assert.matches("^false\ta fails\n", out) -- its own error, not one from the __close
+    assert.matches("\nclosed\nexit 0\n$", out)
+  end)
+end)

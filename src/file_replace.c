@@ -268,31 +268,44 @@ static void remove_stale(const jq_replace *r) {
 
 /* ---- open ---- */
 
-static void block_sigpipe(jq_replace *r) {
-  sigset_t pipe, pending;
-  sigemptyset(&pipe);
-  sigaddset(&pipe, SIGPIPE);
-  sigemptyset(&pending);
-  sigpending(&pending);
-  if (pthread_sigmask(SIG_BLOCK, &pipe, &r->oldmask) == 0)
-    r->sigpipe = sigismember(&pending, SIGPIPE) ? 2 : 1;
+/* SIGPIPE (a FIFO's reader went away) and SIGXFSZ (a regular file grew
+ * past the file-size limit) end the process by default: blocked from open
+ * to commit or abort, our write fails with EPIPE or EFBIG instead. */
+static void block_signals(jq_replace *r) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  sigaddset(&set, SIGXFSZ);
+  sigemptyset(&r->pending_before);
+  sigpending(&r->pending_before);
+  if (pthread_sigmask(SIG_BLOCK, &set, &r->oldmask) == 0)
+    r->blocked = 1;
 }
 
-/* Takes back a SIGPIPE our writes raised, then restores the mask. */
-static void unblock_sigpipe(jq_replace *r) {
-  if (!r->sigpipe)
+/* Takes back a SIGPIPE or SIGXFSZ our writes raised (one that was pending
+ * before, or that the caller blocks itself, stays), then restores the mask. */
+static void unblock_signals(jq_replace *r) {
+  if (!r->blocked)
     return;
-  sigset_t pipe, pending;
-  sigemptyset(&pipe);
-  sigaddset(&pipe, SIGPIPE);
+  static const int ours[] = {SIGPIPE, SIGXFSZ};
+  sigset_t pending;
   sigemptyset(&pending);
-  if (r->sigpipe == 1 && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
-    struct timespec zero = {0, 0};
-    while (sigtimedwait(&pipe, NULL, &zero) < 0 && errno == EINTR) {
+  if (sigpending(&pending) == 0) {
+    for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++) {
+      int sig = ours[i];
+      if (!sigismember(&pending, sig) || sigismember(&r->pending_before, sig) ||
+          sigismember(&r->oldmask, sig))
+        continue;
+      sigset_t one;
+      sigemptyset(&one);
+      sigaddset(&one, sig);
+      struct timespec zero = {0, 0};
+      while (sigtimedwait(&one, NULL, &zero) < 0 && errno == EINTR) {
+      }
     }
   }
   pthread_sigmask(SIG_SETMASK, &r->oldmask, NULL);
-  r->sigpipe = 0;
+  r->blocked = 0;
 }
 
 /* Opens a target that is not a regular file for writing in place. */
@@ -316,8 +329,6 @@ static int open_in_place(jq_replace *r, const struct stat *st) {
   r->fifo = S_ISFIFO(now.st_mode);
   r->fd = fd;
   r->in_place = 1;
-  if (r->fifo)
-    block_sigpipe(r);
   return 0;
 }
 
@@ -342,6 +353,7 @@ int jq_replace_open(jq_replace *r, const char *path) {
   int exists = 0, rc;
   if ((rc = resolve(path, &r->target, &st, &exists)) != 0)
     return rc;
+  block_signals(r);
   if (exists && S_ISDIR(st.st_mode)) {
     rc = EISDIR;
   } else if (exists && !S_ISREG(st.st_mode)) {
@@ -376,6 +388,7 @@ int jq_replace_open(jq_replace *r, const char *path) {
   }
   if (rc != 0) {
     int fifo = r->fifo;
+    unblock_signals(r);
     free(r->target);
     free(r->temp);
     memset(r, 0, sizeof *r);
@@ -388,7 +401,7 @@ int jq_replace_open(jq_replace *r, const char *path) {
 /* ---- commit ---- */
 
 static void release(jq_replace *r) {
-  unblock_sigpipe(r);
+  unblock_signals(r);
   free(r->target);
   free(r->temp);
   r->target = r->temp = NULL;

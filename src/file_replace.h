@@ -17,11 +17,13 @@
  *   - a target that exists and is not a regular file (a device, a FIFO) is
  *     written in place; a FIFO without a reader fails at once (ENXIO), and
  *     a reader that goes away gives EPIPE, never SIGPIPE; a directory fails
- *     with EISDIR.
+ *     with EISDIR;
+ *   - a write past the file-size limit (ulimit -f) fails with EFBIG, never
+ *     a SIGXFSZ that ends the process.
  * Not against power loss: nothing is fsync'd.
  * Must not: call Lua, or take locks.
  * Thread safety: reentrant; a jq_replace belongs to one thread from open to
- * commit or abort (the SIGPIPE mask of a FIFO write is that thread's).
+ * commit or abort (the SIGPIPE and SIGXFSZ mask is that thread's).
  */
 #ifndef JQ_FILE_REPLACE_H
 #define JQ_FILE_REPLACE_H
@@ -35,8 +37,8 @@ typedef struct jq_replace {
   int in_place;    /* fd is the target itself (not a regular file) */
   int anonymous;   /* fd is an O_TMPFILE that has no name yet */
   int fifo;        /* the target is a FIFO */
-  int sigpipe;     /* SIGPIPE is blocked: 2 if one was pending before */
-  sigset_t oldmask;
+  int blocked;     /* SIGPIPE and SIGXFSZ are blocked (from open to commit or abort) */
+  sigset_t oldmask, pending_before;
   char *target;    /* the path that gets replaced: symlinks resolved */
   char *temp;      /* the temporary's name (when it has one) */
 } jq_replace;

@@ -91,10 +91,19 @@ static void pool_coroutine(lua_State *L, lua_State *co) {
 }
 
 /* The runner running a job in this state right now, or NULL. */
-static jq_runner *runner_of(lua_State *L) {
+/* The runner whose state L belongs to, running a job or not (a job's
+ * to-be-closed variables close after its slice when it failed or was
+ * cancelled), or NULL. */
+static jq_runner *runner_here(lua_State *L) {
   lua_rawgetp(L, LUA_REGISTRYINDEX, &RUNNER_KEY);
   jq_runner *r = lua_touserdata(L, -1);
   lua_pop(L, 1);
+  return r;
+}
+
+/* The runner running a job in L's state right now, or NULL. */
+static jq_runner *runner_of(lua_State *L) {
+  jq_runner *r = runner_here(L);
   return r && r->current ? r : NULL;
 }
 
@@ -742,6 +751,22 @@ static int block_until(lua_State *L, jq_queue *q, jq_job *job, int level) {
       return wait_error(L, level, "job #%I belongs to a queue without workers: only the state "
                                   "that created that queue runs its jobs, so this wait would "
                                   "never end (wait for it there)", (LUAI_UACINT)job->id);
+  }
+  /* A worker thread of q that blocks here cannot run or resume anything
+   * meanwhile: a job suspended on it, or any job of a one-worker queue
+   * (itself included), would never end. */
+  jq_runner *here = job && !runs_jobs ? runner_here(L) : NULL;
+  if (here && here->w->q == q && here->w->index < q->nworkers) {
+    pthread_mutex_lock(&q->mu);
+    int stuck = !jq_job_finished(job) &&
+                (q->nworkers == 1 || (job->state == JQ_JOB_RUNNING && job->worker == here->w->index));
+    pthread_mutex_unlock(&q->mu);
+    if (stuck)
+      return wait_error(L, level, "job #%I can never finish: this wait blocks the worker that "
+                                  "would have to run or resume it (a wait inside a coroutine of "
+                                  "yours, or in a to-be-closed variable of a job that failed, "
+                                  "cannot yield); wait from the job's own body",
+                        (LUAI_UACINT)job->id);
   }
   uint64_t t0 = jq_span_begin();
   pthread_mutex_lock(&q->mu);
