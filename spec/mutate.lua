@@ -128,6 +128,7 @@ h:close()
 assert(scratch and scratch ~= "", "mutate: mktemp failed")
 local function cleanup() run("rm -rf " .. sh_quote(scratch)) end
 local qs = sh_quote(scratch)
+run("chmod 0755 " .. qs) -- a spec saves as another user (nobody) from here
 if not run("git ls-files -z | tar --null -T - -cf - | tar -xf - -C " .. qs) then
   cleanup()
   error("mutate: could not copy the checkout to " .. scratch)
@@ -154,8 +155,8 @@ end
 
 -- Runs one spec file in the scratch copy; true when it passes.
 local function spec_passes(file)
-  local ok = run(("cd %s && timeout %d env JQ_BUILD=build %s %s %s >/dev/null 2>&1")
-    :format(qs, SPEC_TIMEOUT, LUA, BUSTED, file))
+  local ok = run(("cd %s && timeout %d env JQ_BUILD=build %s %s %s >%s 2>&1")
+    :format(qs, SPEC_TIMEOUT, LUA, BUSTED, file, sh_quote(scratch .. "/spec.log")))
   return ok
 end
 
@@ -186,6 +187,7 @@ if os.getenv("MUTATE_NO_BASELINE") ~= "1" then
   io.flush()
   for _, f in ipairs(all_specs) do
     if not spec_passes(f) then
+      io.write(read(scratch .. "/spec.log") or "", "\n")
       cleanup()
       error("mutate: " .. f .. " fails without any mutant: fix it first")
     end
