@@ -125,6 +125,30 @@ describe("the saved file", function()
     end
   end)
 
+  it("counts the bytes each copy moved: none for no values, a string's bytes and a little more", function()
+    p.profile_start(1000)
+    local ids = {}
+    jobque.with_job_que({workers = 1}, function(q)
+      local none = q:submit(function() end)
+      local text = q:submit(function() return ("x"):rep(1000) end)
+      none:wait()
+      text:wait()
+      ids = {none = none:id(), text = text:id()}
+    end)
+    p.profile_stop()
+    local t = S.save(p)
+    local function bytes(name, job)
+      local found = S.events(t, function(ev) return ev.cat == "copy" and ev.name == name and ev.args.job == job end)
+      assert.are.equal(1, #found, name .. " of job " .. job)
+      return found[1].args.bytes
+    end
+    assert.are.equal(0, bytes("copy out", ids.none))
+    assert.are.equal(0, bytes("copy result", ids.none))
+    local out = bytes("copy out", ids.text)
+    assert.is_true(out > 1000 and out <= 1016, "a 1000-byte string and its length: " .. out)
+    assert.are.equal(out, bytes("copy result", ids.text))
+  end)
+
   it("says which clock it used and the process's pid", function()
     local script = S.tmpfile("clock.lua")
     S.write(script, [[
