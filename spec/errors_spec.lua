@@ -132,6 +132,37 @@ describe("argument errors", function()
     assert.are.equal(before + 1, p.profile_marker_id("err never seen either " .. fresh))
   end)
 
+  it("full marker and category registries, in a process of their own", function()
+    -- The registries last as long as the process: filling them here would
+    -- break every later spec, so a child fills them.
+    local S = require "support"
+    local script = S.tmpfile("full.lua")
+    S.write(script, [[
+      package.path = "lua/?.lua;" .. package.path
+      package.cpath = arg[1]
+      local p = require "jobque_profile"
+      for n = 1, 4096 do p.profile_marker_id("m" .. n) end
+      for n = 1, 4096 do p.profile_category("c" .. n) end
+      local out = {}
+      for _, f in ipairs{function() return p.profile_marker_id("one more") end,
+                         function() return p.profile_category("one more") end} do
+        local ok, err = pcall(f)
+        out[#out + 1] = tostring(ok) .. "|" .. tostring(err)
+      end
+      out[#out + 1] = tostring(p.profile_marker_id("m4096")) -- known names still answer
+      io.write(table.concat(out, "\n"))
+    ]])
+    local h = io.popen(("%s %s '%s'"):format(S.lua, script, package.cpath))
+    local out = h:read("a")
+    assert.is_true(h:close(), out)
+    local lines = {}
+    for line in out:gmatch("[^\n]+") do lines[#lines + 1] = line end
+    assert.are.equal(3, #lines, out)
+    assert.matches("^false|.*full%.lua:%d+: profile_marker_id: too many marker kinds %(the limit is 4096%)$", lines[1])
+    assert.matches("^false|.*full%.lua:%d+: profile_category: too many categories %(the limit is 4096%)$", lines[2])
+    assert.are.equal("4096", lines[3])
+  end)
+
   it("profile_marker_id", function()
     raises("bad argument #1 to 'jobque_profile.profile_marker_id' (string expected, got no value)",
       p.profile_marker_id)

@@ -400,6 +400,13 @@ describe("job graphs", function()
 
   it("checks the dependency list", function()
     jobque.with_job_que({workers = 1}, function(q)
+      local g = q:submit(function() return "g" end)
+      local many = {}
+      for i = 1, 4097 do many[i] = g end
+      assert.matches("bad argument #1 to 'after' (more than 4096 dependencies)",
+        err_of(function() return q:after(many, function() end) end), 1, true)
+      many[4097] = nil
+      assert.are.equal("4096 deps", q:after(many, function() return "4096 deps" end):wait())
       local other = jobque.new {workers = 0}
       local foreign = other:submit(function() end)
       local function after(deps) return q:after(deps, function() end) end
@@ -554,6 +561,16 @@ describe("a queue without workers", function()
     _G.CYCLE_B = nil
     assert.matches("jobs can never finish: the queue has no workers", err, 1, true)
     assert.is_true(kept:is_closed())
+  end)
+
+  it("refuses a job that waits for itself", function()
+    local q <close> = jobque.new {workers = 0}
+    -- (the caller's state runs the jobs here, so a job sees the caller's globals)
+    _G.SELF_JOB = q:submit(function() return _G.SELF_JOB:pwait() end)
+    local err = err_of(_G.SELF_JOB.wait, _G.SELF_JOB)
+    assert.matches("job #" .. _G.SELF_JOB:id() .. " cannot wait for itself", err, 1, true)
+    assert.are.equal("failed", _G.SELF_JOB:status())
+    _G.SELF_JOB = nil
   end)
 
   it("says so when wait_all can never finish", function()
