@@ -378,6 +378,14 @@ describe("job graphs", function()
         return ok, err:match("^[^\n]*"), g:pwait()
       end, bad, good):wait()}
       assert.are.same({false, "inner failure", true, "fine", 2}, r)
+      -- A child not run yet (the one worker runs its parent): pwait suspends
+      -- the parent, and still returns false and the error when it resumes.
+      local suspended = {q:submit(function()
+        local child = require("jobque").current():submit(function() error("child failure", 0) end)
+        local ok, err = child:pwait()
+        return ok, err:match("^[^\n]*"), child:status()
+      end):wait()}
+      assert.are.same({false, "child failure", "failed"}, suspended)
       local ok, err = q:submit(function(b) return b:wait() end, bad):pwait()
       assert.is_false(ok)
       assert.matches("inner failure", err, 1, true)
