@@ -5,7 +5,7 @@ DEB_PACKAGES := lua5.4 liblua5.4-dev lua-cjson lua-busted lua-check luarocks cma
                 libc6-dev valgrind lua-luv lua-argparse chromium
 BUILD_ARGS := -DJOBQUE_TESTING=ON
 
-.PHONY: all deps build build-sanitizers demo spec test lint-js bench clean
+.PHONY: all deps build build-sanitizers demo spec test lint-js bench mutate clean
 
 all: build
 
@@ -56,6 +56,12 @@ lint-js: node_modules/.package-lock.json
 # Everything: lint, specs plain and under ASan and TSan, valgrind, the rock.
 test: build build-sanitizers node_modules/.package-lock.json
 	sh spec/run-all.sh
+
+# Mutation testing (slow, not part of test): each mutant of spec/mutants.txt
+# applied to a scratch copy, built there, the plain specs run against it.
+# `make mutate MUTANTS="id1 id2"` runs only those.
+mutate: deps
+	$(LUA) spec/mutate.lua $(MUTANTS)
 
 bench: build
 	LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" $(LUA) bench/record.lua

@@ -58,8 +58,26 @@ describe("argument errors", function()
   end)
 
   it("profile_category validates everything before registering anything", function()
-    pcall(p.profile_category, "never registered", "red")
-    pcall(p.profile_category, 7001, "never either", -3)
+    local function categories()
+      p.profile_start(4)
+      p.profile_marker(tok, 0)
+      p.profile_stop()
+      local path = os.tmpname()
+      assert(p.profile_save(path))
+      local f = assert(io.open(path))
+      local t = require("cjson").decode(f:read("a"))
+      f:close()
+      os.remove(path)
+      return t.jobqueProfile.categories
+    end
+    local before = #categories()
+    local ok, err = pcall(p.profile_category, "never registered", "red")
+    assert.is_false(ok)
+    assert.matches("bad argument #2 to 'jobque_profile.profile_category' (number expected, got string)", err, 1, true)
+    ok, err = pcall(p.profile_category, 7001, "never either", -3)
+    assert.is_false(ok)
+    assert.matches("bad argument #3 to 'jobque_profile.profile_category'", err, 1, true)
+    assert.are.equal(before, #categories())
     p.profile_start(4)
     p.profile_marker(tok, 0)
     p.profile_stop()
@@ -103,12 +121,46 @@ describe("argument errors", function()
   end)
 
   it("profile_marker returns without reading its arguments while tracing is off", function()
+    p.profile_stop() -- (whatever ran before in this process)
     assert.is_false(p.profile_is_on())
     assert.is_true(pcall(p.profile_marker, 999999))
     assert.is_true(pcall(p.profile_marker, tok, true))
-    local before = p.profile_marker_id("err probe") -- the string form registers nothing when off
-    assert.is_true(pcall(p.profile_marker, "err never seen"))
-    assert.are.equal(before + 1, p.profile_marker_id("err never seen either"))
+    -- Names new to this run, whichever specs ran before in this process.
+    local fresh = tostring({}):match("0x%x+") or tostring(os.time())
+    local before = p.profile_marker_id("err probe " .. fresh) -- the string form registers nothing when off
+    assert.is_true(pcall(p.profile_marker, "err never seen " .. fresh))
+    assert.are.equal(before + 1, p.profile_marker_id("err never seen either " .. fresh))
+  end)
+
+  it("full marker and category registries, in a process of their own", function()
+    -- The registries last as long as the process: filling them here would
+    -- break every later spec, so a child fills them.
+    local S = require "support"
+    local script = S.tmpfile("full.lua")
+    S.write(script, [[
+      package.path = "lua/?.lua;" .. package.path
+      package.cpath = arg[1]
+      local p = require "jobque_profile"
+      for n = 1, 4096 do p.profile_marker_id("m" .. n) end
+      for n = 1, 4096 do p.profile_category("c" .. n) end
+      local out = {}
+      for _, f in ipairs{function() return p.profile_marker_id("one more") end,
+                         function() return p.profile_category("one more") end} do
+        local ok, err = pcall(f)
+        out[#out + 1] = tostring(ok) .. "|" .. tostring(err)
+      end
+      out[#out + 1] = tostring(p.profile_marker_id("m4096")) -- known names still answer
+      io.write(table.concat(out, "\n"))
+    ]])
+    local h = io.popen(("%s %s '%s'"):format(S.lua, script, package.cpath))
+    local out = h:read("a")
+    assert.is_true(h:close(), out)
+    local lines = {}
+    for line in out:gmatch("[^\n]+") do lines[#lines + 1] = line end
+    assert.are.equal(3, #lines, out)
+    assert.matches("^false|.*full%.lua:%d+: profile_marker_id: too many marker kinds %(the limit is 4096%)$", lines[1])
+    assert.matches("^false|.*full%.lua:%d+: profile_category: too many categories %(the limit is 4096%)$", lines[2])
+    assert.are.equal("4096", lines[3])
   end)
 
   it("profile_marker_id", function()

@@ -3,6 +3,16 @@ local jobque = require "jobque"
 local core = require "jobque.core"
 
 local err_of = require("support").err_of
+local T = core._test
+
+-- The machine's count of online processors, asked of the system, not of jobque.
+local function online_processors()
+  local h = assert(io.popen("getconf _NPROCESSORS_ONLN"))
+  local n = math.tointeger(tonumber(h:read("l")))
+  h:close()
+  assert(n and n > 0, "getconf gave no processor count")
+  return n
+end
 
 describe("jobque.with_job_que", function()
   it("calls fn with a queue and returns fn's results", function()
@@ -16,7 +26,7 @@ describe("jobque.with_job_que", function()
 
   it("takes fn alone, with the default options", function()
     local n = jobque.with_job_que(function(q) return q:workers() end)
-    assert.are.equal(core.hardware_threads(), n)
+    assert.are.equal(online_processors(), n)
   end)
 
   it("closes the queue when fn returns and when it raises, re-raising the same error", function()
@@ -64,6 +74,36 @@ describe("jobque.with_job_que", function()
 end)
 
 describe("a queue", function()
+  it("has one worker per processor by default, also from jobque.new()", function()
+    local q <close> = jobque.new()
+    assert.are.equal(online_processors(), q:workers())
+    assert.are.equal(online_processors(), core.hardware_threads())
+    assert.are.equal(6, q:submit(function() return 6 end):wait())
+  end)
+
+  it("shows its name and worker count in tostring, and when it is closed", function()
+    local named = jobque.new {workers = 1, name = "tokens"}
+    assert.are.equal("jobque.queue tokens (1 workers)", tostring(named))
+    named:close()
+    assert.are.equal("jobque.queue (closed)", tostring(named))
+    local plain <close> = jobque.new {workers = 0}
+    assert.are.equal("jobque.queue (0 workers)", tostring(plain))
+  end)
+
+  it("takes a name of up to 32 bytes, and no longer", function()
+    local q <close> = jobque.new {workers = 0, name = string.rep("n", 32)}
+    assert.are.equal("jobque.queue " .. string.rep("n", 32) .. " (0 workers)", tostring(q))
+    assert.matches("jobque.new: option 'name' must be a string of at most 32 bytes",
+      err_of(jobque.new, {workers = 0, name = string.rep("n", 33)}), 1, true)
+  end)
+
+  it("refuses an init that cannot be sent to a worker, naming the value", function()
+    local up = io.stdout
+    local err = err_of(jobque.new, {workers = 1, init = function() return up end})
+    assert.matches("jobque.new: option 'init' cannot be sent to a worker: option 'init' #1, upvalue 'up': "
+      .. "userdata cannot be sent to a worker", err, 1, true)
+  end)
+
   it("closes with <close>, and close is idempotent", function()
     local kept
     do
@@ -171,7 +211,20 @@ describe("jobs", function()
     local j = q:submit(function() return 1 end)
     j:wait()
     assert.is_true(math.type(j:id()) == "integer")
-    assert.matches("^jobque.job #%d+ %(done%)$", tostring(j))
+    assert.are.equal("jobque.job #" .. j:id() .. " (done)", tostring(j))
+    local k = q:submit(function() return 2 end)
+    assert.are_not.equal(j:id(), k:id())
+    assert.is_true(k:id() > j:id(), "ids grow in submit order")
+    k:wait()
+    assert.are.equal("jobque.job #" .. k:id() .. " (done)", tostring(k))
+    local ok, err = q:after({q:submit(function() error("x", 0) end)}, function() end):pwait()
+    assert.is_false(ok)
+    assert.matches("^job #" .. (k:id() + 2) .. " did not run: its dependency job #" .. (k:id() + 1) .. " failed", err)
+    jobque.with_job_que({workers = 0}, function(q0)
+      local p = q0:submit(function() end)
+      assert.are.equal("jobque.job #" .. p:id() .. " (pending)", tostring(p))
+      p:wait()
+    end)
     local same = q:submit(function(x) return x end, j):wait()
     assert.are.equal(j, same)
     assert.are.equal(tostring(j), tostring(same))
@@ -296,12 +349,58 @@ end)
 
 describe("job graphs", function()
   it("runs a job after its dependencies", function()
-    jobque.with_job_que({workers = 2}, function(q)
-      local a = q:submit(function() return 1 end)
+    jobque.with_job_que({workers = 1}, function(q)
+      -- a yields until released; a job that ignored its dependency would run
+      -- in one of those yields, before probe, and see a running.
+      T.stop(false)
+      local a = q:submit(function()
+        local flag = require("jobque.core")._test
+        while not flag.stopping() do coroutine.yield() end
+        return 1
+      end)
       local b = q:submit(function() return 2 end)
-      local c = q:after({a, b}, function(x, y) return x:wait() + y:wait() end, a, b)
-      assert.are.equal(3, c:wait())
+      local c = q:after({a, b}, function(x, y) return x:status(), y:status() end, a, b)
+      local probe = q:submit(function(x) return x:status() end, c)
+      assert.are.equal("pending", probe:wait())
+      T.stop()
+      assert.are.same({"done", "done"}, {c:wait()})
       assert.are.equal(7, q:after({}, function() return 7 end):wait())
+    end)
+  end)
+
+  it("lets a job wait for a job of another queue", function()
+    local other <close> = jobque.new {workers = 1}
+    jobque.with_job_que({workers = 1}, function(q)
+      local far = other:submit(function() return "far" end)
+      assert.are.equal("far and near", q:submit(function(j) return j:wait() .. " and near" end, far):wait())
+      local bad = other:submit(function() error("far failure", 0) end)
+      assert.are.same({false, "far failure"}, {q:submit(function(j)
+        local ok, err = j:pwait()
+        return ok, err:match("^[^\n]*")
+      end, bad):wait()})
+    end)
+  end)
+
+  it("pwait inside a job returns false and the error of a failed job, without raising", function()
+    jobque.with_job_que({workers = 1}, function(q)
+      local bad = q:submit(function() error("inner failure", 0) end)
+      local good = q:submit(function() return "fine", 2 end)
+      local r = {q:submit(function(b, g)
+        local ok, err = b:pwait()
+        return ok, err:match("^[^\n]*"), g:pwait()
+      end, bad, good):wait()}
+      assert.are.same({false, "inner failure", true, "fine", 2}, r)
+      -- A child not run yet (the one worker runs its parent): pwait suspends
+      -- the parent, and still returns false and the error when it resumes.
+      local suspended = {q:submit(function()
+        local child = require("jobque").current():submit(function() error("child failure", 0) end)
+        local ok, err = child:pwait()
+        return ok, err:match("^[^\n]*"), child:status()
+      end):wait()}
+      assert.are.same({false, "child failure", "failed"}, suspended)
+      local ok, err = q:submit(function(b) return b:wait() end, bad):pwait()
+      assert.is_false(ok)
+      assert.matches("inner failure", err, 1, true)
     end)
   end)
 
@@ -321,6 +420,13 @@ describe("job graphs", function()
 
   it("checks the dependency list", function()
     jobque.with_job_que({workers = 1}, function(q)
+      local g = q:submit(function() return "g" end)
+      local many = {}
+      for i = 1, 4097 do many[i] = g end
+      assert.matches("bad argument #1 to 'after' (more than 4096 dependencies)",
+        err_of(function() return q:after(many, function() end) end), 1, true)
+      many[4097] = nil
+      assert.are.equal("4096 deps", q:after(many, function() return "4096 deps" end):wait())
       local other = jobque.new {workers = 0}
       local foreign = other:submit(function() end)
       local function after(deps) return q:after(deps, function() end) end
@@ -350,9 +456,24 @@ describe("job graphs", function()
 
   it("treats coroutine.yield() in a job as a cooperative yield", function()
     jobque.with_job_que({workers = 1}, function(q)
-      local a = q:submit(function() for _ = 1, 5 do coroutine.yield() end return "a" end)
-      local b = q:submit(function() return "b" end)
-      assert.are.same({"a", "b"}, {a:wait(), b:wait()})
+      -- a can only see the flag set if b ran on the one worker while a yielded.
+      T.stop(false)
+      local a = q:submit(function()
+        local flag = require("jobque.core")._test
+        for i = 1, 100000 do
+          if flag.stopping() then return "a saw b after " .. i .. " turns" end
+          coroutine.yield()
+        end
+        return "b never ran"
+      end)
+      local b = q:submit(function()
+        require("jobque.core")._test.stop()
+        return "b"
+      end)
+      local saw = a:wait()
+      local turns = tonumber(saw:match("^a saw b after (%d+) turns$"))
+      assert.is_true(turns and turns >= 2, saw) -- (1 would mean b ran before a started)
+      assert.are.equal("b", b:wait())
     end)
   end)
 
@@ -419,6 +540,8 @@ describe("parallel_for", function()
       assert.matches("bad argument #3 to 'parallel_for' (function expected, got nil)",
         err_of(q.parallel_for, q, 1, 3), 1, true)
       assert.matches("chunks must be >= 1", err_of(q.parallel_for, q, 1, 3, function() end, 0), 1, true)
+      assert.matches("bad argument #2 to 'parallel_for' (last must be an integer, got float)",
+        err_of(q.parallel_for, q, 1, 2.5, print), 1, true)
     end)
   end)
 end)
@@ -459,36 +582,68 @@ describe("a queue without workers", function()
     assert.matches("jobs can never finish: the queue has no workers", err, 1, true)
     assert.is_true(kept:is_closed())
   end)
+
+  it("refuses a job that waits for itself", function()
+    local q <close> = jobque.new {workers = 0}
+    -- (the caller's state runs the jobs here, so a job sees the caller's globals)
+    _G.SELF_JOB = q:submit(function() return _G.SELF_JOB:pwait() end)
+    local err = err_of(_G.SELF_JOB.wait, _G.SELF_JOB)
+    assert.matches("job #" .. _G.SELF_JOB:id() .. " cannot wait for itself", err, 1, true)
+    assert.are.equal("failed", _G.SELF_JOB:status())
+    _G.SELF_JOB = nil
+  end)
+
+  it("says so when wait_all can never finish", function()
+    local q <close> = jobque.new {workers = 0}
+    local a = q:submit(function() return _G.CYCLE_B:wait() end)
+    _G.CYCLE_B = q:after({a}, function() end)
+    local err = err_of(q.wait_all, q)
+    _G.CYCLE_B = nil
+    assert.matches("jobs can never finish: the queue has no workers and nothing left to run", err, 1, true)
+  end)
 end)
 
 describe("closing", function()
   it("fails jobs that had not started and cancels suspended ones", function()
     local q = jobque.new {workers = 1}
     local spinner = q:submit(function() while true do coroutine.yield() end end)
+    -- probe runs on the one worker only in a yield of spinner: spinner has
+    -- started and never finishes, so its dependants cannot have started.
+    local probe = q:submit(function(s) return s:status() end, spinner)
     local pending = {}
-    for i = 1, 5 do pending[i] = q:submit(function() return i end) end
+    for i = 1, 5 do pending[i] = q:after({spinner}, function() return i end) end
+    assert.are.equal("running", probe:wait())
     q:close()
     local ok, err = spinner:pwait()
     assert.is_false(ok)
-    assert.matches("job #" .. spinner:id() .. " was cancelled: its queue closed before it finished", err, 1, true)
+    assert.are.equal("job #" .. spinner:id() .. " was cancelled: its queue closed before it finished", err)
     for i = 1, 5 do
       local okp, res = pending[i]:pwait()
-      assert.is_true(okp == false or res == i) -- finished before the close, or cancelled
+      assert.is_false(okp)
+      assert.are.equal("job #" .. pending[i]:id() .. " was cancelled: its queue closed before it finished", res)
+      assert.are.equal("failed", pending[i]:status())
     end
   end)
 
   it("lets running jobs finish", function()
     local q = jobque.new {workers = 1}
-    local started = q:submit(function() return "quick" end)
-    started:wait()
-    local long = q:submit(function()
-      local t = os.clock()
-      while os.clock() - t < 0.05 do end
-      return "finished"
+    local other <close> = jobque.new {workers = 1}
+    T.stop(false)
+    -- long says it started by setting the flag, which ends `started` (on
+    -- another queue) that the caller waits for; then it works a while.
+    local started = other:submit(function()
+      local flag = require("jobque.core")._test
+      while not flag.stopping() do coroutine.yield() end
     end)
-    while long:status() == "pending" do end -- it has started
+    local long = q:submit(function()
+      require("jobque.core")._test.stop()
+      local s = 0
+      for i = 1, 2000000 do s = s + i % 7 end
+      return "finished", s
+    end)
+    started:wait()
     q:close()
-    assert.are.equal("finished", long:wait())
+    assert.are.same({"finished", 5999997}, {long:wait()})
   end)
 
   it("still answers for jobs of a closed queue", function()
@@ -500,6 +655,23 @@ describe("closing", function()
     assert.are.equal("done", done:status())
     assert.matches("the queue is closed", err_of(q.submit, q, function() end), 1, true)
     assert.matches("the queue is closed", err_of(q.wait_all, q), 1, true)
+    assert.matches("the queue is closed", err_of(q.after, q, {}, function() end), 1, true)
+    assert.matches("the queue is closed", err_of(q.parallel_for, q, 1, 2, function() end), 1, true)
+    assert.are.equal(1, q:workers(), "workers still answers")
+  end)
+
+  it("is closed by the collector when its last handle goes", function()
+    collectgarbage()
+    collectgarbage()
+    local live = T.live_queues()
+    do
+      local q = jobque.new {workers = 1}
+      assert.are.equal(3, q:submit(function() return 3 end):wait())
+      assert.are.equal(live + 1, T.live_queues())
+    end
+    collectgarbage()
+    collectgarbage()
+    assert.are.equal(live, T.live_queues())
   end)
 
   it("cannot be closed from a job", function()

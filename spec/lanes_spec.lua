@@ -145,6 +145,7 @@ describe("lanes", function()
   end)
 
   it("starts, stops and saves safely while other threads record", function()
+    T.stop(false) -- (after_each leaves it set: the threads would stop after one batch)
     local h = spawn(2, RECORD_UNTIL_STOP)
     for round = 1, 25 do
       p.profile_start(200 + round)
@@ -166,7 +167,45 @@ describe("lanes", function()
     end
     T.stop()
     local results = h:join()
-    for _, r in ipairs(results) do assert.is_truthy(tonumber(r), r) end
+    assert.are.equal(2, #results)
+    for _, r in ipairs(results) do assert.is_true((tonumber(r) or 0) >= 100, r) end
+  end)
+
+  it("keeps a lane whose ring could not be allocated, counting its events as dropped", function()
+    if S.sanitized then return end -- (a sanitizer reserves more address space than the limit below)
+    -- A child limited to ~680 MB of address space: the caller's ring of 2^24
+    -- events (512 MB) fits, a worker's second one does not.
+    local script, out = S.tmpfile("noring.lua"), S.tmpfile()
+    S.write(script, [[
+      package.path = "lua/?.lua;" .. package.path
+      package.cpath = arg[2]
+      local p = require "jobque_profile"
+      local jobque = require "jobque"
+      p.profile_start(1 << 24)
+      p.profile_marker("no ring caller", 1)
+      jobque.with_job_que({workers = 1}, function(q) q:submit(function() return 1 end):wait() end)
+      p.profile_stop()
+      assert(p.profile_save(arg[1]))
+    ]])
+    local h = io.popen(("ulimit -v 700000 && %s %s '%s' '%s' 2>&1"):format(S.lua, script, out, package.cpath))
+    local log = h:read("a")
+    assert.is_true(h:close(), log)
+    local t = require("cjson").decode(S.read(out))
+    local info = t.jobqueProfile.laneInfo
+    assert.are.equal(2, #info)
+    assert.are.same({"worker 0", "caller"}, {info[1].name, info[2].name})
+    assert.are.equal("out of memory for this lane's ring", info[1].error)
+    assert.are.equal(0, info[1].recorded)
+    assert.is_true(info[1].dropped >= 1, "the worker's events are counted as dropped")
+    assert.is_nil(info[2].error)
+    assert.are.equal(0, info[2].dropped)
+    assert.are.equal(0, t.jobqueProfile.lostEvents)
+    local full = S.events(t, function(ev) return ev.ph == "i" and ev.name == "lane full: events dropped" end)
+    assert.are.equal(1, #full)
+    assert.are.equal(info[1].tid, full[1].tid)
+    assert.are.equal(info[1].dropped, full[1].args.dropped)
+    assert.are.equal(info[1].fullAtUs, full[1].ts)
+    assert.are.equal(1, #S.markers(t, "no ring caller"))
   end)
 
   it("records from another lua_State into the same session", function()

@@ -120,7 +120,21 @@ describe("queue tracing", function()
         end
       end
     end
-    for id in pairs(into) do assert.is_true(out[id], "flow " .. id .. " ends without a start") end
+    local starts, ends = 0, 0
+    for id in pairs(into) do
+      ends = ends + 1
+      assert.is_true(out[id], "flow " .. id .. " ends without a start")
+    end
+    for id in pairs(out) do
+      starts = starts + 1
+      assert.is_true(into[id], "flow " .. id .. " starts without an end")
+    end
+    -- The run has submits from the caller and from a job, and one await.
+    assert.is_true(starts >= 8, "arrows: " .. starts)
+    assert.are.equal(starts, ends)
+    local resume_arrows = 0
+    for id in pairs(into) do if id % 2 == 1 then resume_arrows = resume_arrows + 1 end end
+    assert.are.equal(1, resume_arrows, "one await -> resume arrow")
   end)
 
   it("records a job's await as an async span, and the caller's waits as slices", function()
@@ -130,7 +144,11 @@ describe("queue tracing", function()
     assert.are.equal(1, #e)
     assert.are.equal(ids.child, b[1].args.awaits)
     assert.are.same(b[1].id2, e[1].id2)
-    assert.is_true(e[1].ts >= b[1].ts)
+    -- The child runs on the parent's worker while the parent is suspended.
+    local child = slices_of(ids.child)[1]
+    assert.is_true(child.ts >= b[1].ts, "the child starts inside the await")
+    assert.is_true(child.ts + child.dur <= e[1].ts + 0.002, "the child ends inside the await")
+    assert.is_true(e[1].ts > b[1].ts)
     local waits = S.events(t, function(ev) return ev.name == "wait" and ev.args.job == ids.parent end)
     assert.are.equal(1, #waits)
     assert.are.equal("caller", lanes[waits[1].tid])

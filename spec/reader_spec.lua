@@ -251,6 +251,28 @@ describe("stats.compute", function()
     local u = f.markers[1]
     assert.same({4, 10, 20, 40, 40}, {u.count, u.min, u.median, u.p95, u.max})
   end)
+
+  -- n units of durations 1..n, in a scrambled order.
+  local function units_of(n)
+    local gaps = {}
+    for i = 1, n do gaps[i] = (i * 11) % n + 1 end -- 11 is prime to 20 and 21: a permutation
+    local events, ts = {}, 0
+    for i = 1, n do
+      events[i] = ('{"ph":"i","s":"g","ts":%d,"pid":1,"tid":1,"name":"u"}'):format(ts)
+      ts = ts + gaps[i]
+    end
+    events[#events + 1] = ('{"ph":"X","ts":0,"dur":%d,"pid":1,"tid":1,"name":"x"}'):format(ts)
+    return stats.compute(load_text("[" .. table.concat(events, ",") .. "]")).markers[1]
+  end
+
+  it("takes the ranks ceil(n/2) and ceil(0.95 n), where an off-by-one rank shows", function()
+    -- n = 20: median rank 10, p95 rank 19 (0.95 n is whole: not 20)
+    local u = units_of(20)
+    assert.same({20, 1, 10, 19, 20}, {u.count, u.min, u.median, u.p95, u.max})
+    -- n = 21: median rank 11, p95 rank ceil(19.95) = 20
+    u = units_of(21)
+    assert.same({21, 1, 11, 20, 21}, {u.count, u.min, u.median, u.p95, u.max})
+  end)
 end)
 
 describe("marker units", function()
@@ -300,6 +322,34 @@ describe("stats.compare", function()
     assert.same({10, 0}, {rows["busy: b"].a, rows["busy: b"].b})
     assert.same({2, 1}, {rows["token units"].a, rows["token units"].b})
     assert.matches("busy: b", report.compare_text(stats.compare(a, b), "a", "b"), 1, true)
+  end)
+end)
+
+describe("report.compare_text", function()
+  it("prints rows written by hand as the golden table", function()
+    local rows = {
+      {label = "duration", group = "range", pre = "duration", a = 200, b = 150, diff = -50, ratio = 0.75, unit = "us"},
+      {label = "events", group = "range", pre = "events", a = 8, b = 8, diff = 0, ratio = 1, unit = ""},
+      {label = "workers: idle", group = "workers", pre = "workers: idle", a = 0.25, b = 0.5, diff = 0.25, ratio = 2,
+       unit = "%"},
+      {label = "workers: parallelism", group = "workers", pre = "workers: parallelism", a = 0.75, b = 0.5,
+       diff = -0.25, ratio = 2 / 3, unit = "x"},
+      {label = "lane worker 0: busy", group = "lane", pre = "lane ", name = "worker 0", post = ": busy", a = 0, b = 20,
+       diff = 20, unit = "us"},
+    }
+    assert.are.equal([[
+a: a.json
+b: b.json
+
+                                 a             b         b - a     b / a
+duration                    200 us        150 us        -50 us     0.75x
+events                           8             8            +0     1.00x
+
+workers: idle                25.0%         50.0%      +25.0 pt     2.00x
+workers: parallelism          0.75          0.50         -0.25     0.67x
+
+lane worker 0: busy           0 us         20 us        +20 us         -
+]], report.compare_text(rows, "a.json", "b.json"))
   end)
 end)
 
@@ -438,8 +488,7 @@ describe("report.json", function()
     local cjson = require "cjson"
     local f = stats.compute(load_text(OURS))
     local back = cjson.decode(report.json(f))
-    assert.equal(f.total.busy, back.total.busy)
-    assert.equal(f.markers[1].units[2].by_category[2].name, back.markers[1].units[2].by_category[2].name)
+    assert.same(f, back)
     assert.same({}, back.dropped.lanes)
     assert.equal('["a\\"\\n\\u0001"]', report.json({"a\"\n\1"}))
     -- as many digits as it takes to read the same number back

@@ -28,11 +28,10 @@ describe("the saved file", function()
     assert.are.equal("jobque_profile", process[1].args.name)
     local names = S.lane_names(t)
     local sorts = S.events(t, function(ev) return ev.ph == "M" and ev.name == "thread_sort_index" end)
-    assert.are.equal(t.jobqueProfile.lanes, #sorts)
-    for _, ev in ipairs(sorts) do
-      assert.is_string(names[ev.tid])
-      assert.are.equal(ev.tid - 1, ev.args.sort_index)
-    end
+    assert.are.equal(1, t.jobqueProfile.lanes)
+    assert.are.equal(1, #sorts)
+    assert.are.equal("caller", names[sorts[1].tid])
+    assert.are.equal(sorts[1].tid - 1, sorts[1].args.sort_index)
   end)
 
   it("uses non-zero pid and tid on every event, as Perfetto needs", function()
@@ -55,16 +54,122 @@ describe("the saved file", function()
   end)
 
   it("measures time in real microseconds", function()
+    -- The system's clock, read by another process, brackets a 50 ms sleep;
+    -- the markers bracket the readings.
+    local function wall_ns()
+      local h = assert(io.popen("date +%s%N"))
+      local ns = math.tointeger(tonumber(h:read("l")))
+      h:close()
+      return assert(ns, "date gave no time")
+    end
     local m = p.profile_marker_id("file clock")
     p.profile_start(64)
     p.profile_marker(m, 0)
-    local t0 = os.clock()
-    while os.clock() - t0 < 0.05 do end -- 50 ms of this thread's CPU time
+    local w0 = wall_ns()
+    assert(os.execute("sleep 0.05"))
+    local w1 = wall_ns()
     p.profile_marker(m, 1)
     p.profile_stop()
     local marks = S.markers(S.save(p), "file clock")
-    local us = marks[2].ts - marks[1].ts
-    assert.is_true(us >= 45000 and us < 1000000, "measured " .. us .. " us for 50 ms")
+    assert.are.equal(2, #marks)
+    local us, wall_us = marks[2].ts - marks[1].ts, (w1 - w0) / 1000
+    assert.is_true(wall_us >= 50000, "the sleep took " .. wall_us .. " us")
+    assert.is_true(us >= wall_us * 0.99 and us < wall_us + 1000000,
+      ("measured %.3f us over %.3f us of the system's clock"):format(us, wall_us))
+  end)
+
+  it("names every job's slices by category, marks failures, and tells a wait from a wait all", function()
+    local named = p.profile_category("file named")
+    local ids = {}
+    p.profile_start(1000)
+    jobque.with_job_que({workers = 1}, function(q)
+      local plain = q:submit(function() return 1 end)
+      p.profile_tag(named)
+      local bad = q:submit(function() error("file boom", 0) end)
+      p.profile_tag(7777) -- never registered
+      local tagged = q:submit(function() return 3 end)
+      p.profile_tag(0)
+      ids = {plain = plain:id(), bad = bad:id(), tagged = tagged:id()}
+      plain:wait()
+      bad:pwait()
+      tagged:wait()
+      q:wait_all()
+    end)
+    p.profile_stop()
+    local t = S.save(p)
+    local lanes = S.lane_names(t)
+    local function slice(job)
+      local found = S.events(t, function(ev) return ev.ph == "X" and ev.cat == "job" and ev.args.job == job end)
+      assert.are.equal(1, #found, "slices of job " .. job)
+      return found[1]
+    end
+    local a, b, c = slice(ids.plain), slice(ids.bad), slice(ids.tagged)
+    assert.are.equal("job", a.name)
+    assert.are.same({job = ids.plain}, a.args)
+    assert.are.equal("file named", b.name)
+    assert.are.same({job = ids.bad, failed = true, error = "file boom"}, b.args)
+    assert.are.equal("tag 7777", c.name)
+    assert.are.same({job = ids.tagged}, c.args)
+    local waits = S.events(t, function(ev) return ev.cat == "wait" and ev.name == "wait" end)
+    assert.are.equal(3, #waits)
+    for i, job in ipairs{ids.plain, ids.bad, ids.tagged} do
+      assert.are.same({job = job}, waits[i].args)
+      assert.are.equal("caller", lanes[waits[i].tid])
+    end
+    local all = S.events(t, function(ev) return ev.cat == "wait" and ev.name == "wait all" end)
+    assert.is_true(#all >= 1, "q:wait_all() records a wait all")
+    for _, ev in ipairs(all) do
+      assert.is_nil(ev.args)
+      assert.are.equal("caller", lanes[ev.tid])
+      assert.is_true(ev.ts >= waits[3].ts)
+    end
+  end)
+
+  it("counts the bytes each copy moved: none for no values, a string's bytes and a little more", function()
+    p.profile_start(1000)
+    local ids = {}
+    jobque.with_job_que({workers = 1}, function(q)
+      local none = q:submit(function() end)
+      local text = q:submit(function() return ("x"):rep(1000) end)
+      none:wait()
+      text:wait()
+      ids = {none = none:id(), text = text:id()}
+    end)
+    p.profile_stop()
+    local t = S.save(p)
+    local function bytes(name, job)
+      local found = S.events(t, function(ev) return ev.cat == "copy" and ev.name == name and ev.args.job == job end)
+      assert.are.equal(1, #found, name .. " of job " .. job)
+      return found[1].args.bytes
+    end
+    assert.are.equal(0, bytes("copy out", ids.none))
+    assert.are.equal(0, bytes("copy result", ids.none))
+    local out = bytes("copy out", ids.text)
+    assert.is_true(out > 1000 and out <= 1016, "a 1000-byte string and its length: " .. out)
+    assert.are.equal(out, bytes("copy result", ids.text))
+  end)
+
+  it("says which clock it used and the process's pid", function()
+    local script = S.tmpfile("clock.lua")
+    S.write(script, [[
+      package.path = "lua/?.lua;" .. package.path
+      package.cpath = arg[2]
+      local p = require "jobque_profile"
+      p.profile_start(4) p.profile_marker("x", 0) p.profile_stop()
+      assert(p.profile_save(arg[1]))
+    ]])
+    local out = S.tmpfile()
+    local h = io.popen(("sh -c 'echo $$; exec env JOBQUE_PROFILE_CLOCK=monotonic %s %s %s \"$0\"' '%s'"):format(
+      S.lua, script, out, package.cpath))
+    local pid = math.tointeger(tonumber(h:read("l")))
+    assert.is_true(h:close())
+    local jp = cjson.decode(S.read(out)).jobqueProfile
+    assert.are.equal("monotonic", jp.clock)
+    assert.are.equal(pid, jp.pid)
+    one_session("file clock here")
+    local here = S.save(p)
+    assert.is_true(here.jobqueProfile.clock == "tsc" or here.jobqueProfile.clock == "monotonic")
+    assert.are_not.equal(pid, here.jobqueProfile.pid)
   end)
 
   it("lists categories, markers and lanes in jobqueProfile", function()
@@ -100,10 +205,12 @@ describe("the saved file", function()
     assert.are.equal(#jp.laneInfo, jp.lanes)
     assert.are.equal(2, jp.lanes) -- the worker and the caller
     assert.matches('"lanes":2,', text, 1, true)
+    assert.are.equal(2, #jp.laneInfo)
+    local names = {"worker 0", "caller"}
     for i, lane in ipairs(jp.laneInfo) do
       assert.are.equal(i, lane.tid)
-      assert.is_string(lane.name)
-      assert.is_number(lane.recorded)
+      assert.are.equal(names[i], lane.name)
+      assert.is_true(lane.recorded > 0, lane.name .. " recorded its events")
       assert.are.equal(0, lane.dropped)
     end
   end)

@@ -7,6 +7,8 @@ local tmpdir = os.tmpname()
 os.remove(tmpdir)
 assert(os.execute("mkdir -p '" .. tmpdir .. "'"))
 S.tmpdir = tmpdir
+-- Removed when the process closes its state (busted exits with os.exit(code, true)).
+S.cleanup = setmetatable({}, {__gc = function() os.execute("rm -rf '" .. tmpdir .. "'") end})
 
 local counter = 0
 function S.tmpfile(name)

@@ -426,7 +426,8 @@ static int l_queue_tostring(lua_State *L) {
   if (!h->q)
     lua_pushliteral(L, "jobque.queue (closed)");
   else
-    lua_pushfstring(L, "jobque.queue %s(%d workers)", h->q->name, h->q->nworkers);
+    lua_pushfstring(L, "jobque.queue %s%s(%d workers)", h->q->name, h->q->name[0] ? " " : "",
+                    h->q->nworkers);
   return 1;
 }
 
