@@ -2,7 +2,7 @@
 --
 -- Workers are OS threads, each with its own lua_State; a job is a Lua
 -- function copied to a worker (bytecode and upvalues) with copied
--- arguments, run there as a coroutine. See README.md.
+-- arguments, run there as a coroutine. See docs/queue.md.
 local core = require "jobque.core"
 
 local M = {}

@@ -2,7 +2,7 @@
 --
 -- Every function here is a C function of jobque.core itself: calling
 -- `profile_marker` costs one Lua-to-C call, with no Lua wrapper in between.
--- See README.md for the API and the saved file.
+-- See docs/profiler.md for the API and docs/trace-format.md for the saved file.
 local core = require "jobque.core"
 
 local M = {}
