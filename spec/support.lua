@@ -103,20 +103,6 @@ function S.paths()
   return "lua/?.lua;" .. package.path, package.cpath
 end
 
--- Loads `page` in headless Chromium (with the URL fragment `fragment`);
--- returns the state the page published (document.body.dataset.state).
-function S.open_page(page, fragment)
-  local profile = S.tmpfile("chromium")
-  local url = "file://" .. page .. (fragment or "")
-  local flags = ("--headless --no-sandbox --disable-gpu --disable-background-networking "
-                 .. "--user-data-dir='%s' --window-size=1200,500"):format(profile)
-  local dom = io.popen(("chromium %s --dump-dom '%s' 2>/dev/null"):format(flags, url)):read("a")
-  local state = dom:match('data%-state="([^"]*)"')
-  assert(state, "the page published no state: " .. dom:sub(1, 300))
-  state = state:gsub("&quot;", '"'):gsub("&lt;", "<"):gsub("&gt;", ">"):gsub("&amp;", "&")
-  return cjson.decode(state)
-end
-
 -- FNV-1a over the bytes of s, written here independently of the C code.
 function S.fnv1a(s)
   local h = 2166136261
@@ -126,8 +112,10 @@ function S.fnv1a(s)
   return h
 end
 
--- Loads `page` in headless Chromium; returns the state the page published
--- and the DOM Chromium dumped.
+-- Loads `page` in headless Chromium (with the URL fragment `fragment`, a
+-- screenshot saved to `screenshot` when given, the window `size`); returns
+-- the state the page published (document.body.dataset.state) and the DOM
+-- Chromium dumped.
 function S.open_page(page, fragment, screenshot, size)
   local profile = S.tmpfile("chromium")
   local url = "file://" .. page .. (fragment or "")
