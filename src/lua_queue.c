@@ -263,8 +263,9 @@ static void push_error(lua_State *L, jq_job *job) {
   }
   lua_pushliteral(L, ": ");
   push_own_error(L, job->chain_root);
-  if (!lua_isstring(L, -1)) {
-    lua_pushstring(L, luaL_typename(L, -1));
+  if (!lua_isstring(L, -1)) { /* a table (or other) error: say where to get it */
+    lua_pushfstring(L, "its error is a %s value (pwait on job #%I gets it)", luaL_typename(L, -1),
+                    (LUAI_UACINT)job->chain_root->id);
     lua_remove(L, -2);
   }
   lua_concat(L, lua_gettop(L) - top);
