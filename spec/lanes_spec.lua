@@ -102,6 +102,28 @@ describe("lanes", function()
     assert.are.equal(2, f.others.lanes)
   end)
 
+  it("counts the events of threads that get no lane as lost, in the file and the report", function()
+    p.profile_start(64)
+    p.profile_marker("lane lost", 0) -- the caller has its lane
+    T.lanes_full(true) -- as when every lane is taken
+    local ok, err = pcall(function() spawn(2, RECORD_N:format(5)):join() end)
+    T.lanes_full(false)
+    assert(ok, err)
+    p.profile_stop()
+    local jp = S.save(p).jobqueProfile
+    assert.are.equal(10, jp.lostEvents) -- 2 threads x 5 markers
+    assert.are.equal(1, jp.lanes)
+    assert.are.equal("caller", jp.laneInfo[1].name)
+    local path_ = os.tmpname()
+    assert(p.profile_save(path_))
+    local stats = require "jobque_profile.stats"
+    local report = require "jobque_profile.report"
+    local model = assert(require("jobque_profile.trace").load(path_))
+    os.remove(path_)
+    local text = report.text(stats.compute(model), model)
+    assert.matches("10 events of threads that got no lane were lost", text, 1, true)
+  end)
+
   it("gives lanes only to threads that record in this session", function()
     spawn(2, RECORD_N:format(5)):join() -- tracing off: no lanes
     p.profile_start(100)

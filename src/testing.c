@@ -196,6 +196,12 @@ static int l_replace_without_tmpfile(lua_State *L) {
   return 0;
 }
 
+/* lanes_full(on): threads without a lane get none, as if every lane were taken. */
+static int l_lanes_full(lua_State *L) {
+  jq_trace_test_lanes_full(lua_toboolean(L, 1));
+  return 0;
+}
+
 void jq_open_testing(lua_State *L, lua_CFunction open_core) {
   if (luaL_newmetatable(L, HANDLE)) {
     lua_pushcfunction(L, l_gc);
@@ -214,6 +220,7 @@ void jq_open_testing(lua_State *L, lua_CFunction open_core) {
                                    {"reset_counts", l_reset_counts},
                                    {"replace_without_tmpfile", l_replace_without_tmpfile},
                                    {"set_next_queue_seq", l_set_next_queue_seq},
+                                   {"lanes_full", l_lanes_full},
                                    {NULL, NULL}};
   luaL_newlib(L, funcs);
   lua_pushcfunction(L, open_core);

@@ -162,17 +162,24 @@ static int lane_reset(jq_lane *lane, uint32_t state) {
 }
 
 /* The calling thread's lane struct, made or recycled; lanes_mu held. */
+#ifdef JQ_TESTING
+static int test_lanes_full; /* (lanes_mu) specs: no new lane for any thread */
+#define LANES_FULL test_lanes_full
+#else
+#define LANES_FULL 0
+#endif
+
 static jq_lane *lane_for_thread(uint32_t state) {
   jq_lane *lane = jq_self.lane;
   if (lane)
     return lane;
-  for (int i = 0; i < all_count && !lane; i++) /* a lane of an exited thread */
+  for (int i = 0; i < all_count && !lane && !LANES_FULL; i++) /* a lane of an exited thread */
     if (all_lanes[i]->dead && all_lanes[i]->gen != state)
       lane = all_lanes[i];
   if (lane) {
     lane->dead = 0;
   } else {
-    if (all_count == JQ_MAX_LANES)
+    if (all_count == JQ_MAX_LANES || LANES_FULL)
       return NULL;
     lane = aligned_alloc(64, sizeof(jq_lane));
     if (!lane)
@@ -309,6 +316,12 @@ int jq_trace_lane_structs(void) {
   int n = all_count;
   pthread_mutex_unlock(&lanes_mu);
   return n;
+}
+
+void jq_trace_test_lanes_full(int on) {
+  pthread_mutex_lock(&lanes_mu);
+  test_lanes_full = on;
+  pthread_mutex_unlock(&lanes_mu);
 }
 #endif
 

@@ -74,6 +74,9 @@ int jq_trace_save(const char *path, char *err, size_t errlen, int *errnum);
 #ifdef JQ_TESTING
 /* Number of lanes ever created (for the thread-reuse spec). */
 int jq_trace_lane_structs(void);
+/* While on, a thread without a lane gets none, as when JQ_MAX_LANES are
+ * taken: its events are lost (and counted). */
+void jq_trace_test_lanes_full(int on);
 #endif
 
 #endif

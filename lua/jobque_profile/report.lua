@@ -153,15 +153,19 @@ function M.text(f, model)
       model.clock and (" (clock " .. M.shown(model.clock) .. ")") or "", #model.lanes,
       #model.lanes == 1 and "" or "s", f.events)
   say("range %.3f .. %.3f us since the session's start (%s)", r.from - t0, r.to - t0, M.us(r.duration))
-  if f.dropped.events > 0 or (f.dropped.lost or 0) > 0 then
+  if f.dropped.events > 0 then
     say("")
-    say("WARNING: the trace is truncated: %d events were dropped because lanes filled%s.",
-        f.dropped.events, (f.dropped.lost or 0) > 0 and (", %d more were lost"):format(f.dropped.lost) or "")
+    say("WARNING: the trace is truncated: %d events were dropped because lanes filled.", f.dropped.events)
     for _, l in ipairs(f.dropped.lanes) do
       say("  %s filled at %.3f us and dropped %d events: it is not idle after that,",
           M.shown(l.name), (l.full_at or t0) - t0, l.dropped)
     end
     say("  only unrecorded. Record fewer events or pass a larger size to profile_start.")
+  end
+  if (f.dropped.lost or 0) > 0 then
+    say("")
+    say("WARNING: %d events of threads that got no lane were lost (more threads recorded at once", f.dropped.lost)
+    say("  than the session has lanes for): what those threads did is not in the trace.")
   end
   say("")
   -- Worker lanes first, then the caller and the others, each in lane order;
