@@ -141,18 +141,9 @@ function M.copies_lines(f)
   return out
 end
 
---- The report of one trace: figures from stats.compute, model from trace.load.
--- Times are microseconds since the session's start (f.range.t0).
-function M.text(f, model)
-  local out = {}
-  local function say(fmt, ...) out[#out + 1] = fmt:format(...) end
-  local r = f.range
-  local t0 = r.t0 or model.t0 or 0
-  say("%s: %s trace%s, %d lane%s, %d events", M.shown(model.path or "trace", false),
-      model.format == "jobque" and "jobque" or "Chrome",
-      model.clock and (" (clock " .. M.shown(model.clock) .. ")") or "", #model.lanes,
-      #model.lanes == 1 and "" or "s", f.events)
-  say("range %.3f .. %.3f us since the session's start (%s)", r.from - t0, r.to - t0, M.us(r.duration))
+-- The warnings of a truncated trace: lanes that filled, events of threads
+-- that got no lane.
+local function truncation_lines(f, t0, say)
   if f.dropped.events > 0 then
     say("")
     say("WARNING: the trace is truncated: %d events were dropped because lanes filled.", f.dropped.events)
@@ -167,6 +158,21 @@ function M.text(f, model)
     say("WARNING: %d events of threads that got no lane were lost (more threads recorded at once", f.dropped.lost)
     say("  than the session has lanes for): what those threads did is not in the trace.")
   end
+end
+
+--- The report of one trace: figures from stats.compute, model from trace.load.
+-- Times are microseconds since the session's start (f.range.t0).
+function M.text(f, model)
+  local out = {}
+  local function say(fmt, ...) out[#out + 1] = fmt:format(...) end
+  local r = f.range
+  local t0 = r.t0 or model.t0 or 0
+  say("%s: %s trace%s, %d lane%s, %d events", M.shown(model.path or "trace", false),
+      model.format == "jobque" and "jobque" or "Chrome",
+      model.clock and (" (clock " .. M.shown(model.clock) .. ")") or "", #model.lanes,
+      #model.lanes == 1 and "" or "s", f.events)
+  say("range %.3f .. %.3f us since the session's start (%s)", r.from - t0, r.to - t0, M.us(r.duration))
+  truncation_lines(f, t0, say)
   say("")
   -- Worker lanes first, then the caller and the others, each in lane order;
   -- then a line per group.
