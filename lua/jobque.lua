@@ -40,7 +40,9 @@ end
 -- (which must not tail-call it).
 local function new(fname, opts, level)
   local workers, init, name = check_options(fname, opts, level + 2)
-  return core.queue_new(workers, init, name, package.path, package.cpath)
+  local ok, q = pcall(core.queue_new, workers, init, name, package.path, package.cpath)
+  if not ok then error(("%s: %s"):format(fname, tostring(q)), level + 1) end
+  return q
 end
 
 --- A new queue. Close it with q:close(), or let `local q <close> = ...` do it.

@@ -102,6 +102,12 @@ describe("a queue", function()
     local err = err_of(jobque.new, {workers = 1, init = function() return up end})
     assert.matches("jobque.new: option 'init' cannot be sent to a worker: option 'init' #1, upvalue 'up': "
       .. "userdata cannot be sent to a worker", err, 1, true)
+    -- At the user's call, not inside jobque.lua; named after the function called.
+    local ok, err2 = pcall(function()
+      jobque.with_job_que({workers = 1, init = function() return up end}, function() end)
+    end)
+    assert.is_false(ok)
+    assert.matches("^spec/jobque_spec%.lua:%d+: jobque%.with_job_que: option 'init' cannot be sent", err2)
   end)
 
   it("closes with <close>, and close is idempotent", function()

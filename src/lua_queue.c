@@ -349,8 +349,9 @@ static long release(lua_State *L, qhandle *h) {
 }
 
 /* core.queue_new(workers, init, name, path, cpath) -> queue; jobque.lua checks
- * the options and names them in its messages. Upvalue 1: the opener of
- * jobque.core, for the workers' states. */
+ * the options and names them in its messages. Its other errors carry no
+ * position and no function name: jobque.lua adds both, the user's. Upvalue
+ * 1: the opener of jobque.core, for the workers' states. */
 static int l_queue_new(lua_State *L) {
   lua_Integer n = luaL_checkinteger(L, 1);
   luaL_argcheck(L, n >= 0 && n <= JQ_MAX_WORKERS, 1, "workers must be in 0..256");
@@ -362,12 +363,15 @@ static int l_queue_new(lua_State *L) {
   jq_buf init = JQ_BUF_INIT;
   char err[512];
   if (!lua_isnil(L, 2) &&
-      jq_encode(L, 2, 1, &init, "option 'init'", 1, &job_handles, err, sizeof err) != 0)
-    return luaL_error(L, "jobque.new: option 'init' cannot be sent to a worker: %s", err);
+      jq_encode(L, 2, 1, &init, "option 'init'", 1, &job_handles, err, sizeof err) != 0) {
+    lua_pushfstring(L, "option 'init' cannot be sent to a worker: %s", err);
+    return lua_error(L);
+  }
   jq_queue *q = jq_queue_new((int)n, name, path, cpath);
   if (!q) {
     jq_buf_free(&init);
-    return luaL_error(L, "jobque.new: out of memory");
+    lua_pushliteral(L, "out of memory");
+    return lua_error(L);
   }
   q->init = init;
   q->handles = &job_handles;
@@ -382,9 +386,9 @@ static int l_queue_new(lua_State *L) {
                  : jq_run_init(q, L, q->init_error, sizeof q->init_error);
   if (rc != 0) {
     if (q->start_failed)
-      lua_pushfstring(L, "jobque.new: %s", q->init_error);
+      lua_pushstring(L, q->init_error);
     else
-      lua_pushfstring(L, "jobque.new: option 'init' failed: %s", q->init_error);
+      lua_pushfstring(L, "option 'init' failed: %s", q->init_error);
     release(L, h);
     return lua_error(L);
   }
