@@ -271,8 +271,9 @@ describe("profile_save", function()
   end)
 
   -- A child saves a large trace and is killed (SIGKILL) in the middle of
-  -- writing it: once it has a file open in `dir` (its temporary, named or
-  -- anonymous), seen through /proc.
+  -- writing it: the save stops for good after its first write (a test
+  -- hook), and the child is killed once it is seen, through /proc, with a
+  -- file open in `dir` (its temporary, named or anonymous).
   local function killed_save(dir, fallback)
     local script = S.tmpfile("killed.lua")
     S.write(script, [[
@@ -285,6 +286,7 @@ describe("profile_save", function()
       p.profile_start(1000000)
       for i = 1, 1000000 do p.profile_marker(m, i) end
       p.profile_stop()
+      core._test.hang_after_write(true)
       p.profile_save(arg[1])
       print("not killed")
     ]])

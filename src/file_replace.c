@@ -35,8 +35,18 @@ void jq_replace_test_without_tmpfile(int on) {
   atomic_store(&without_tmpfile, on);
 }
 #define WITHOUT_TMPFILE() atomic_load(&without_tmpfile)
+static _Atomic int hang_after_write;
+void jq_replace_test_hang_after_write(int on) {
+  atomic_store(&hang_after_write, on);
+}
+/* The killed-save specs: stop for good (until killed) with a file half written. */
+static void maybe_hang(void) {
+  while (atomic_load(&hang_after_write))
+    pause();
+}
 #else
 #define WITHOUT_TMPFILE() 0
+static void maybe_hang(void) {}
 #endif
 
 int jq_write_all(int fd, const void *p, size_t n) {
@@ -49,6 +59,7 @@ int jq_write_all(int fd, const void *p, size_t n) {
       return k < 0 ? errno : EIO;
     q += k;
     n -= (size_t)k;
+    maybe_hang();
   }
   return 0;
 }

@@ -69,6 +69,9 @@ const char *jq_replace_reason_at(const jq_replace *r, int rc, const char *path, 
 #ifdef JQ_TESTING
 /* Non-zero: act as if the file system had no O_TMPFILE. */
 void jq_replace_test_without_tmpfile(int on);
+/* Non-zero: the next write of a file blocks for good after its first bytes
+ * (the killed-save specs kill the process then, deterministically). */
+void jq_replace_test_hang_after_write(int on);
 #endif
 
 #endif

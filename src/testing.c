@@ -190,6 +190,12 @@ static int l_set_next_queue_seq(lua_State *L) {
   return 0;
 }
 
+/* hang_after_write(on): a file write stops for good after its first bytes. */
+static int l_hang_after_write(lua_State *L) {
+  jq_replace_test_hang_after_write(lua_toboolean(L, 1));
+  return 0;
+}
+
 /* replace_without_tmpfile(on): file writes take the fallback path. */
 static int l_replace_without_tmpfile(lua_State *L) {
   jq_replace_test_without_tmpfile(lua_toboolean(L, 1));
@@ -219,6 +225,7 @@ void jq_open_testing(lua_State *L, lua_CFunction open_core) {
                                    {"double_finishes", l_double_finishes},
                                    {"reset_counts", l_reset_counts},
                                    {"replace_without_tmpfile", l_replace_without_tmpfile},
+                                   {"hang_after_write", l_hang_after_write},
                                    {"set_next_queue_seq", l_set_next_queue_seq},
                                    {"lanes_full", l_lanes_full},
                                    {NULL, NULL}};
