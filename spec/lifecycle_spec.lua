@@ -4,6 +4,7 @@
 -- AddressSanitizer build bypasses the job pool, so a job finished twice or
 -- freed while in use shows as a use after free there.
 local jobque = require "jobque"
+local profile = require "jobque_profile"
 local T = require("jobque.core")._test
 local S = require "support"
 
@@ -316,12 +317,13 @@ end)
 describe("a job that yields in a loop", function()
   for _, workers in ipairs({0, 1}) do
     it("does not starve the jobs queued behind it (" .. workers .. " workers)", function()
+      profile.profile_start(1000000) -- the trace says when `other` was queued (room for every slice below)
       jobque.with_job_que({workers = workers}, function(q)
         local spinner = q:submit(function()
           local k = 0
           while not _G.LIFECYCLE_DONE do
             k = k + 1
-            if k > 1e5 then error("starved: the other job never ran", 0) end
+            if k > 500000 then error("starved: the other job never ran", 0) end
             coroutine.yield()
           end
           return k
@@ -330,9 +332,30 @@ describe("a job that yields in a loop", function()
         assert.are.same({true, "ran"}, {other:pwait()})
         local ok, k = spinner:pwait()
         assert.is_true(ok, k)
-        assert.is_true(k <= 2, "the spinner ran " .. tostring(k) .. " slices first")
+        if workers == 0 then -- both wait in the queue until the caller waits: no race
+          assert.is_true(k <= 2, "the spinner ran " .. tostring(k) .. " slices first")
+        else -- the spinner may yield for a while before `other` is submitted: count from then on
+          profile.profile_stop()
+          local t = S.save(profile)
+          local submitted, first_other
+          for _, ev in ipairs(t.traceEvents) do
+            local job = ev.args and ev.args.job
+            if ev.cat == "submit" and job == other:id() then submitted = ev.ts + ev.dur end
+            if ev.cat == "job" and job == other:id() then first_other = first_other or ev.ts end
+          end
+          assert.is_number(submitted)
+          assert.is_number(first_other)
+          local after = 0
+          for _, ev in ipairs(t.traceEvents) do
+            if ev.cat == "job" and ev.args.job == spinner:id() and ev.ts > submitted and ev.ts < first_other then
+              after = after + 1
+            end
+          end
+          assert.is_true(after <= 2, "the spinner ran " .. after .. " slices after the other job was queued")
+        end
       end)
       _G.LIFECYCLE_DONE = nil
+      profile.profile_stop()
     end)
   end
 end)
