@@ -53,10 +53,8 @@ typedef struct jhandle {
 static int raise_at(lua_State *L, int level, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  luaL_where(L, level);
-  lua_pushvfstring(L, fmt, ap);
+  jq_push_error_at(L, level, fmt, ap);
   va_end(ap);
-  lua_concat(L, 2);
   return lua_error(L);
 }
 

@@ -676,15 +676,18 @@ static int all_finished(void *arg) {
   return jq_queue_unfinished(arg) <= 0;
 }
 
-/* Pushes fmt's message, positioned at the function `level` levels up (1:
- * the caller of the C function, as luaL_error does); returns JQ_WAIT_ERROR. */
+void jq_push_error_at(lua_State *L, int level, const char *fmt, va_list ap) {
+  luaL_where(L, level);
+  lua_pushvfstring(L, fmt, ap);
+  lua_concat(L, 2);
+}
+
+/* jq_push_error_at's message; returns JQ_WAIT_ERROR. */
 static int wait_error(lua_State *L, int level, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  luaL_where(L, level);
-  lua_pushvfstring(L, fmt, ap);
+  jq_push_error_at(L, level, fmt, ap);
   va_end(ap);
-  lua_concat(L, 2);
   return JQ_WAIT_ERROR;
 }
 

@@ -12,6 +12,8 @@
 #ifndef JQ_WORKER_H
 #define JQ_WORKER_H
 
+#include <stdarg.h>
+
 #include <lua.h>
 
 #include "queue.h"
@@ -28,6 +30,10 @@ void jq_workers_stop(jq_queue *q, lua_State *L);
 
 /* The queue of the job running in this state right now, or NULL. */
 jq_queue *jq_running_queue(lua_State *L);
+
+/* Pushes fmt's message (lua_pushvfstring), positioned at the function
+ * `level` levels up (1: the caller of the C function, as luaL_error does). */
+void jq_push_error_at(lua_State *L, int level, const char *fmt, va_list ap);
 
 /* What jq_wait did. */
 enum { JQ_WAIT_DONE, JQ_WAIT_YIELD, JQ_WAIT_ERROR };
