@@ -126,6 +126,19 @@ extern _Thread_local jq_thread jq_self JQ_TLS_MODEL;
  * counted. */
 jq_lane *jq_lane_join(uint32_t state);
 
+/* Announces a write to the lane, before the recorder re-checks the session.
+ * The controller's membarrier() orders the two for us; on kernels without
+ * it a seq_cst exchange does (see the protocol in trace.c). */
+static inline void jq_lane_announce(jq_lane *lane) {
+  extern int jq_need_fence;
+  if (JQ_UNLIKELY(jq_need_fence)) {
+    atomic_exchange_explicit(&lane->busy, 1, memory_order_seq_cst);
+  } else {
+    atomic_store_explicit(&lane->busy, 1, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+  }
+}
+
 /* Records one event on the calling thread's lane; does nothing when no
  * session is armed. `t0` 0 means now; `cat` is an op tag. */
 static inline void jq_ring_put(uint8_t kind, uint8_t flags, uint16_t cat, uint32_t id,
@@ -140,16 +153,7 @@ static inline void jq_ring_put(uint8_t kind, uint8_t flags, uint16_t cat, uint32
     if (lane == NULL)
       return;
   }
-  /* Announce the write, then re-check the session. The controller's
-   * membarrier() orders the two for us; on kernels without it a seq_cst
-   * exchange does (see the protocol in trace.c). */
-  extern int jq_need_fence;
-  if (JQ_UNLIKELY(jq_need_fence)) {
-    atomic_exchange_explicit(&lane->busy, 1, memory_order_seq_cst);
-  } else {
-    atomic_store_explicit(&lane->busy, 1, memory_order_relaxed);
-    atomic_signal_fence(memory_order_seq_cst);
-  }
+  jq_lane_announce(lane); /* then re-check the session */
   if (JQ_LIKELY(atomic_load_explicit(&jq_session_state, memory_order_seq_cst) == state)) {
     uint64_t now = t0 ? t0 : jq_clock_ticks();
     uint64_t i = lane->count;
@@ -201,13 +205,7 @@ static inline void jq_ring_put_text(uint16_t cat, int64_t job, const char *text,
       len--;
     flags = JQ_TEXT_CUT;
   }
-  extern int jq_need_fence;
-  if (JQ_UNLIKELY(jq_need_fence)) {
-    atomic_exchange_explicit(&lane->busy, 1, memory_order_seq_cst);
-  } else {
-    atomic_store_explicit(&lane->busy, 1, memory_order_relaxed);
-    atomic_signal_fence(memory_order_seq_cst);
-  }
+  jq_lane_announce(lane);
   if (atomic_load_explicit(&jq_session_state, memory_order_seq_cst) == state) {
     uint64_t i = lane->count, need = 1 + jq_text_slots((uint32_t)len);
     if (i < lane->cap && lane->cap - i >= need) {
