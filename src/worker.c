@@ -242,6 +242,17 @@ static void drop_coroutine(lua_State *L, jq_job *job, lua_State *co) {
   }
 }
 
+/* The end of a job's last slice: its coroutine (on the top of L, pushed by
+ * the slice) is let go and the job finishes in `state`. Returns with mu
+ * held. */
+static void end_job(jq_runner *r, lua_State *L, jq_job *job, lua_State *co, int state) {
+  drop_coroutine(L, job, co);
+  lua_pop(L, 1);
+  pthread_mutex_lock(&r->w->q->mu);
+  job->on_cpu = 0;
+  jq_queue_finish(r->w->q, job, state);
+}
+
 /* A suspended job of a closing queue: it fails without resuming. Called
  * and returns with mu held. It finishes before mu is dropped, so a job it
  * awaited that ends meanwhile finds it finished and does not resume it;
@@ -284,11 +295,7 @@ static lua_State *start_job(jq_runner *r, jq_job *job, int *nargs, uint64_t *t0)
     store_error(L, co, job, 0);
     if (*t0)
       put_error_text(co, job);
-    drop_coroutine(L, job, co);
-    lua_pop(L, 1);
-    pthread_mutex_lock(&r->w->q->mu);
-    job->on_cpu = 0;
-    jq_queue_finish(r->w->q, job, JQ_JOB_FAILED);
+    end_job(r, L, job, co, JQ_JOB_FAILED);
     return NULL;
   }
   *nargs = lua_gettop(co) - 1;
@@ -385,11 +392,7 @@ static void finish_job(jq_runner *r, jq_job *job, lua_State *co, int status, int
     if (failed)
       put_error_text(co, job);
   }
-  drop_coroutine(L, job, co);
-  lua_pop(L, 1);
-  pthread_mutex_lock(&r->w->q->mu);
-  job->on_cpu = 0;
-  jq_queue_finish(r->w->q, job, done_state);
+  end_job(r, L, job, co, done_state);
 }
 
 /* Runs one slice of `job` (started now, or resumed) in r's state. Called
