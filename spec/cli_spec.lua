@@ -50,7 +50,8 @@ end
 
 -- The report of trace a, checked line by line by hand: range 200 us; worker
 -- busy 50 + 100, idle 1 - 150 / 200; the caller only waits; all lanes idle
--- 1 - 150 / (200 x 2); 8 events (5 markers, 3 slices); units 10 20 30 40
+-- 1 - 150 / (200 x 2); 8 events (5 markers, 3 slices), the caller's 6 (its
+-- wait and the 5 markers it stamped), the worker's 2; units 10 20 30 40
 -- 100: median (rank 3) 30, p95 (rank 5) 100; busy per unit 10 20 20 0 100.
 local GOLDEN_REPORT = [[
 %s: Chrome trace, 2 lanes, 8 events
@@ -58,11 +59,11 @@ range 0.000 .. 200.000 us since the session's start (200 us)
 
 lane                  role          busy        wait     idle    events
 worker 0              worker      150 us        0 us    25.0%%         2
-caller                caller        0 us       60 us   100.0%%         1
+caller                caller        0 us       60 us   100.0%%         6
 
 group                               busy        wait     idle    events  parallelism
 workers                           150 us        0 us    25.0%%         2  0.75 of 1 worker lane
-caller & other lanes                0 us       60 us   100.0%%         1  0.00 of 1 lane
+caller & other lanes                0 us       60 us   100.0%%         6  0.00 of 1 lane
 all lanes                         150 us       60 us    62.5%%         8  0.75 of 2 lanes
 (parallelism: busy lanes on average; idle: 1 - busy / (range x lanes) of the group)
 
@@ -104,6 +105,9 @@ describe("jobque-profile on traces worked out by hand", function()
     assert.are.equal(8, f.events)
     assert.are.same({lanes = 1, busy = 150, wait = 0, idle = 0.25, parallelism = 0.75, events = 2}, f.workers)
     assert.are.same({lanes = 2, busy = 150, wait = 60, idle = 0.625, parallelism = 0.75, events = 8}, f.total)
+    -- A lane's events include the markers stamped on it: the caller's 5 and its wait.
+    assert.are.same({"worker 0", 2, "caller", 6}, {f.lanes[1].name, f.lanes[1].events, f.lanes[2].name, f.lanes[2].events})
+    assert.are.equal(6, f.others.events)
     assert.are.equal(1, #f.markers)
     local m = f.markers[1]
     assert.are.same({"tok", 5, 10, 30, 100, 100}, {m.kind, m.count, m.min, m.median, m.p95, m.max})

@@ -381,13 +381,14 @@ local function compute(model, from, to, top)
   for i, lane in ipairs(model.lanes) do
     for _, tr in ipairs(trackers) do tr.reset() end
     local busy, wait, n = sweep_lane(lane, a, b, acc, span)
-    n = n + count_in(lane.instants, a, b)
+    n = n + count_in(lane.instants, a, b) + count_sorted(lane.marker_ts or {}, a, b)
     lanes[i] = {name = lane.name, role = M.lane_role(lane, model), busy = busy, wait = wait, events = n,
                 idle = duration > 0 and 1 - busy / duration or 0,
                 dropped = lane.dropped, full_at = lane.full_at}
     tbusy, events = tbusy + busy, events + n
   end
-  events = events + count_sorted(model.marker_ts, a, b) + count_sorted(model.extra_ts or {}, a, b)
+  events = events + count_sorted(model.loose_marker_ts or model.marker_ts, a, b)
+    + count_sorted(model.extra_ts or {}, a, b)
   local awaits = {count = 0, time = 0}
   for _, w in ipairs(model.awaits) do
     local x, y = math.max(w.ts, a), math.min(w.ts + w.dur, b)

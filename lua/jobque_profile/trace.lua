@@ -18,7 +18,8 @@
 --   model.categories  list of { name, color = "#RRGGBB" }, and by_name
 --   model.markers     list of { ts, kind, arg }, by time (an integer arg is
 --                     exact to 64 bits, though cjson reads doubles; also as columns:
---                     marker_ts[], marker_kind[], marker_arg[]); markers are global
+--                     marker_ts[], marker_kind[], marker_arg[]); markers are global,
+--                     but counted on the lane that stamped them (lane.marker_ts[])
 --   model.marker_kinds list of kind names, in order of registration/appearance
 --   model.awaits      list of { ts, dur, lane, job }
 --   model.failures    failed jobs (ours), by time: { ts, lane, job, category,
@@ -297,7 +298,7 @@ local TWO53 = 2.0 ^ 53
 local function new_model(meta)
   return {format = meta and "jobque" or "chrome", lanes = {}, lane_by_key = {}, lane_cache = {},
           categories = {by_name = {}}, category_by_id = {}, marker_kinds = {}, kind_seen = {},
-          marker_ts = {}, marker_kind = {}, marker_arg = {},
+          marker_ts = {}, marker_kind = {}, marker_arg = {}, marker_pid = {}, marker_tid = {},
           awaits = {}, extra_ts = {}, dropped = 0, lost = 0, skipped = 0, skips = {}, nevents = 0,
           failures = {}, failure_by_job = {}, cancels = {}, copies = {}}
 end
@@ -420,6 +421,7 @@ local function read_events(model, events, ours)
   local seed_tags -- chain id -> op tag, in traces of the seed's writer
   local cats, last_cat, extra_ts = model.categories, nil, model.extra_ts
   local m_ts, m_kind, m_arg, kind_seen = model.marker_ts, model.marker_kind, model.marker_arg, model.kind_seen
+  local m_pid, m_tid = model.marker_pid, model.marker_tid
   -- The columns of the lane complete events go to, kept in locals; the
   -- lane's count is stored back (cur.n = cn) before anything else adds slices.
   local cur, cpid, ctid, cts, cdur, ccat, ckind, cev, cn
@@ -486,6 +488,7 @@ local function read_events(model, events, ours)
           arg = math.tointeger(arg) or arg -- cjson reads every number as a float
           if type(arg) ~= "number" and type(arg) ~= "string" then arg = nil end
           m_ts[nmarkers], m_kind[nmarkers], m_arg[nmarkers] = ts, kind, arg
+          m_pid[nmarkers], m_tid[nmarkers] = e.pid or 0, e.tid or 0
         else
           read_instant(model, e, ts, ours)
         end
@@ -573,11 +576,30 @@ local function order_lanes(model)
     end
     lane.maxdur = maxdur
   end
-  sort_columns(model, {"marker_ts", "marker_kind", "marker_arg"}, #model.marker_ts)
+  sort_columns(model, {"marker_ts", "marker_kind", "marker_arg", "marker_pid", "marker_tid"}, #model.marker_ts)
   local extra_ts = model.extra_ts
   for k = 2, #extra_ts do
     if extra_ts[k] < extra_ts[k - 1] then table.sort(extra_ts) break end
   end
+end
+
+-- Each lane's markers (lane.marker_ts: the times of the markers stamped
+-- on it, sorted), for its event count; markers of a thread that has no
+-- lane (no slice or instant of its own) go to model.loose_marker_ts.
+local function markers_to_lanes(model)
+  local cache, loose = model.lane_cache, {}
+  local pids, tids = model.marker_pid, model.marker_tid
+  for i, ts in ipairs(model.marker_ts) do
+    local by_tid = cache[pids[i]]
+    local lane = by_tid and by_tid[tids[i]]
+    local list = lane and lane.marker_ts or loose
+    if lane and not lane.marker_ts then
+      list = {}
+      lane.marker_ts = list
+    end
+    list[#list + 1] = ts
+  end
+  model.loose_marker_ts, model.marker_pid, model.marker_tid = loose, nil, nil
 end
 
 -- Builds the model from decoded events (and the text they came from).
@@ -611,6 +633,7 @@ local function build(events, meta, text)
   local ok, err = read_lane_info(model, meta)
   if not ok then return nil, err end
   order_lanes(model)
+  markers_to_lanes(model)
   model.markers = marker_list(model)
   local function by_ts(x, y) return x.ts < y.ts end
   table.sort(model.failures, by_ts)
