@@ -144,11 +144,14 @@ describe("argument errors", function()
       for n = 1, 4096 do p.profile_marker_id("m" .. n) end
       for n = 1, 4096 do p.profile_category("c" .. n) end
       local out = {}
+      p.profile_start(16)
       for _, f in ipairs{function() return p.profile_marker_id("one more") end,
-                         function() return p.profile_category("one more") end} do
+                         function() return p.profile_category("one more") end,
+                         function() return p.profile_marker("one more by name", 1) end} do
         local ok, err = pcall(f)
         out[#out + 1] = tostring(ok) .. "|" .. tostring(err)
       end
+      p.profile_stop()
       out[#out + 1] = tostring(p.profile_marker_id("m4096")) -- known names still answer
       io.write(table.concat(out, "\n"))
     ]])
@@ -157,10 +160,12 @@ describe("argument errors", function()
     assert.is_true(h:close(), out)
     local lines = {}
     for line in out:gmatch("[^\n]+") do lines[#lines + 1] = line end
-    assert.are.equal(3, #lines, out)
+    assert.are.equal(4, #lines, out)
     assert.matches("^false|.*full%.lua:%d+: profile_marker_id: too many marker kinds %(the limit is 4096%)$", lines[1])
     assert.matches("^false|.*full%.lua:%d+: profile_category: too many categories %(the limit is 4096%)$", lines[2])
-    assert.are.equal("4096", lines[3])
+    -- A marker stamped by a new name is refused in the name of the function called.
+    assert.matches("^false|.*full%.lua:%d+: profile_marker: too many marker kinds %(the limit is 4096%)$", lines[3])
+    assert.are.equal("4096", lines[4])
   end)
 
   it("profile_marker_id", function()

@@ -147,13 +147,15 @@ static int l_profile_current_tag(lua_State *L) {
   return 1;
 }
 
-static uint32_t intern_marker(lua_State *L, int arg) {
+/* The id of the marker kind named by argument `arg`, registered on first
+ * use; a full registry raises in the name of `fn`, the function called. */
+static uint32_t intern_marker(lua_State *L, int arg, const char *fn) {
   size_t len;
   const char *name = check_name(L, arg, &len);
   uint32_t id;
   int rc = jq_marker_intern(name, len, &id);
   if (rc != 0)
-    registry_error(L, "profile_marker_id", rc, "marker kinds", JQ_MAX_MARKERS);
+    registry_error(L, fn, rc, "marker kinds", JQ_MAX_MARKERS);
   return id;
 }
 
@@ -176,7 +178,7 @@ static int l_profile_marker(lua_State *L) {
                                  : "number has no integer representation");
     id = (uint32_t)n;
   } else if (lua_type(L, 1) == LUA_TSTRING) {
-    id = intern_marker(L, 1);
+    id = intern_marker(L, 1, "profile_marker");
   } else {
     return luaL_typeerror(L, 1, "marker id or name");
   }
@@ -189,7 +191,7 @@ static int l_profile_marker(lua_State *L) {
 
 /* profile_marker_id(name) -> id */
 static int l_profile_marker_id(lua_State *L) {
-  lua_pushinteger(L, intern_marker(L, 1));
+  lua_pushinteger(L, intern_marker(L, 1, "profile_marker_id"));
   return 1;
 }
 
