@@ -190,6 +190,15 @@ describe("docs/trace-format.md", function()
         return inner:wait() + 1                     -- an await on the worker
       end)
       assert(child_of:wait() == 2)                  -- a wait on the caller
+      local T = require("jobque.core")._test
+      T.stop(false) -- holds `first` until its dependant is submitted: an `after` arrow, surely
+      local first = q:submit(function()
+        local flag = require("jobque.core")._test
+        while not flag.stopping() do end
+      end)
+      local dependant = q:after({first}, function() return 2 end)
+      T.stop()
+      assert(dependant:wait() == 2)
       assert(not q:submit(function() error("docs spec failure") end):pwait())
       assert(not q:submit(function() return io.stdout end):pwait()) -- fails copying out
     end)
@@ -256,6 +265,7 @@ describe("docs/trace-format.md", function()
       assert.truthy(seen["the category" .. want], "the spec's session recorded no '" .. want .. "' event")
     end
     assert.truthy(seen["the event namewait all"], "no wait all slice")
+    assert.truthy(seen["the event nameafter"] and seen["the event namedependency done"], "no `after` arrow")
     assert.truthy(seen["the key of laneInfofullAtUs"], "no lane filled")
     assert.truthy(seen["the key of argserror"], "no error text")
   end)

@@ -308,11 +308,29 @@ typedef struct context {
   size_t nsubmits;
   uint64_t *wakes;         /* flow edges with a recorded start, sorted */
   size_t nwakes;
+  struct dep_edge *deps;   /* `after` dependencies done (JQ_EV_DEP), by dependant */
+  size_t ndeps;
+  uint64_t *firsts;        /* job ids with a recorded first slice, sorted */
+  size_t nfirsts;
 } context;
 
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
   return x < y ? -1 : x > y;
+}
+
+/* One `after` dependency done: the arrow from its end to the dependant's
+ * first slice. */
+typedef struct dep_edge {
+  uint64_t dependant, dep; /* job ids */
+  uint32_t edge;
+} dep_edge;
+
+static int cmp_dep(const void *a, const void *b) {
+  const dep_edge *x = a, *y = b;
+  if (x->dependant != y->dependant)
+    return x->dependant < y->dependant ? -1 : 1;
+  return x->edge < y->edge ? -1 : x->edge > y->edge;
 }
 
 static int has(const uint64_t *sorted, size_t n, uint64_t key) {
@@ -329,15 +347,21 @@ static int context_init(context *c, const jq_save_view *v, const fragments *mark
   c->cats.text = malloc(bytes);
   c->cats.off = malloc(sizeof(size_t) * ((size_t)v->ncategories + 1));
   c->cat_index = calloc(65536, sizeof(uint16_t));
-  size_t ns = 0, nw = 0;
+  size_t ns = 0, nw = 0, nd = 0, nf = 0;
   for (int l = 0; l < v->nlanes; l++)
     for (uint64_t i = 0; i < v->lanes[l].count; i += jq_event_span(&v->lanes[l].events[i])) {
-      ns += v->lanes[l].events[i].kind == JQ_EV_SUBMIT;
-      nw += v->lanes[l].events[i].kind == JQ_EV_FLOW;
+      const jq_event *e = &v->lanes[l].events[i];
+      ns += e->kind == JQ_EV_SUBMIT;
+      nw += e->kind == JQ_EV_FLOW;
+      nd += e->kind == JQ_EV_DEP;
+      nf += e->kind == JQ_EV_SLICE && (e->flags & JQ_SLICE_FIRST);
     }
   c->submits = malloc(sizeof(uint64_t) * (ns ? ns : 1));
   c->wakes = malloc(sizeof(uint64_t) * (nw ? nw : 1));
-  if (!c->cats.text || !c->cats.off || !c->cat_index || !c->submits || !c->wakes)
+  c->deps = malloc(sizeof(dep_edge) * (nd ? nd : 1));
+  c->firsts = malloc(sizeof(uint64_t) * (nf ? nf : 1));
+  if (!c->cats.text || !c->cats.off || !c->cat_index || !c->submits || !c->wakes || !c->deps ||
+      !c->firsts)
     return ENOMEM;
   char *p = c->cats.text;
   for (int i = 0; i < v->ncategories; i++) {
@@ -353,9 +377,15 @@ static int context_init(context *c, const jq_save_view *v, const fragments *mark
         c->submits[c->nsubmits++] = (uint64_t)e->arg;
       else if (e->kind == JQ_EV_FLOW)
         c->wakes[c->nwakes++] = e->id;
+      else if (e->kind == JQ_EV_DEP)
+        c->deps[c->ndeps++] = (dep_edge){(uint64_t)e->arg, e->t1, e->id};
+      else if (e->kind == JQ_EV_SLICE && (e->flags & JQ_SLICE_FIRST))
+        c->firsts[c->nfirsts++] = (uint64_t)e->arg;
     }
   qsort(c->submits, c->nsubmits, sizeof(uint64_t), cmp_u64);
   qsort(c->wakes, c->nwakes, sizeof(uint64_t), cmp_u64);
+  qsort(c->deps, c->ndeps, sizeof(dep_edge), cmp_dep);
+  qsort(c->firsts, c->nfirsts, sizeof(uint64_t), cmp_u64);
   return 0;
 }
 
@@ -365,6 +395,8 @@ static void context_free(context *c) {
   free(c->cat_index);
   free(c->submits);
   free(c->wakes);
+  free(c->deps);
+  free(c->firsts);
 }
 
 /* The name of tag `cat`, escaped: its category's, "job" untagged, "tag N". */
@@ -495,6 +527,63 @@ static void put_submit(const lane_out *o, const jq_event *e) {
   o->b->p = LIT(p, "}");
 }
 
+/* The first of the dependencies done for job `job` in c->deps, or c->ndeps. */
+static size_t first_dep(const context *c, uint64_t job) {
+  size_t lo = 0, hi = c->ndeps;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (c->deps[mid].dependant < job)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* The ends of the arrows from a job's `after` dependencies: one zero-length
+ * slice per dependency at the start of the job's first slice `e` (nested in
+ * it), since a slice carries one bind_id and the first one has the submit's. */
+static void put_after_ends(const lane_out *o, const jq_event *e) {
+  const context *c = o->c;
+  for (size_t k = first_dep(c, (uint64_t)e->arg); k < c->ndeps && c->deps[k].dependant == (uint64_t)e->arg;
+       k++) {
+    char *p = wbuf_room(o->b, EVENT_MAX);
+    p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
+    p = put_us(p, ns_at(o, e->t0));
+    p = LIT(p, ",\"dur\":0");
+    p = put_head(p, o);
+    p = LIT(p, "after\",\"cat\":\"flow\",\"args\":{\"job\":");
+    p = put_i64(p, e->arg);
+    p = LIT(p, ",\"after\":");
+    p = put_u64(p, c->deps[k].dep);
+    p = LIT(p, "}");
+    p = put_bind(p, (uint64_t)c->deps[k].edge * 2 + 1, 0);
+    o->b->p = LIT(p, "}");
+  }
+}
+
+/* An `after` dependency done, where it finished: a zero-length slice that
+ * starts the arrow to the dependant's first slice (when that was recorded),
+ * and marks when the dependant became ready. */
+static void put_dep(const lane_out *o, const jq_event *e) {
+  const context *c = o->c;
+  char *p = wbuf_room(o->b, EVENT_MAX);
+  p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
+  p = put_us(p, ns_at(o, e->t0));
+  p = LIT(p, ",\"dur\":0");
+  p = put_head(p, o);
+  p = LIT(p, "dependency done\",\"cat\":\"flow\",\"args\":{\"job\":");
+  p = put_u64(p, e->t1);
+  p = LIT(p, ",\"dependant\":");
+  p = put_i64(p, e->arg);
+  if (e->flags & JQ_DEP_READY)
+    p = LIT(p, ",\"ready\":true");
+  p = LIT(p, "}");
+  if (has(c->firsts, c->nfirsts, (uint64_t)e->arg))
+    p = put_bind(p, (uint64_t)e->id * 2 + 1, 1);
+  o->b->p = LIT(p, "}");
+}
+
 /* A slice of a job; its arrow in from the submit (first slice) or from the
  * finished job it awaited (resumed), when that end was recorded too. */
 static void put_slice(const lane_out *o, const jq_event *e, uint64_t i) {
@@ -512,6 +601,8 @@ static void put_slice(const lane_out *o, const jq_event *e, uint64_t i) {
   else if ((e->flags & JQ_SLICE_RESUMED) && has(c->wakes, c->nwakes, e->id))
     p = put_bind(p, (uint64_t)e->id * 2 + 1, 0);
   o->b->p = LIT(p, "}");
+  if (e->flags & JQ_SLICE_FIRST)
+    put_after_ends(o, e);
 }
 
 static void put_copy(const lane_out *o, const jq_event *e, uint64_t i) {
@@ -638,6 +729,7 @@ static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane,
     case JQ_EV_AWAIT: put_await(&o, e); break;
     case JQ_EV_WAIT: put_wait(&o, e); break;
     case JQ_EV_PARK: put_park(&o, e); break;
+    case JQ_EV_DEP: put_dep(&o, e); break;
     default: break; /* JQ_EV_TEXT: written with the event before it */
     }
   }

@@ -565,7 +565,16 @@ static int finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int *
         d->state = JQ_JOB_FAILED; /* no memory for the worklist: at least never runs */
       else
         continue; /* the worklist owns the reference now */
-    } else if (--d->deps_left == 0) {
+    } else {
+      int ready = --d->deps_left == 0;
+      if (jq_ring_armed()) /* the arrow of this dependency, and the dependant's ready time */
+        jq_ring_put(JQ_EV_DEP, ready ? JQ_DEP_READY : 0, job->tag,
+                    atomic_fetch_add_explicit(&next_edge, 1, memory_order_relaxed), (int64_t)d->id,
+                    0, job->id);
+      if (!ready) {
+        jq_job_unref(d);
+        continue;
+      }
       if (!q->closing) {
         push_ready(q, d);
       } else {

@@ -46,9 +46,21 @@ enum {
                        jq_text_slots(id) events; flags JQ_TEXT_CUT */
   JQ_EV_CANCEL,     /* instant: a job cancelled here by its queue's close;
                        arg = job id, cat = the job's tag */
-  JQ_EV_COPY        /* span: values copied between states for a job; flags =
+  JQ_EV_COPY,       /* span: values copied between states for a job; flags =
                        JQ_COPY_IN/OUT/RESULT, arg = job id, id = bytes
                        (saturated at UINT32_MAX), cat = the job's tag */
+  /* Job graph (issue 11, sections 3-4): kept in a block of their own. */
+  JQ_EV_DEP = 32    /* instant: a finished job released a dependant (an `after`
+                       dependency done), recorded where it finished; arg = the
+                       dependant's id, id = flow edge (from the await edges'
+                       counter), t1 = the finished job's id (not a time: this
+                       instant has no end), cat = the finished job's tag,
+                       flags JQ_DEP_READY when it was the last dependency */
+};
+
+/* Flags of JQ_EV_DEP. */
+enum {
+  JQ_DEP_READY = 1 /* the dependant became ready here */
 };
 
 /* What a JQ_EV_COPY copied. */

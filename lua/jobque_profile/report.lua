@@ -160,6 +160,97 @@ local function truncation_lines(f, t0, say)
   end
 end
 
+local function pct_of(x, whole)
+  return whole and whole > 0 and pct(x / whole) or "-"
+end
+
+--- The latency section of a report (jobque_profile.graph.latency): per
+-- category and overall, ready latency (ready -> its worker took it), resume
+-- latency (awaited job ended -> resumed), run and suspended time; then the
+-- jobs that waited longest for a worker (lines; empty without jobs).
+function M.latency_lines(f)
+  local out = {}
+  local l = f.latency
+  if not l then return out end
+  local w = 10
+  for _, c in ipairs(l.run.by_category) do w = math.max(w, width_of(M.shown(c.name))) end
+  out[#out + 1] = "job latencies (ready: ready -> taken by a worker; resume: awaited job ended -> resumed)"
+  out[#out + 1] = ("%s  %-9s  %7s  %10s  %10s  %10s"):format(pad("category", w), "", "count", "p50", "p95", "max")
+  local function rows(name, d)
+    out[#out + 1] = ("%s  %-9s  %7d  %10s  %10s  %10s"):format(pad(M.shown(name), w), d.label, d.count,
+                                                              M.us(d.p50_us), M.us(d.p95_us), M.us(d.max_us))
+  end
+  local kinds = {{"ready", "ready"}, {"resume", "resume"}, {"run", "run"}, {"suspended", "suspended"}}
+  local names, seen = {}, {}
+  for _, k in ipairs(kinds) do
+    for _, c in ipairs(l[k[1]].by_category) do
+      if not seen[c.name] then
+        seen[c.name] = true
+        names[#names + 1] = c.name
+      end
+    end
+  end
+  table.sort(names)
+  local function find(list, name)
+    for _, c in ipairs(list) do if c.name == name then return c end end
+  end
+  for _, name in ipairs(names) do
+    for _, k in ipairs(kinds) do
+      local c = find(l[k[1]].by_category, name)
+      if c and c.count > 0 then rows(name, {label = k[2], count = c.count, p50_us = c.p50_us, p95_us = c.p95_us,
+                                            max_us = c.max_us}) end
+    end
+  end
+  for _, k in ipairs(kinds) do
+    local d = l[k[1]]
+    if d.count > 0 then rows("all jobs", {label = k[2], count = d.count, p50_us = d.p50_us, p95_us = d.p95_us,
+                                          max_us = d.max_us}) end
+  end
+  if #l.top_ready > 0 then
+    local t0 = f.range.t0 or 0
+    out[#out + 1] = ("the %d longest ready latencies (waiting for a free worker):"):format(#l.top_ready)
+    out[#out + 1] = ("  %10s  %s  %14s  %14s  %10s"):format("job", pad("category", w), "ready (us)", "start (us)",
+                                                          "latency")
+    for _, x in ipairs(l.top_ready) do
+      out[#out + 1] = ("  %10s  %s  %14.3f  %14.3f  %10s"):format(tostring(x.job), pad(M.shown(x.category), w),
+                                                                  x.ready_us - t0, x.start_us - t0, M.us(x.latency_us))
+    end
+  end
+  return out
+end
+
+--- The critical path section (jobque_profile.graph.critical_path): its
+-- length and share, make-up, the bound it implies and the parallelism the
+-- graph has next to the one it got (lines; empty without jobs).
+function M.critical_path_lines(f)
+  local out = {}
+  local cp = f.critical_path
+  if not cp then return out end
+  local n = #cp.jobs
+  out[#out + 1] = ("critical path: %s, %s of the session, %d step%s through the jobs"):format(M.us(cp.duration_us),
+    cp.share and pct(cp.share) or "-", n, n == 1 and "" or "s")
+  local shown = {}
+  for i = 1, math.min(n, 12) do shown[i] = tostring(cp.jobs[i]) end
+  local more = n > 12 and (" -> ... (%d more; --json lists them all)"):format(n - 12) or ""
+  out[#out + 1] = ("  jobs: %s%s"):format(table.concat(shown, " -> "), more)
+  local d = cp.duration_us
+  for _, c in ipairs(cp.by_category) do
+    out[#out + 1] = ("  %-30s %10s  %7s"):format("run " .. M.shown(c.name, 26), M.us(c.run_us), pct_of(c.run_us, d))
+  end
+  for _, part in ipairs{{"ready_us", "ready latency (no free worker)"}, {"resume_us", "resume latency"},
+                        {"copy_us", "copies and submits"}, {"caller_us", "caller between jobs"}} do
+    out[#out + 1] = ("  %-30s %10s  %7s"):format(part[2], M.us(cp[part[1]]), pct_of(cp[part[1]], d))
+  end
+  if cp.bound then
+    out[#out + 1] = ("more workers can speed this up by at most x%.2f (session / critical path)"):format(cp.bound)
+  end
+  if cp.parallelism then
+    out[#out + 1] = ("parallelism: the graph has %.2f (run time / critical path), it got %.2f (run time / session)")
+      :format(cp.parallelism, cp.achieved or 0)
+  end
+  return out
+end
+
 --- The report of one trace: figures from stats.compute, model from trace.load.
 -- Times are microseconds since the session's start (f.range.t0).
 function M.text(f, model)
@@ -245,7 +336,7 @@ function M.text(f, model)
       end
     end
   end
-  for _, section in ipairs{M.copies_lines(f), M.failures_lines(f)} do
+  for _, section in ipairs{M.latency_lines(f), M.critical_path_lines(f), M.copies_lines(f), M.failures_lines(f)} do
     if #section > 0 then
       say("")
       for _, line in ipairs(section) do out[#out + 1] = line end

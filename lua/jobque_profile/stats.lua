@@ -25,6 +25,11 @@
 --             FIRST_FAILURES failures listed, in time order)
 --   copies[i] { name, count, time, bytes }: values copied between states
 --             (copy in / out / result), by the job's category, most time first
+--   latency   nil without jobs, else jobque_profile.graph.latency: ready,
+--             resume, run and suspended time of the jobs (p50_us, p95_us,
+--             max_us, by_category) and top_ready, the `top` longest ready waits
+--   critical_path  nil without jobs, else jobque_profile.graph.critical_path
+--             (duration_us, share, jobs, by_category, its make-up and bound)
 -- Copies are busy time of the lane that copied, under the job's category.
 -- Busy time is the time a lane spent in slices other than waits (job runs
 -- and submits, for our traces), counted once where slices nest; idle is
@@ -36,6 +41,7 @@
 -- nearest-rank.
 -- compare(a, b) -> rows { label, group, a, b, diff, ratio, unit } of two figures.
 local without_gc = require("jobque_profile.util").without_gc
+local graph = require "jobque_profile.graph"
 
 local M = {}
 
@@ -397,6 +403,9 @@ local function compute(model, from, to, top)
       awaits.time = awaits.time + math.max(0, y - x)
     end
   end
+  -- The job graph's latencies and critical path, over the whole trace (the
+  -- graph is not cut at the range): jobque_profile.graph.
+  local latency, critical_path = graph.figures(model, top)
   local dropped = {events = model.dropped, lost = model.lost, lanes = {}}
   for _, lane in ipairs(model.lanes) do
     if lane.dropped > 0 then
@@ -423,6 +432,8 @@ local function compute(model, from, to, top)
     dropped = dropped,
     failures = failures(model, a, b),
     copies = copies(model, a, b),
+    latency = latency,
+    critical_path = critical_path,
   }
 end
 

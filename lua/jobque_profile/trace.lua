@@ -21,7 +21,11 @@
 --                     marker_ts[], marker_kind[], marker_arg[]); markers are global,
 --                     but counted on the lane that stamped them (lane.marker_ts[])
 --   model.marker_kinds list of kind names, in order of registration/appearance
---   model.awaits      list of { ts, dur, lane, job }
+--   model.awaits      list of { ts, dur, lane, job, awaits } (awaits: the awaited
+--                     job's id, its low 32 bits, as the file has it)
+--   model.flows       the zero-length slices of ours that end or start arrows
+--                     ("wake job", "dependency done", "after"), as read, in
+--                     file order (jobque_profile.graph reads them)
 --   model.failures    failed jobs (ours), by time: { ts, lane, job, category,
 --                     message } (message: the error text the trace kept, or nil)
 --   model.cancels     jobs cancelled by their queue's close: { ts, lane, job, category }
@@ -299,7 +303,7 @@ local function new_model(meta)
   return {format = meta and "jobque" or "chrome", lanes = {}, lane_by_key = {}, lane_cache = {},
           categories = {by_name = {}}, category_by_id = {}, marker_kinds = {}, kind_seen = {},
           marker_ts = {}, marker_kind = {}, marker_arg = {}, marker_pid = {}, marker_tid = {},
-          awaits = {}, extra_ts = {}, dropped = 0, lost = 0, skipped = 0, skips = {}, nevents = 0,
+          awaits = {}, flows = {}, extra_ts = {}, dropped = 0, lost = 0, skipped = 0, skips = {}, nevents = 0,
           failures = {}, failure_by_job = {}, cancels = {}, copies = {}}
 end
 
@@ -407,7 +411,7 @@ local function read_await(model, async, e, ph, ts)
     async[id] = nil
     local args = type(b.args) == "table" and b.args or {}
     model.awaits[#model.awaits + 1] = {ts = b.ts, dur = math.max(0, ts - b.ts), lane = lane_of(model, b),
-                                       job = args.job}
+                                       job = args.job, awaits = math.tointeger(args.awaits)}
   end
 end
 
@@ -474,6 +478,7 @@ local function read_events(model, events, ours)
         else
           nextra = nextra + 1
           extra_ts[nextra] = ts
+          if ours and e.cat == "flow" then model.flows[#model.flows + 1] = e end
         end
       elseif ph == "i" or ph == "I" or ph == "R" then
         local scope = e.s
