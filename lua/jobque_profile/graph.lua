@@ -315,10 +315,14 @@ function M.critical_path(g)
   local ids = {}
   for i = #seq, 1, -1 do ids[#ids + 1] = seq[i] end
   local session = g.session
-  local cp = {duration_us = duration, start_us = t, finish_us = last.finish, jobs = ids, by_category = by_category,
+  -- The path with a worker always free: its ready latency is what more
+  -- workers take away, so the bound and the graph's parallelism use this.
+  local floor = duration - parts.ready_us
+  local cp = {duration_us = duration,
+              floor_us = floor, start_us = t, finish_us = last.finish, jobs = ids, by_category = by_category,
               share = session > 0 and duration / session or nil,
-              bound = duration > 0 and session / duration or nil,
-              parallelism = duration > 0 and g.total_run / duration or nil,
+              bound = floor > 0 and session / floor or nil,
+              parallelism = floor > 0 and g.total_run / floor or nil,
               achieved = session > 0 and g.total_run / session or nil,
               total_run_us = g.total_run, session_us = session}
   for k, v in pairs(parts) do cp[k] = v end

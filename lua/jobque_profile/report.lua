@@ -242,10 +242,11 @@ function M.critical_path_lines(f)
     out[#out + 1] = ("  %-30s %10s  %7s"):format(part[2], M.us(cp[part[1]]), pct_of(cp[part[1]], d))
   end
   if cp.bound then
-    out[#out + 1] = ("more workers can speed this up by at most x%.2f (session / critical path)"):format(cp.bound)
+    out[#out + 1] = ("more workers can speed this up by at most x%.2f (session / critical path less its ready latency)")
+      :format(cp.bound)
   end
   if cp.parallelism then
-    out[#out + 1] = ("parallelism: the graph has %.2f (run time / critical path), it got %.2f (run time / session)")
+    out[#out + 1] = ("parallelism: the graph has %.2f (run time / that path), it got %.2f (run time / session)")
       :format(cp.parallelism, cp.achieved or 0)
   end
   return out
