@@ -540,6 +540,15 @@ static size_t first_dep(const context *c, uint64_t job) {
   return lo;
 }
 
+/* The head of a zero-length slice at tick t0, up to its name (Perfetto
+ * binds flows to slices, so arrows start and end on such points). */
+static char *put_point_head(char *p, const lane_out *o, uint64_t t0) {
+  p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
+  p = put_us(p, ns_at(o, t0));
+  p = LIT(p, ",\"dur\":0");
+  return put_head(p, o);
+}
+
 /* The ends of the arrows from a job's `after` dependencies: one zero-length
  * slice per dependency at the start of the job's first slice `e` (nested in
  * it), since a slice carries one bind_id and the first one has the submit's. */
@@ -548,10 +557,7 @@ static void put_after_ends(const lane_out *o, const jq_event *e) {
   for (size_t k = first_dep(c, (uint64_t)e->arg); k < c->ndeps && c->deps[k].dependant == (uint64_t)e->arg;
        k++) {
     char *p = wbuf_room(o->b, EVENT_MAX);
-    p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
-    p = put_us(p, ns_at(o, e->t0));
-    p = LIT(p, ",\"dur\":0");
-    p = put_head(p, o);
+    p = put_point_head(p, o, e->t0);
     p = LIT(p, "after\",\"cat\":\"flow\",\"args\":{\"job\":");
     p = put_i64(p, e->arg);
     p = LIT(p, ",\"after\":");
@@ -568,10 +574,7 @@ static void put_after_ends(const lane_out *o, const jq_event *e) {
 static void put_dep(const lane_out *o, const jq_event *e) {
   const context *c = o->c;
   char *p = wbuf_room(o->b, EVENT_MAX);
-  p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
-  p = put_us(p, ns_at(o, e->t0));
-  p = LIT(p, ",\"dur\":0");
-  p = put_head(p, o);
+  p = put_point_head(p, o, e->t0);
   p = LIT(p, "dependency done\",\"cat\":\"flow\",\"args\":{\"job\":");
   p = put_u64(p, e->t1);
   p = LIT(p, ",\"dependant\":");
@@ -635,10 +638,7 @@ static void put_cancel(const lane_out *o, const jq_event *e) {
 /* The arrow's start: a zero-length slice (Perfetto binds flows to slices). */
 static void put_flow(const lane_out *o, const jq_event *e) {
   char *p = wbuf_room(o->b, EVENT_MAX);
-  p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
-  p = put_us(p, ns_at(o, e->t0));
-  p = LIT(p, ",\"dur\":0");
-  p = put_head(p, o);
+  p = put_point_head(p, o, e->t0);
   p = LIT(p, "wake job\",\"cat\":\"flow\",\"args\":{\"job\":");
   p = put_i64(p, e->arg);
   p = LIT(p, "}");
