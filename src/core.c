@@ -2,7 +2,7 @@
  * core.c - luaopen_jobque_core, the one exported symbol of jobque.core.
  *
  * Returns { profile = {...}, clock_source = "tsc"|"monotonic",
- * noop, monotonic_ns, palette_color, write_file, exact_marker_args, queue
+ * noop, monotonic_ns, palette_color, write_file, exact_marker_args, load_trace, queue
  * functions } (and
  * `_test` in test builds). The profile functions
  * sit one level down so that Lua's error messages name them after the module
@@ -17,6 +17,7 @@
 #include "file_replace.h"
 #include "json_scan.h"
 #include "trace.h"
+#include "trace_load.h"
 
 /* The benchmarks' baseline: a C function that takes arguments and does nothing. */
 static int l_noop(lua_State *L) {
@@ -138,6 +139,8 @@ __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   lua_setfield(L, -2, "write_file");
   lua_pushcfunction(L, l_exact_marker_args);
   lua_setfield(L, -2, "exact_marker_args");
+  jq_open_load_trace(L);
+  lua_setfield(L, -2, "load_trace");
 #ifdef JQ_TESTING
   jq_open_testing(L, luaopen_jobque_core);
   lua_setfield(L, -2, "_test");

@@ -50,10 +50,9 @@ function M.build(model)
     local cur -- the last job slice started on this lane: a submit inside it is that job's
     local lane_waits = {}
     for i = 1, lane.n do
-      local kind, ev, ts, dur = lane.kind[i], lane.ev[i], lane.ts[i], lane.dur[i]
-      local args = type(ev.args) == "table" and ev.args or {}
+      local kind, id, ts, dur = lane.kind[i], lane.job[i] or nil, lane.ts[i], lane.dur[i]
       if kind == "job" then
-        local j = job_of(jobs, args.job)
+        local j = job_of(jobs, id)
         if j then
           local s = {ts = ts, dur = dur, cat = lane.cat[i], lane = lane}
           j.slices[#j.slices + 1] = s
@@ -62,7 +61,7 @@ function M.build(model)
           cur = {ts = ts, stop = ts + dur, job = j.id}
         end
       elseif kind == "submit" then
-        local j = job_of(jobs, args.job)
+        local j = job_of(jobs, id)
         if j then
           local sub = {ts = ts, dur = dur, lane = lane}
           if cur and ts >= cur.ts and ts + dur <= cur.stop then
@@ -73,7 +72,7 @@ function M.build(model)
           j.submit = sub
         end
       elseif kind == "wait" then
-        lane_waits[#lane_waits + 1] = {ts = ts, stop = ts + dur, job = int(args.job)}
+        lane_waits[#lane_waits + 1] = {ts = ts, stop = ts + dur, job = int(id)}
       end
     end
     waits[lane] = lane_waits

@@ -58,23 +58,21 @@ local function data(model)
   local lanes = {}
   for li, lane in ipairs(model.lanes) do
     local ts, dur, c, n, a, ak, av, failed = {}, {}, {}, {}, {}, {}, {}, {}
-    local lts, ldur, lcat, lev = lane.ts, lane.dur, lane.cat, lane.ev
+    local lts, ldur, lcat, lname, ljob, largs = lane.ts, lane.dur, lane.cat, lane.sname, lane.job, lane.args
     for i = 1, lane.n do
-      local e = lev[i]
       ts[i], dur[i], c[i] = ns(lts[i] - t0), ns(ldur[i]), cat_index[lcat[i]]
-      local name = e.name
-      n[i] = intern(names, name_index, type(name) == "string" and name or "?")
-      local ea, kind, key, value = e.args, -1, 0, 0
-      if type(ea) == "table" then
+      n[i] = intern(names, name_index, lname[i])
+      local ea, kind, key, value = largs[i], -1, 0, 0
+      if ea then
         if ea.failed == true then failed[#failed + 1] = i - 1 end
         local k, v = next(ea)
-        if k == nil then
-          kind = -1
-        elseif plain_key[k] and math.tointeger(v) and next(ea, k) == nil then
+        if plain_key[k] and math.tointeger(v) and next(ea, k) == nil then
           kind, key, value = -2, intern(keys, key_index, k), math.tointeger(v)
         else
           kind = intern(args, arg_index, json(ea))
         end
+      elseif ljob[i] then -- args { job = N } alone (see jobque_profile.trace)
+        kind, key, value = -2, intern(keys, key_index, "job"), math.tointeger(ljob[i])
       end
       a[i], ak[i], av[i] = kind, key, value
     end

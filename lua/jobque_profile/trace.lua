@@ -13,7 +13,11 @@
 --                     marker (slice ends, flows, awaits, counters...), so
 --                     that figures count every event of the file
 --   model.lanes[i]    in lane order: { name, pid, tid, sort,
---                       n, ts[], dur[], cat[], kind[], ev[],   -- slices, by start
+--                       n, ts[], dur[], cat[], kind[],   -- slices, by start, as columns:
+--                       sname[] (the event's name, "?" when it has none),
+--                       job[] (args.job: an integer, or false),
+--                       args[] (the event's args when they say more than
+--                       args.job: a table as decoded, else false),
 --                       instants[], recorded, dropped, full_at }
 --   model.categories  list of { name, color = "#RRGGBB" }, and by_name
 --   model.markers     list of { ts, kind, arg }, by time (an integer arg is
@@ -31,6 +35,9 @@
 --   model.cancels     jobs cancelled by their queue's close: { ts, lane, job, category }
 --   model.copies      values copied between states: { ts, dur, lane, category,
 --                     name ("copy in", "copy out", "copy result"), job, bytes }
+--   model.counters    the counter tracks ("C" events): list, in order of first
+--                     appearance, of { name = event name .. " " .. key, pid, n,
+--                     ts[], value[] }; model.counter_by_name[name] (first pid)
 --   model.dropped     events dropped in all; model.lost, events never recorded
 --   model.skipped     events we could not read, and model.skips why: a list
 --                     of { why, n } ("ts is not a number", "unknown ph", ...)
@@ -67,15 +74,22 @@ json.decode_invalid_numbers(false)
 M.color_for = util.color_for
 
 local function new_lane(model, key, pid, tid)
-  local lane = {key = key, pid = pid, tid = tid, n = 0, ts = {}, dur = {}, cat = {}, kind = {}, ev = {},
-                instants = {}, recorded = nil, dropped = 0, full_at = nil}
+  local lane = {key = key, pid = pid, tid = tid, n = 0, ts = {}, dur = {}, cat = {}, kind = {}, sname = {},
+                job = {}, args = {}, instants = {}, recorded = nil, dropped = 0, full_at = nil}
   model.lane_by_key[key] = lane
   model.lanes[#model.lanes + 1] = lane
   return lane
 end
 
-local function lane_of(model, e)
-  local pid, tid = e.pid, e.tid
+-- A pid or tid in a lane's key: integers as integers whichever way the
+-- JSON was read (lua-cjson reads 1 as 1.0).
+local function id_text(v)
+  return type(v) == "number" and tostring(math.tointeger(v) or v) or tostring(v)
+end
+
+-- The lane of a pid and tid (nil: 0), made when first met.
+local function lane_of(model, epid, etid)
+  local pid, tid = epid, etid
   if pid == nil then pid = 0 end
   if tid == nil then tid = 0 end
   local by_tid = model.lane_cache[pid]
@@ -85,20 +99,32 @@ local function lane_of(model, e)
   end
   local lane = by_tid[tid]
   if lane then return lane end
-  local key = tostring(pid) .. ":" .. tostring(tid)
-  lane = model.lane_by_key[key] or new_lane(model, key, e.pid, e.tid)
+  local key = id_text(pid) .. ":" .. id_text(tid)
+  lane = model.lane_by_key[key] or new_lane(model, key, epid, etid)
   by_tid[tid] = lane
   return lane
+end
+
+local function str(v)
+  return type(v) == "string" and v or nil
+end
+
+-- A slice's name, job and args columns from its event (see the header).
+local function slice_fields(e)
+  local args, job = e.args, false
+  if type(args) ~= "table" then return str(e.name) or "?", false, false end
+  local v = args.job
+  if type(v) == "number" then job = math.tointeger(v) or v elseif type(v) == "string" then job = v end
+  local k = next(args)
+  if k == nil or (k == "job" and next(args, k) == nil and math.tointeger(v)) then args = false end
+  return str(e.name) or "?", job, args
 end
 
 local function add_slice(lane, ts, dur, cat, kind, e)
   local n = lane.n + 1
   lane.n = n
-  lane.ts[n], lane.dur[n], lane.cat[n], lane.kind[n], lane.ev[n] = ts, dur, cat, kind, e
-end
-
-local function str(v)
-  return type(v) == "string" and v or nil
+  lane.ts[n], lane.dur[n], lane.cat[n], lane.kind[n] = ts, dur, cat, kind
+  lane.sname[n], lane.job[n], lane.args[n] = slice_fields(e)
 end
 
 -- A name or value for a one-line message: quoted, control characters
@@ -304,7 +330,8 @@ local function new_model(meta)
           categories = {by_name = {}}, category_by_id = {}, marker_kinds = {}, kind_seen = {},
           marker_ts = {}, marker_kind = {}, marker_arg = {}, marker_pid = {}, marker_tid = {},
           awaits = {}, flows = {}, extra_ts = {}, dropped = 0, lost = 0, skipped = 0, skips = {}, nevents = 0,
-          failures = {}, failure_by_job = {}, cancels = {}, copies = {}}
+          failures = {}, failure_by_job = {}, cancels = {}, copies = {}, counters = {}, counter_by_name = {},
+          counter_index = {}}
 end
 
 -- Every category a slice is counted under gets an entry and a colour.
@@ -339,9 +366,9 @@ end
 local function read_metadata(model, e)
   local args = type(e.args) == "table" and e.args or {}
   if e.name == "thread_name" and str(args.name) then
-    lane_of(model, e).name = args.name
+    lane_of(model, e.pid, e.tid).name = args.name
   elseif e.name == "thread_sort_index" and math.type(args.sort_index) then
-    lane_of(model, e).sort = args.sort_index
+    lane_of(model, e.pid, e.tid).sort = args.sort_index
   end
 end
 
@@ -356,7 +383,7 @@ end
 -- An instant on one lane: where a lane filled up, a cancelled job (ours).
 local function read_instant(model, e, ts, ours)
   local args = type(e.args) == "table" and e.args or {}
-  local lane = lane_of(model, e)
+  local lane = lane_of(model, e.pid, e.tid)
   if ours and e.name == "lane full: events dropped" then
     lane.full_at = ts
     lane.dropped = math.tointeger(args.dropped) or 0
@@ -372,7 +399,7 @@ end
 -- pair is no slice).
 local function read_begin_end(model, open_b, e, ph, ts, ours, nextra)
   local extra_ts = model.extra_ts
-  local lane = lane_of(model, e)
+  local lane = lane_of(model, e.pid, e.tid)
   local stack = open_b[lane]
   if ph == "B" then
     if not stack then
@@ -410,106 +437,158 @@ local function read_await(model, async, e, ph, ts)
     local b = async[id]
     async[id] = nil
     local args = type(b.args) == "table" and b.args or {}
-    model.awaits[#model.awaits + 1] = {ts = b.ts, dur = math.max(0, ts - b.ts), lane = lane_of(model, b),
+    model.awaits[#model.awaits + 1] = {ts = b.ts, dur = math.max(0, ts - b.ts), lane = lane_of(model, b.pid, b.tid),
                                        job = args.job, awaits = math.tointeger(args.awaits)}
   end
 end
 
--- Reads every event into the model's lanes, markers and lists. Returns the
--- trace's bounds t0, t1 (math.huge, -math.huge when no event was read), the
--- events read, the "B"s never ended (lane -> stack) and the rounded marker
--- args; or nil and a message for a time out of range.
-local function read_events(model, events, ours)
-  local t0, t1, nev, nextra, nmarkers = math.huge, -math.huge, 0, 0, 0
-  local open_b, async, rounded, skip_entry = {}, {}, {}, {}
-  local seed_tags -- chain id -> op tag, in traces of the seed's writer
-  local cats, last_cat, extra_ts = model.categories, nil, model.extra_ts
-  local m_ts, m_kind, m_arg, kind_seen = model.marker_ts, model.marker_kind, model.marker_arg, model.kind_seen
-  local m_pid, m_tid = model.marker_pid, model.marker_tid
-  -- The columns of the lane complete events go to, kept in locals; the
-  -- lane's count is stored back (cur.n = cn) before anything else adds slices.
-  local cur, cpid, ctid, cts, cdur, ccat, ckind, cev, cn
-  for i = 1, #events do
-    local e = events[i]
-    local ph = type(e) == "table" and e.ph
-    local ts = ph and e.ts
-    local dur = ph == "X" and e.dur -- false for other phases, nil when missing (0)
-    if ph == "M" then
-      read_metadata(model, e)
-    elseif type(ts) ~= "number" then
-      skip(model, skip_entry, no_ts_reason(e, ph, ts))
-    elseif not PHASES[ph] then
-      skip(model, skip_entry, "unknown ph")
-    elseif not (ts >= -MAX_US and ts <= MAX_US) then
-      return nil, bad_time(i, e, "ts", ts)
-    elseif dur and type(dur) ~= "number" then
-      skip(model, skip_entry, "dur is not a number")
-    elseif dur and dur < 0 then
-      skip(model, skip_entry, "dur is negative")
-    else
-      nev = nev + 1
-      if ts < t0 then t0 = ts end
-      if ts > t1 then t1 = ts end
-      if ph == "X" then
-        dur = dur or 0
-        if dur > MAX_US or dur ~= dur then return nil, bad_time(i, e, "dur", dur) end
-        if ts + dur > t1 then t1 = ts + dur end
-        local kind, cat
-        if e.cat == nil and SEED_CHAINED[e.name] and type(e.args) == "table" then
-          seed_tags = seed_tags or seed_chain_tags(events) -- once, for seed traces only
-          kind, cat = seed_classify(model, e, seed_tags)
-        else
-          kind, cat = classify(e, ours)
-        end
-        if kind then
-          local pid, tid = e.pid, e.tid
-          if not cur or pid ~= cpid or tid ~= ctid then
-            if cur then cur.n = cn end
-            cur, cpid, ctid = lane_of(model, e), pid, tid
-            cts, cdur, ccat, ckind, cev, cn = cur.ts, cur.dur, cur.cat, cur.kind, cur.ev, cur.n
-          end
-          cn = cn + 1
-          cts[cn], cdur[cn], ccat[cn], ckind[cn], cev[cn] = ts, dur, cat, kind, e
-          if cat ~= last_cat then
-            last_cat = cat
-            add_category(cats, cat)
-          end
-          if ours and kind ~= "slice" then note_outcome(model, cur, ts, dur, cat, kind, e) end
-        else
-          nextra = nextra + 1
-          extra_ts[nextra] = ts
-          if ours and e.cat == "flow" then model.flows[#model.flows + 1] = e end
-        end
-      elseif ph == "i" or ph == "I" or ph == "R" then
-        local scope = e.s
-        if scope == "g" or scope == "p" then -- a marker (inline: a trace can hold a million)
-          local kind = str(e.name) or "?"
-          if not kind_seen[kind] then add_marker_kind(model, kind) end
-          local arg = type(e.args) == "table" and e.args.arg or nil
-          nmarkers = nmarkers + 1
-          if math.type(arg) == "float" and (arg >= TWO53 or arg <= -TWO53) and arg == arg // 1 then
-            rounded[nmarkers] = i -- a double may have rounded it: read it from the text (exact_marker_args)
-          end
-          arg = math.tointeger(arg) or arg -- cjson reads every number as a float
-          if type(arg) ~= "number" and type(arg) ~= "string" then arg = nil end
-          m_ts[nmarkers], m_kind[nmarkers], m_arg[nmarkers] = ts, kind, arg
-          m_pid[nmarkers], m_tid[nmarkers] = e.pid or 0, e.tid or 0
-        else
-          read_instant(model, e, ts, ours)
-        end
-      elseif ph == "B" or ph == "E" then
-        if cur then cur.n = cn end
-        cur = nil
-        nextra = read_begin_end(model, open_b, e, ph, ts, ours, nextra)
+-- contract (issue 11): a "C" event named N: each numeric key K of its args
+-- is a value of the track "N K" of its pid (model.counters, counter_by_name).
+-- Keys are taken in sorted order, so that the tracks' order does not hang
+-- on how a table was built.
+local function read_counter(model, e, ts)
+  local args = e.args
+  if type(args) ~= "table" then return end
+  local keys = {}
+  for k, v in pairs(args) do
+    if type(k) == "string" and type(v) == "number" then keys[#keys + 1] = k end
+  end
+  table.sort(keys)
+  local pid, index = e.pid == nil and 0 or e.pid, model.counter_index
+  local by_name = index[pid]
+  if not by_name then
+    by_name = {}
+    index[pid] = by_name
+  end
+  for _, k in ipairs(keys) do
+    local name = (str(e.name) or "?") .. " " .. k
+    local c = by_name[name]
+    if not c then
+      c = {name = name, pid = e.pid, n = 0, ts = {}, value = {}}
+      by_name[name] = c
+      model.counters[#model.counters + 1] = c
+      if not model.counter_by_name[name] then model.counter_by_name[name] = c end
+    end
+    local v = args[k]
+    c.n = c.n + 1
+    c.ts[c.n], c.value[c.n] = ts, math.tointeger(v) or v
+  end
+end
+
+-- A reading's state: the trace's bounds so far (t0, t1), the events read
+-- (nev), the counts of model.extra_ts and of the markers, the "B"s not yet
+-- ended (open_b: lane -> stack), the awaits begun, the marker args a double
+-- may have rounded (rounded), and the events (for the seed's chains: the
+-- native loader has none, and hands such a file to the cjson path).
+local function new_state(model, ours, events)
+  return {model = model, ours = ours, events = events, t0 = math.huge, t1 = -math.huge, nev = 0, nextra = 0,
+          nmarkers = 0, open_b = {}, async = {}, rounded = {}, skip_entry = {}}
+end
+
+M.FALLBACK = "fallback"
+
+-- A marker (an instant of scope g or p), inline: a trace can hold a million.
+local function read_marker(st, e, ts, i)
+  local model = st.model
+  local kind = str(e.name) or "?"
+  if not model.kind_seen[kind] then add_marker_kind(model, kind) end
+  local arg = type(e.args) == "table" and e.args.arg or nil
+  local n = st.nmarkers + 1
+  st.nmarkers = n
+  if math.type(arg) == "float" and (arg >= TWO53 or arg <= -TWO53) and arg == arg // 1 then
+    st.rounded[n] = i -- a double may have rounded it: read it from the text (exact_marker_args)
+  end
+  arg = math.tointeger(arg) or arg -- cjson reads every number as a float
+  if type(arg) ~= "number" and type(arg) ~= "string" then arg = nil end
+  model.marker_ts[n], model.marker_kind[n], model.marker_arg[n] = ts, kind, arg
+  model.marker_pid[n], model.marker_tid[n] = e.pid or 0, e.tid or 0
+end
+
+-- A complete event (its ts and dur checked): a slice of its lane, or a
+-- time of model.extra_ts. Nil and a message for a dur out of range; the
+-- FALLBACK for a seed trace's chained slice read without the events.
+local function read_complete(st, e, ts, dur, i)
+  local model = st.model
+  dur = dur or 0
+  if dur > MAX_US or dur ~= dur then return nil, bad_time(i, e, "dur", dur) end
+  if ts + dur > st.t1 then st.t1 = ts + dur end
+  local kind, cat
+  if e.cat == nil and SEED_CHAINED[e.name] and type(e.args) == "table" then
+    if not st.events then return nil, M.FALLBACK end
+    st.seed_tags = st.seed_tags or seed_chain_tags(st.events) -- once, for seed traces only
+    kind, cat = seed_classify(model, e, st.seed_tags)
+  else
+    kind, cat = classify(e, st.ours)
+  end
+  if kind then
+    local lane = lane_of(model, e.pid, e.tid)
+    add_slice(lane, ts, dur, cat, kind, e)
+    if cat ~= st.last_cat then
+      st.last_cat = cat
+      add_category(model.categories, cat)
+    end
+    if st.ours and kind ~= "slice" then note_outcome(model, lane, ts, dur, cat, kind, e) end
+  else
+    st.nextra = st.nextra + 1
+    model.extra_ts[st.nextra] = ts
+    if st.ours and e.cat == "flow" then model.flows[#model.flows + 1] = e end
+  end
+  return true
+end
+
+-- Reads event #i, e, into the model (both readers' code: the native loader
+-- hands it the events it does not read itself). True, or nil and a message
+-- for a time out of range (or nil and M.FALLBACK, see read_complete).
+local function read_one(st, e, i)
+  local model = st.model
+  local ph = type(e) == "table" and e.ph
+  local ts = ph and e.ts
+  local dur = ph == "X" and e.dur -- false for other phases, nil when missing (0)
+  if ph == "M" then
+    read_metadata(model, e)
+  elseif type(ts) ~= "number" then
+    skip(model, st.skip_entry, no_ts_reason(e, ph, ts))
+  elseif not PHASES[ph] then
+    skip(model, st.skip_entry, "unknown ph")
+  elseif not (ts >= -MAX_US and ts <= MAX_US) then
+    return nil, bad_time(i, e, "ts", ts)
+  elseif dur and type(dur) ~= "number" then
+    skip(model, st.skip_entry, "dur is not a number")
+  elseif dur and dur < 0 then
+    skip(model, st.skip_entry, "dur is negative")
+  else
+    st.nev = st.nev + 1
+    if ts < st.t0 then st.t0 = ts end
+    if ts > st.t1 then st.t1 = ts end
+    if ph == "X" then
+      return read_complete(st, e, ts, dur, i)
+    elseif ph == "i" or ph == "I" or ph == "R" then
+      if e.s == "g" or e.s == "p" then
+        read_marker(st, e, ts, i)
       else
-        nextra = nextra + 1 -- b/e, flows, counters, objects: counted, not drawn
-        extra_ts[nextra] = ts
-        if (ph == "b" or ph == "e") and ours and e.cat == "await" then read_await(model, async, e, ph, ts) end
+        read_instant(model, e, ts, st.ours)
       end
+    elseif ph == "B" or ph == "E" then
+      st.nextra = read_begin_end(model, st.open_b, e, ph, ts, st.ours, st.nextra)
+    else
+      st.nextra = st.nextra + 1 -- b/e, flows, counters, objects: counted, not drawn
+      model.extra_ts[st.nextra] = ts
+      if (ph == "b" or ph == "e") and st.ours and e.cat == "await" then read_await(model, st.async, e, ph, ts) end
+      if ph == "C" then read_counter(model, e, ts) end
     end
   end
-  if cur then cur.n = cn end
-  return t0, t1, nev, open_b, rounded
+  return true
+end
+
+-- Reads every decoded event into the model (the cjson path): the state,
+-- or nil and a message for a time out of range.
+local function read_events(model, events, ours)
+  local st = new_state(model, ours, events)
+  for i = 1, #events do
+    local ok, err = read_one(st, events[i], i)
+    if not ok then return nil, err end
+  end
+  return st
 end
 
 -- lua-cjson reads every number as a double: the marker args it may have
@@ -574,7 +653,7 @@ local function order_lanes(model)
   end)
   for i, lane in ipairs(model.lanes) do
     lane.index = i
-    sort_columns(lane, {"ts", "dur", "cat", "kind", "ev"}, lane.n)
+    sort_columns(lane, {"ts", "dur", "cat", "kind", "sname", "job", "args"}, lane.n)
     local maxdur = 0
     for k = 1, lane.n do
       if lane.dur[k] > maxdur then maxdur = lane.dur[k] end
@@ -607,24 +686,19 @@ local function markers_to_lanes(model)
   model.loose_marker_ts, model.marker_pid, model.marker_tid = loose, nil, nil
 end
 
--- Builds the model from decoded events (and the text they came from).
-local function build(events, meta, text)
-  local model = new_model(meta)
-  if meta then
-    local ok, err = read_meta(model, meta)
-    if not ok then return nil, err end
-  end
-  local ours = meta ~= nil
-  local t0, t1, nev, open_b, rounded = read_events(model, events, ours)
-  if not t0 then return nil, t1 end
-  exact_marker_args(model, rounded, text)
+-- The model once every event is read (st: the reading's state; text: the
+-- JSON, for the marker args a double may have rounded, when there is one).
+local function finish(st, meta, text)
+  local model, ours = st.model, st.ours
+  local t0, t1, nev = st.t0, st.t1, st.nev
+  exact_marker_args(model, st.rounded, text)
   if nev == 0 then t0, t1 = 0, 0 end
   if model.session then -- the session's bounds, never hiding an event
     if nev == 0 or model.session.start < t0 then t0 = model.session.start end
     if nev == 0 or model.session.stop > t1 then t1 = model.session.stop end
   end
   -- A "B" never ended runs to the end of the trace.
-  for lane, stack in pairs(open_b) do
+  for lane, stack in pairs(st.open_b) do
     for _, b in ipairs(stack) do
       local kind, cat = classify(b, ours)
       if kind then
@@ -644,8 +718,27 @@ local function build(events, meta, text)
   table.sort(model.failures, by_ts)
   table.sort(model.cancels, by_ts)
   model.kind_seen, model.lane_by_key, model.lane_cache, model.failure_by_job,
-    model.category_by_id = nil, nil, nil, nil, nil
+    model.category_by_id, model.counter_index = nil, nil, nil, nil, nil, nil
   return model
+end
+
+-- A new model, its jobqueProfile read: the model, or nil and a message.
+local function start(meta)
+  local model = new_model(meta)
+  if meta then
+    local ok, err = read_meta(model, meta)
+    if not ok then return nil, err end
+  end
+  return model
+end
+
+-- Builds the model from decoded events (and the text they came from).
+local function build(events, meta, text)
+  local model, err = start(meta)
+  if not model then return nil, err end
+  local st, rerr = read_events(model, events, meta ~= nil)
+  if not st then return nil, rerr end
+  return finish(st, meta, text)
 end
 
 --- Calls f(...) with the garbage collector paused (see jobque_profile.util).
@@ -683,10 +776,65 @@ local function decode(text, name)
   return model
 end
 
+-- The native loader's calls back into this reader (see src/trace_load.c).
+local hooks = {null = cjson.null}
+function hooks.begin(meta)
+  local model, err = start(meta)
+  if not model then return nil, err end
+  return new_state(model, meta ~= nil, nil)
+end
+function hooks.lane(st, pid, tid) return lane_of(st.model, pid, tid) end
+function hooks.category(st, name) add_category(st.model.categories, name) end
+function hooks.marker_kind(st, kind)
+  if not st.model.kind_seen[kind] then add_marker_kind(st.model, kind) end
+end
+hooks.rare = read_one
+
+local native_load -- jobque.core's load_trace, when the core is there
+do
+  local found, core = pcall(require, "jobque.core")
+  native_load = found and type(core) == "table" and core.load_trace or nil
+end
+
+-- The native loader on the file at `path` or on `text`: the model; nil and
+-- a message; or M.FALLBACK (a shape it leaves to the cjson path, or no core).
+local function load_native(path, text, name, progress)
+  if not native_load then return M.FALLBACK end
+  hooks.progress = progress
+  local st, err, json_err = native_load(hooks, path, text)
+  hooks.progress = nil
+  if st == M.FALLBACK or err == M.FALLBACK then return M.FALLBACK end
+  if not st then
+    return nil, (json_err and "%s: not JSON (%s)" or "%s: %s"):format(name, err)
+  end
+  local model, ferr = finish(st, st.model.meta, text)
+  if not model then return nil, ("%s: %s"):format(name, ferr) end
+  model.path = name
+  return model
+end
+
+-- Which reader: options.reader "native" (the fallback still applies),
+-- "cjson", or nil (native, unless JOBQUE_PROFILE_READER says "cjson").
+local function reader_of(options)
+  local r = options and options.reader or os.getenv("JOBQUE_PROFILE_READER")
+  return r == "cjson" and "cjson" or "native"
+end
+
+local function decode_any(text, name, options)
+  if reader_of(options) == "native" then
+    local model, err = load_native(nil, text, name or "trace", options and options.progress)
+    if model ~= M.FALLBACK then return model, err end
+  end
+  return decode(text, name)
+end
+
 --- Reads a trace from a JSON string: model, or nil and a message (`name`
--- labels messages).
-function M.decode(text, name)
-  return M.without_gc(decode, text, name)
+-- labels messages). options.reader: "native" (the default: the core's
+-- loader, which hands shapes it does not read to lua-cjson) or "cjson";
+-- both build the same model. options.progress(done, total): called as the
+-- native loader goes (bytes).
+function M.decode(text, name, options)
+  return M.without_gc(decode_any, text, name, options)
 end
 
 --- "3 events skipped (ts is not a number: 2, unknown ph: 1)", or nil when
@@ -717,25 +865,37 @@ function M.out_of_memory_text(what, bytes, doing)
     :format(what, doing or "read", bytes / 1e6)
 end
 
+-- The file read and decoded by lua-cjson (the fallback).
+local function load_cjson(path, options)
+  local f, err = io.open(path, "rb")
+  if not f then return nil, ("cannot open %s"):format(err) end
+  local ok, text, rerr = pcall(f.read, f, "a")
+  f:close()
+  if not ok then error(text, 0) end
+  if not text then return nil, ("cannot read %s: %s"):format(path, tostring(rerr)) end
+  return M.decode(text, path, {reader = "cjson", progress = options and options.progress})
+end
+
+local function load(path, options)
+  if reader_of(options) == "native" then
+    local model, err = M.without_gc(load_native, path, nil, path, options and options.progress)
+    if model ~= M.FALLBACK then return model, err end
+  end
+  return load_cjson(path, options)
+end
+
 --- Reads the trace saved at `path`: model, or nil and a message (also
 -- when memory runs out: the message names the file and its size).
-function M.load(path)
+-- options: as for decode (reader, progress).
+function M.load(path, options)
   if type(path) ~= "string" then
     return nil, ("bad argument #1 to 'load' (path expected, got %s)"):format(type(path))
   end
   local f, err = io.open(path, "rb")
   if not f then return nil, ("cannot open %s"):format(err) end
   local bytes = f:seek("end") or 0
-  f:seek("set")
-  local ok, text, rerr = pcall(f.read, f, "a")
   f:close()
-  local model, derr
-  if ok then
-    if not text then return nil, ("cannot read %s: %s"):format(path, tostring(rerr)) end
-    ok, model, derr = pcall(M.decode, text, path)
-  else
-    model = text
-  end
+  local ok, model, derr = pcall(load, path, options)
   if not ok then
     if M.out_of_memory(model) then
       collectgarbage() -- what the failed read left, before building the message

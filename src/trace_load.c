@@ -1,0 +1,1227 @@
+/*
+ * trace_load.c - core.load_trace: a trace file scanned straight into the
+ * reader's columns (issue 12).
+ *
+ * The file is mapped (or the text given is read in place): no second copy.
+ * Pass 1 checks the whole text is JSON (RFC 8259: strings with their
+ * escapes and surrogate pairs, numbers with exponents, nothing after the
+ * value) with an explicit stack of at most JQ_LOAD_MAX_DEPTH containers,
+ * and finds the top object's "traceEvents" and "jobqueProfile". Pass 2
+ * walks the events: the common ones (complete slices of a lane, markers)
+ * go straight into the lanes' columns; any other is decoded into a Lua
+ * table and handed to the reader's own code (hooks.rare), in file order.
+ * No byte outside the buffer is read; no recursion; every allocation is
+ * Lua's (a raised error leaks nothing: the mapping is a userdata's).
+ * Owns: the mapping (its userdata). Must not: be used by the record path.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+
+#include "trace_load.h"
+
+#define MAX_US 3e15 /* trace.lua's MAX_US */
+
+typedef struct src {
+  const char *s;
+  size_t n;
+  size_t err_at;
+  const char *err; /* NULL: no error */
+} src;
+
+static size_t fail(src *t, size_t at, const char *why) {
+  if (!t->err) {
+    t->err = why;
+    t->err_at = at;
+  }
+  return 0;
+}
+
+static size_t ws(const src *t, size_t i) {
+  while (i < t->n) {
+    char c = t->s[i];
+    if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
+      break;
+    i++;
+  }
+  return i;
+}
+
+static int hex4(const src *t, size_t i, unsigned *out) {
+  unsigned v = 0;
+  if (i + 4 > t->n)
+    return 0;
+  for (size_t k = i; k < i + 4; k++) {
+    unsigned char c = (unsigned char)t->s[k];
+    unsigned d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+               : c >= 'A' && c <= 'F' ? c - 'A' + 10 : 16;
+    if (d == 16)
+      return 0;
+    v = v * 16 + d;
+  }
+  *out = v;
+  return 1;
+}
+
+/* The \u escape at s[i] (the backslash): one past it (a pair takes 12
+ * bytes), the code point in *cp; 0 and an error when it is malformed or
+ * a lone surrogate. */
+static size_t u_escape(src *t, size_t i, unsigned *cp) {
+  unsigned hi, lo;
+  if (!hex4(t, i + 2, &hi))
+    return fail(t, i, "bad \\u escape (4 hex digits expected)");
+  if (hi >= 0xDC00 && hi <= 0xDFFF)
+    return fail(t, i, "lone low surrogate in a \\u escape");
+  if (hi < 0xD800 || hi > 0xDBFF) {
+    *cp = hi;
+    return i + 6;
+  }
+  if (i + 12 > t->n || t->s[i + 6] != '\\' || t->s[i + 7] != 'u' || !hex4(t, i + 8, &lo) ||
+      lo < 0xDC00 || lo > 0xDFFF)
+    return fail(t, i, "lone high surrogate in a \\u escape (a low one must follow)");
+  *cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+  return i + 12;
+}
+
+/* The string at s[i] (its opening quote): one past its closing quote, or
+ * 0 and an error; *esc: it has escapes. */
+static size_t str_end(src *t, size_t i, int *esc) {
+  *esc = 0;
+  for (size_t k = i + 1; k < t->n;) {
+    unsigned char c = (unsigned char)t->s[k];
+    if (c == '"')
+      return k + 1;
+    if (c < 0x20)
+      return fail(t, k, "control character in a string (escape it)");
+    if (c != '\\') {
+      k++;
+      continue;
+    }
+    *esc = 1;
+    if (k + 1 >= t->n)
+      break;
+    char e = t->s[k + 1];
+    if (e == 'u') {
+      unsigned cp;
+      k = u_escape(t, k, &cp);
+      if (!k)
+        return 0;
+    } else if (strchr("\"\\/bfnrt", e) && e) {
+      k += 2;
+    } else {
+      return fail(t, k, "bad escape in a string");
+    }
+  }
+  return fail(t, i, "unterminated string");
+}
+
+static size_t put_utf8(char *out, unsigned cp) {
+  if (cp < 0x80) {
+    out[0] = (char)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    out[0] = (char)(0xC0 | cp >> 6);
+    out[1] = (char)(0x80 | (cp & 0x3F));
+    return 2;
+  }
+  if (cp < 0x10000) {
+    out[0] = (char)(0xE0 | cp >> 12);
+    out[1] = (char)(0x80 | (cp >> 6 & 0x3F));
+    out[2] = (char)(0x80 | (cp & 0x3F));
+    return 3;
+  }
+  out[0] = (char)(0xF0 | cp >> 18);
+  out[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+  out[2] = (char)(0x80 | (cp >> 6 & 0x3F));
+  out[3] = (char)(0x80 | (cp & 0x3F));
+  return 4;
+}
+
+/* Pushes the string s[i..end) (quotes included, checked by str_end). */
+static void push_str(lua_State *L, src *t, size_t i, size_t end, int esc) {
+  if (!esc) {
+    lua_pushlstring(L, t->s + i + 1, end - i - 2);
+    return;
+  }
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (size_t k = i + 1; k < end - 1;) {
+    char c = t->s[k];
+    if (c != '\\') {
+      luaL_addchar(&b, c);
+      k++;
+      continue;
+    }
+    char e = t->s[k + 1];
+    if (e == 'u') {
+      unsigned cp = 0;
+      char u[4];
+      k = u_escape(t, k, &cp); /* checked already: never 0 here */
+      luaL_addlstring(&b, u, put_utf8(u, cp));
+      continue;
+    }
+    luaL_addchar(&b, e == 'b' ? '\b' : e == 'f' ? '\f' : e == 'n' ? '\n' : e == 'r' ? '\r'
+                     : e == 't' ? '\t' : e);
+    k += 2;
+  }
+  luaL_pushresult(&b);
+}
+
+static int digit(const src *t, size_t i) {
+  return i < t->n && t->s[i] >= '0' && t->s[i] <= '9';
+}
+
+static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                               1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* The number at s[i]: one past it, or 0 and an error. *isint with *iv
+ * when it is an integer literal that fits 64 bits, else *dv. */
+static size_t number(src *t, size_t i, int *isint, int64_t *iv, double *dv) {
+  size_t k = i;
+  int neg = k < t->n && t->s[k] == '-', has_frac = 0, has_exp = 0, dropped = 0, digits = 0, scale = 0;
+  k += (size_t)neg;
+  if (!digit(t, k))
+    return fail(t, i, "bad number");
+  uint64_t m = 0;
+  if (t->s[k] == '0')
+    k++;
+  else
+    for (; digit(t, k); k++)
+      if (digits < 19)
+        m = m * 10 + (uint64_t)(t->s[k] - '0'), digits++;
+      else
+        dropped = 1;
+  int over = dropped || m > (uint64_t)INT64_MAX + (uint64_t)neg;
+  if (k < t->n && t->s[k] == '.') {
+    has_frac = 1;
+    if (!digit(t, ++k))
+      return fail(t, k, "bad number (a digit must follow the point)");
+    for (; digit(t, k); k++)
+      if (digits < 19) {
+        m = m * 10 + (uint64_t)(t->s[k] - '0');
+        digits += m != 0;
+        scale++;
+      } else {
+        dropped = 1;
+      }
+  }
+  int e10 = 0;
+  if (k < t->n && (t->s[k] == 'e' || t->s[k] == 'E')) {
+    has_exp = 1;
+    k++;
+    int eneg = k < t->n && t->s[k] == '-';
+    k += (size_t)(k < t->n && (t->s[k] == '-' || t->s[k] == '+'));
+    if (!digit(t, k))
+      return fail(t, k, "bad number (a digit must follow the exponent)");
+    for (; digit(t, k); k++)
+      e10 = e10 < 100000 ? e10 * 10 + (t->s[k] - '0') : e10;
+    e10 = eneg ? -e10 : e10;
+  }
+  *isint = !has_frac && !has_exp && !over;
+  if (*isint) {
+    *iv = neg ? (m == (uint64_t)1 << 63 ? INT64_MIN : -(int64_t)m) : (int64_t)m;
+    return k;
+  }
+  int p = e10 - scale;
+  if (!dropped && m < ((uint64_t)1 << 53) && p >= -22 && p <= 22) { /* exact operands: correctly rounded */
+    double d = p < 0 ? (double)m / POW10[-p] : (double)m * POW10[p];
+    *dv = neg ? -d : d;
+    return k;
+  }
+  char small[64], *buf = small;
+  size_t len = k - i;
+  if (len >= sizeof small && !(buf = malloc(len + 1)))
+    return fail(t, i, "not enough memory for a number");
+  memcpy(buf, t->s + i, len);
+  buf[len] = 0;
+  *dv = strtod(buf, NULL);
+  if (buf != small)
+    free(buf);
+  return k;
+}
+
+static size_t literal(src *t, size_t i, const char *word) {
+  size_t len = strlen(word);
+  if (t->n - i < len || memcmp(t->s + i, word, len) != 0)
+    return fail(t, i, "expected a value");
+  return i + len;
+}
+
+/* One past the scalar at s[i] (string, number, true, false, null). */
+static size_t scalar_end(src *t, size_t i) {
+  int esc, isint;
+  int64_t iv;
+  double dv;
+  switch (t->s[i]) {
+  case '"':
+    return str_end(t, i, &esc);
+  case 't':
+    return literal(t, i, "true");
+  case 'f':
+    return literal(t, i, "false");
+  case 'n':
+    return literal(t, i, "null");
+  default:
+    return number(t, i, &isint, &iv, &dv);
+  }
+}
+
+/* One past the value at s[i] (after white space), or 0 and an error: an
+ * explicit stack, JQ_LOAD_MAX_DEPTH containers deep at most. */
+static size_t skip_value(src *t, size_t i) {
+  char stack[JQ_LOAD_MAX_DEPTH]; /* '{' or '[' */
+  int depth = 0;
+  for (;;) {
+    i = ws(t, i);
+    if (i >= t->n)
+      return fail(t, i, "unexpected end of the text (a value expected)");
+    char c = t->s[i];
+    if (c == '{' || c == '[') {
+      if (depth == JQ_LOAD_MAX_DEPTH)
+        return fail(t, i, "nested too deep");
+      stack[depth++] = c;
+      i = ws(t, i + 1);
+      if (i < t->n && t->s[i] == (c == '{' ? '}' : ']')) {
+        depth--;
+        i++;
+        goto after_value;
+      }
+    } else {
+      if (!(i = scalar_end(t, i)))
+        return 0;
+      goto after_value;
+    }
+    if (c == '[')
+      continue;
+  key: /* in an object, a key and its colon come next */
+    i = ws(t, i);
+    if (i >= t->n || t->s[i] != '"')
+      return fail(t, i, "expected a string key");
+    int esc;
+    if (!(i = str_end(t, i, &esc)))
+      return 0;
+    i = ws(t, i);
+    if (i >= t->n || t->s[i] != ':')
+      return fail(t, i, "expected ':' after a key");
+    i++;
+    continue;
+  after_value:
+    if (depth == 0)
+      return i;
+    i = ws(t, i);
+    if (i < t->n && t->s[i] == ',') {
+      i++;
+      if (stack[depth - 1] == '{')
+        goto key;
+      continue;
+    }
+    if (i < t->n && t->s[i] == (stack[depth - 1] == '{' ? '}' : ']')) {
+      depth--;
+      i++;
+      goto after_value;
+    }
+    return fail(t, i, stack[depth - 1] == '{' ? "expected ',' or '}'" : "expected ',' or ']'");
+  }
+}
+
+/* Pushes the scalar at s[i]: one past it, or 0 (the stack unchanged). */
+static size_t push_scalar(lua_State *L, src *t, size_t i, int null_idx) {
+  int esc, isint = 0;
+  int64_t iv = 0;
+  double dv = 0;
+  size_t end;
+  switch (t->s[i]) {
+  case '"':
+    if ((end = str_end(t, i, &esc)))
+      push_str(L, t, i, end, esc);
+    return end;
+  case 't':
+  case 'f':
+    if ((end = literal(t, i, t->s[i] == 't' ? "true" : "false")))
+      lua_pushboolean(L, t->s[i] == 't');
+    return end;
+  case 'n':
+    if ((end = literal(t, i, "null")))
+      lua_pushvalue(L, null_idx);
+    return end;
+  default:
+    if (!(end = number(t, i, &isint, &iv, &dv)))
+      return 0;
+    if (isint)
+      lua_pushinteger(L, (lua_Integer)iv);
+    else
+      lua_pushnumber(L, dv);
+    return end;
+  }
+}
+
+/* Pushes the value at s[i] as lua-cjson would decode it (objects and
+ * arrays as tables, null as the value at null_idx), but integers exact:
+ * one past it, or 0 and an error (the caller resets the stack). An
+ * explicit stack of containers, two Lua slots each. */
+static size_t push_value(lua_State *L, src *t, size_t i, int null_idx) {
+  char kind[JQ_LOAD_MAX_DEPTH];
+  lua_Integer count[JQ_LOAD_MAX_DEPTH];
+  int depth = 0;
+  for (;;) {
+    i = ws(t, i);
+    if (i >= t->n)
+      return fail(t, i, "unexpected end of the text (a value expected)");
+    char c = t->s[i];
+    if (c != '{' && c != '[') {
+      if (!(i = push_scalar(L, t, i, null_idx)))
+        return 0;
+      goto done;
+    }
+    if (depth == JQ_LOAD_MAX_DEPTH)
+      return fail(t, i, "nested too deep");
+    luaL_checkstack(L, 4, "trace nested too deep");
+    lua_newtable(L);
+    kind[depth] = c;
+    count[depth++] = 0;
+    i = ws(t, i + 1);
+    if (i < t->n && t->s[i] == (c == '{' ? '}' : ']')) {
+      depth--;
+      i++;
+      goto done;
+    }
+    if (c == '[')
+      continue;
+  key:
+    i = ws(t, i);
+    int esc;
+    size_t end = i < t->n && t->s[i] == '"' ? str_end(t, i, &esc) : fail(t, i, "expected a string key");
+    if (!end)
+      return 0;
+    push_str(L, t, i, end, esc);
+    i = ws(t, end);
+    if (i >= t->n || t->s[i] != ':')
+      return fail(t, i, "expected ':' after a key");
+    i++;
+    continue;
+  done: /* a value on top of the stack */
+    if (depth == 0)
+      return i;
+    if (kind[depth - 1] == '{')
+      lua_rawset(L, -3);
+    else
+      lua_rawseti(L, -2, ++count[depth - 1]);
+    i = ws(t, i);
+    if (i < t->n && t->s[i] == ',') {
+      i++;
+      if (kind[depth - 1] == '{')
+        goto key;
+      continue;
+    }
+    if (i < t->n && t->s[i] == (kind[depth - 1] == '{' ? '}' : ']')) {
+      depth--;
+      i++;
+      goto done;
+    }
+    return fail(t, i, kind[depth - 1] == '{' ? "expected ',' or '}'" : "expected ',' or ']'");
+  }
+}
+
+/* ---- events ---- */
+
+enum { V_NONE, V_INT, V_FLT, V_STR, V_TRUE, V_FALSE, V_NULL, V_OBJ, V_ARR };
+
+typedef struct val {
+  int kind, esc;
+  int64_t i;
+  double d;
+  size_t at, end; /* a string's bytes: quotes included */
+} val;
+
+/* Reads the value at s[i] (after white space) into *v, containers
+ * skipped: one past it, or 0 and an error. */
+static size_t read_val(src *t, size_t i, val *v) {
+  int isint;
+  i = ws(t, i);
+  if (i >= t->n)
+    return fail(t, i, "unexpected end of the text (a value expected)");
+  v->at = i;
+  v->esc = 0;
+  switch (t->s[i]) {
+  case '{':
+  case '[':
+    v->kind = t->s[i] == '{' ? V_OBJ : V_ARR;
+    return v->end = skip_value(t, i);
+  case '"':
+    v->kind = V_STR;
+    return v->end = str_end(t, i, &v->esc);
+  case 't':
+  case 'f':
+  case 'n':
+    v->kind = t->s[i] == 't' ? V_TRUE : t->s[i] == 'f' ? V_FALSE : V_NULL;
+    return v->end = scalar_end(t, i);
+  default:
+    v->end = number(t, i, &isint, &v->i, &v->d);
+    v->kind = isint ? V_INT : V_FLT;
+    if (isint)
+      v->d = (double)v->i;
+    return v->end;
+  }
+}
+
+static int is_str(const src *t, const val *v, const char *word) {
+  size_t len = strlen(word);
+  return v->kind == V_STR && !v->esc && v->end - v->at == len + 2 && memcmp(t->s + v->at + 1, word, len) == 0;
+}
+
+enum { A_JOB = 1, A_BYTES = 2, A_CAT = 4, A_ARG = 8, A_OTHER = 16 };
+
+typedef struct ev {
+  val ph, ts, dur, pid, tid, name, cat, s, args, job, bytes, acat, arg;
+  int amask; /* the keys args has (A_*) */
+  int odd;   /* an escaped key: only the generic path reads it right */
+} ev;
+
+/* The key at s[i]: one past its colon; *slot its field of e (NULL: one we
+ * do not read). */
+static size_t read_key(src *t, size_t i, val **slot, ev *e, int in_args) {
+  static const char *const top[] = {"ph", "ts", "dur", "pid", "tid", "name", "cat", "s", "args", NULL};
+  static const char *const inner[] = {"job", "bytes", "category", "arg", NULL};
+  int esc;
+  i = ws(t, i);
+  size_t end = i < t->n && t->s[i] == '"' ? str_end(t, i, &esc) : fail(t, i, "expected a string key");
+  if (!end)
+    return 0;
+  const char *const *names = in_args ? inner : top;
+  val *fields[] = {&e->ph, &e->ts, &e->dur, &e->pid, &e->tid, &e->name, &e->cat, &e->s, &e->args};
+  val *afields[] = {&e->job, &e->bytes, &e->acat, &e->arg};
+  *slot = NULL;
+  if (esc)
+    e->odd = 1;
+  for (int k = 0; !esc && names[k]; k++)
+    if (end - i - 2 == strlen(names[k]) && memcmp(t->s + i + 1, names[k], end - i - 2) == 0) {
+      *slot = in_args ? afields[k] : fields[k];
+      if (in_args)
+        e->amask |= 1 << k;
+    }
+  if (in_args && !*slot)
+    e->amask |= A_OTHER;
+  i = ws(t, end);
+  if (i >= t->n || t->s[i] != ':')
+    return fail(t, i, "expected ':' after a key");
+  return i + 1;
+}
+
+/* An event's "args" object at s[i] ('{'): its keys of interest in e. */
+static size_t read_args(src *t, size_t i, ev *e) {
+  e->amask = 0;
+  e->job.kind = e->bytes.kind = e->acat.kind = e->arg.kind = V_NONE;
+  e->args.kind = V_OBJ;
+  e->args.at = i;
+  i = ws(t, i + 1);
+  if (i < t->n && t->s[i] == '}')
+    return i + 1;
+  for (;;) {
+    val *slot, skip;
+    if (!(i = read_key(t, i, &slot, e, 1)) || !(i = read_val(t, i, slot ? slot : &skip)))
+      return 0;
+    i = ws(t, i);
+    if (i < t->n && t->s[i] == ',') {
+      i++;
+      continue;
+    }
+    if (i < t->n && t->s[i] == '}')
+      return i + 1;
+    return fail(t, i, "expected ',' or '}'");
+  }
+}
+
+/* The event object at s[i] ('{') into *e: one past it, or 0. */
+static size_t read_event(src *t, size_t i, ev *e) {
+  memset(e, 0, sizeof *e);
+  i = ws(t, i + 1);
+  if (i < t->n && t->s[i] == '}')
+    return i + 1;
+  for (;;) {
+    val *slot, skip;
+    if (!(i = read_key(t, i, &slot, e, 0)))
+      return 0;
+    if (slot == &e->args && (i = ws(t, i)) < t->n && t->s[i] == '{')
+      i = read_args(t, i, e);
+    else if (slot == &e->args) {
+      i = read_val(t, i, slot);
+      e->amask = 0;
+      e->job.kind = e->bytes.kind = e->acat.kind = e->arg.kind = V_NONE;
+    } else
+      i = read_val(t, i, slot ? slot : &skip);
+    if (!i)
+      return 0;
+    i = ws(t, i);
+    if (i < t->n && t->s[i] == ',') {
+      i++;
+      continue;
+    }
+    if (i < t->n && t->s[i] == '}')
+      return i + 1;
+    return fail(t, i, "expected ',' or '}'");
+  }
+}
+
+/* ---- the loader: Lua stack slots it keeps ---- */
+
+enum {
+  S_HOOKS = 1, S_PATH, S_TEXT, S_BOX, S_NULL, S_ST, S_MTS, S_MKIND, S_MARG, S_MPID, S_MTID, S_COPIES,
+  S_KJOB, S_KSUBMIT, S_KWAIT, S_KCOPY, S_KSLICE, S_Q, S_CACHE, S_LASTCAT, S_LASTKIND,
+  S_LANE, S_LTS, S_LDUR, S_LCAT, S_LKIND, S_LSNAME, S_LJOB, S_LARGS, S_TOP = S_LARGS
+};
+
+#define CACHE_N 8
+
+typedef struct loader {
+  lua_State *L;
+  src t;
+  int ours, has_lane, cache_next;
+  double t0, t1;
+  lua_Integer nev, nmarkers, ncopies, ln;
+  val lpid, ltid; /* the current lane's */
+  struct {
+    size_t at, len;
+  } cache[CACHE_N];
+} loader;
+
+/* Pushes the string v (a V_STR) through a small cache of Lua strings. */
+static void push_cached(loader *ld, const val *v) {
+  lua_State *L = ld->L;
+  size_t len = v->end - v->at;
+  if (v->esc) {
+    push_str(L, &ld->t, v->at, v->end, 1);
+    return;
+  }
+  for (int k = 0; k < CACHE_N; k++)
+    if (ld->cache[k].len == len && memcmp(ld->t.s + ld->cache[k].at, ld->t.s + v->at, len) == 0) {
+      lua_rawgeti(L, S_CACHE, k + 1);
+      return;
+    }
+  int k = ld->cache_next;
+  ld->cache_next = (k + 1) % CACHE_N;
+  push_str(L, &ld->t, v->at, v->end, 0);
+  lua_pushvalue(L, -1);
+  lua_rawseti(L, S_CACHE, k + 1);
+  ld->cache[k].at = v->at;
+  ld->cache[k].len = len;
+}
+
+static void push_num(lua_State *L, const val *v) {
+  if (v->kind == V_INT)
+    lua_pushinteger(L, (lua_Integer)v->i);
+  else if (v->kind == V_FLT)
+    lua_pushnumber(L, v->d);
+  else
+    lua_pushnil(L);
+}
+
+static int same_id(const val *a, const val *b) {
+  if (a->kind != b->kind)
+    return 0;
+  return a->kind == V_NONE || (a->kind == V_INT && a->i == b->i) || (a->kind == V_FLT && a->d == b->d);
+}
+
+static void flush_lane(loader *ld) {
+  if (ld->has_lane) {
+    lua_pushinteger(ld->L, ld->ln);
+    lua_setfield(ld->L, S_LANE, "n");
+    ld->has_lane = 0;
+  }
+}
+
+/* The lane of (pid, tid) current, by hooks.lane(st, pid, tid). */
+static void use_lane(loader *ld, const ev *e) {
+  static const char *const cols[] = {"ts", "dur", "cat", "kind", "sname", "job", "args"};
+  lua_State *L = ld->L;
+  if (ld->has_lane && same_id(&ld->lpid, &e->pid) && same_id(&ld->ltid, &e->tid))
+    return;
+  flush_lane(ld);
+  lua_getfield(L, S_HOOKS, "lane");
+  lua_pushvalue(L, S_ST);
+  push_num(L, &e->pid);
+  push_num(L, &e->tid);
+  lua_call(L, 3, 1);
+  luaL_checktype(L, -1, LUA_TTABLE);
+  lua_replace(L, S_LANE);
+  for (int k = 0; k < 7; k++) {
+    lua_getfield(L, S_LANE, cols[k]);
+    lua_replace(L, S_LTS + k);
+  }
+  lua_getfield(L, S_LANE, "n");
+  ld->ln = lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  ld->lpid = e->pid;
+  ld->ltid = e->tid;
+  ld->has_lane = 1;
+}
+
+/* hooks[name](st, <the value on top>) when it differs from the one in slot
+ * `last` (categories and marker kinds, in order of first appearance). */
+static void note_name(loader *ld, const char *name, int last) {
+  lua_State *L = ld->L;
+  if (lua_rawequal(L, -1, last))
+    return;
+  lua_pushvalue(L, -1);
+  lua_replace(L, last);
+  lua_getfield(L, S_HOOKS, name);
+  lua_pushvalue(L, S_ST);
+  lua_pushvalue(L, -3);
+  lua_call(L, 2, 0);
+}
+
+static int is_num(const val *v) {
+  return v->kind == V_INT || v->kind == V_FLT;
+}
+
+static int time_ok(const val *v) {
+  return is_num(v) && v->d >= -MAX_US && v->d <= MAX_US;
+}
+
+static int id_ok(const val *v) {
+  return v->kind == V_NONE || is_num(v);
+}
+
+static void note_time(loader *ld, double ts, double stop) {
+  if (ts < ld->t0)
+    ld->t0 = ts;
+  if (stop > ld->t1)
+    ld->t1 = stop;
+  ld->nev++;
+}
+
+enum { K_JOB = S_KJOB, K_SUBMIT = S_KSUBMIT, K_WAIT = S_KWAIT, K_COPY = S_KCOPY, K_SLICE = S_KSLICE };
+
+/* What a complete event is (trace.lua's classify): the slot of its kind's
+ * name, and its category pushed; 0 (nothing pushed) when only the generic
+ * path reads it right, -1 for a seed trace's chained slice. */
+static int classify(loader *ld, const ev *e) {
+  src *t = &ld->t;
+  lua_State *L = ld->L;
+  int plain_args = (e->amask & ~A_JOB) == 0 && (e->job.kind == V_NONE || e->job.kind == V_INT);
+  if (e->cat.kind == V_NONE && e->name.esc)
+    return 0; /* (is it a seed trace's?) */
+  if (e->cat.kind == V_NONE && e->args.kind == V_OBJ &&
+      (is_str(t, &e->name, "publish") || is_str(t, &e->name, "chunk") || is_str(t, &e->name, "stage_wait")))
+    return -1;
+  if ((e->cat.kind != V_NONE && e->cat.kind != V_STR) || (e->cat.kind == V_STR && e->cat.esc))
+    return 0;
+  if (ld->ours && is_str(t, &e->cat, "copy")) {
+    if ((e->amask & (A_ARG | A_OTHER)) || (e->job.kind != V_NONE && e->job.kind != V_INT) ||
+        (e->bytes.kind != V_NONE && e->bytes.kind != V_INT) || (e->acat.kind != V_NONE && e->acat.kind != V_STR))
+      return 0;
+    if (e->acat.kind == V_STR)
+      push_cached(ld, &e->acat);
+    else
+      lua_pushvalue(L, K_JOB);
+    return K_COPY;
+  }
+  if (!plain_args || (ld->ours && is_str(t, &e->cat, "flow")))
+    return 0;
+  if (ld->ours && is_str(t, &e->cat, "job")) {
+    if (e->name.kind == V_STR)
+      push_cached(ld, &e->name);
+    else
+      lua_pushvalue(L, S_Q);
+    return K_JOB;
+  }
+  if (ld->ours && is_str(t, &e->cat, "submit")) {
+    lua_pushvalue(L, K_SUBMIT);
+    return K_SUBMIT;
+  }
+  const val *c = e->cat.kind == V_STR ? &e->cat : e->name.kind == V_STR ? &e->name : NULL;
+  if (c)
+    push_cached(ld, c);
+  else
+    lua_pushvalue(L, S_Q);
+  if (is_str(t, c ? c : &e->cat, "wait")) {
+    lua_pop(L, 1);
+    lua_pushvalue(L, K_WAIT);
+    return K_WAIT;
+  }
+  return K_SLICE;
+}
+
+/* model.copies[#+1] = { ts, dur, lane, category (on top, popped), name, job, bytes } */
+static void add_copy(loader *ld, const ev *e, double ts, double dur) {
+  lua_State *L = ld->L;
+  lua_createtable(L, 0, 7);
+  lua_insert(L, -2);
+  lua_setfield(L, -2, "category");
+  lua_pushnumber(L, ts);
+  lua_setfield(L, -2, "ts");
+  lua_pushnumber(L, dur);
+  lua_setfield(L, -2, "dur");
+  lua_pushvalue(L, S_LANE);
+  lua_setfield(L, -2, "lane");
+  if (e->name.kind == V_STR)
+    push_cached(ld, &e->name);
+  else
+    lua_pushliteral(L, "copy");
+  lua_setfield(L, -2, "name");
+  push_num(L, &e->job);
+  lua_setfield(L, -2, "job");
+  if (e->bytes.kind == V_INT)
+    lua_pushinteger(L, (lua_Integer)e->bytes.i);
+  else
+    lua_pushinteger(L, 0);
+  lua_setfield(L, -2, "bytes");
+  lua_rawseti(L, S_COPIES, ++ld->ncopies);
+}
+
+/* A copy's args, as the generic path decodes them (its keys are job,
+ * bytes and category at most). */
+static void push_copy_args(loader *ld, const ev *e) {
+  lua_State *L = ld->L;
+  if (e->args.kind != V_OBJ || (e->amask & ~A_JOB) == 0) { /* none, {} or {job: N}: the job column says it */
+    lua_pushboolean(L, 0);
+    return;
+  }
+  lua_createtable(L, 0, 3);
+  if (e->job.kind != V_NONE) {
+    push_num(L, &e->job);
+    lua_setfield(L, -2, "job");
+  }
+  if (e->bytes.kind != V_NONE) {
+    push_num(L, &e->bytes);
+    lua_setfield(L, -2, "bytes");
+  }
+  if (e->acat.kind != V_NONE) {
+    push_cached(ld, &e->acat);
+    lua_setfield(L, -2, "category");
+  }
+}
+
+/* A complete event straight into its lane's columns: 1, or 0 when the
+ * generic path must read it, -1 for a seed trace (the cjson path's). */
+static int fast_slice(loader *ld, const ev *e) {
+  lua_State *L = ld->L;
+  if (e->odd || !time_ok(&e->ts) || !id_ok(&e->pid) || !id_ok(&e->tid) ||
+      (e->args.kind != V_NONE && e->args.kind != V_OBJ))
+    return 0;
+  if (e->dur.kind != V_NONE && !(is_num(&e->dur) && e->dur.d >= 0 && e->dur.d <= MAX_US))
+    return 0;
+  double ts = e->ts.d, dur = e->dur.kind == V_NONE ? 0 : e->dur.d;
+  int kind = classify(ld, e);
+  if (kind <= 0)
+    return kind;
+  use_lane(ld, e); /* the category stays on top */
+  lua_Integer n = ++ld->ln;
+  note_name(ld, "category", S_LASTCAT);
+  lua_pushvalue(L, -1);
+  lua_rawseti(L, S_LCAT, n);
+  if (kind == K_COPY)
+    add_copy(ld, e, ts, dur);
+  else
+    lua_pop(L, 1);
+  lua_pushnumber(L, ts);
+  lua_rawseti(L, S_LTS, n);
+  lua_pushnumber(L, dur);
+  lua_rawseti(L, S_LDUR, n);
+  lua_pushvalue(L, kind);
+  lua_rawseti(L, S_LKIND, n);
+  if (e->name.kind == V_STR)
+    push_cached(ld, &e->name);
+  else
+    lua_pushvalue(L, S_Q);
+  lua_rawseti(L, S_LSNAME, n);
+  if (e->job.kind == V_INT)
+    lua_pushinteger(L, (lua_Integer)e->job.i);
+  else
+    lua_pushboolean(L, 0);
+  lua_rawseti(L, S_LJOB, n);
+  if (kind == K_COPY)
+    push_copy_args(ld, e);
+  else
+    lua_pushboolean(L, 0);
+  lua_rawseti(L, S_LARGS, n);
+  note_time(ld, ts, ts + dur);
+  return 1;
+}
+
+/* A marker (an instant of scope g or p) straight into the model's columns:
+ * 1, or 0 when the generic path must read it. */
+static int fast_marker(loader *ld, const ev *e) {
+  lua_State *L = ld->L;
+  src *t = &ld->t;
+  if (e->odd || !time_ok(&e->ts) || !id_ok(&e->pid) || !id_ok(&e->tid) ||
+      !(is_str(t, &e->s, "g") || is_str(t, &e->s, "p")))
+    return 0;
+  lua_Integer n = ++ld->nmarkers;
+  if (e->name.kind == V_STR)
+    push_cached(ld, &e->name);
+  else
+    lua_pushvalue(L, S_Q);
+  note_name(ld, "marker_kind", S_LASTKIND);
+  lua_rawseti(L, S_MKIND, n);
+  lua_pushnumber(L, e->ts.d);
+  lua_rawseti(L, S_MTS, n);
+  const val *a = &e->arg;
+  if (a->kind == V_INT || (a->kind == V_FLT && a->d >= -0x1p63 && a->d < 0x1p63 && a->d == floor(a->d)))
+    lua_pushinteger(L, a->kind == V_INT ? (lua_Integer)a->i : (lua_Integer)a->d);
+  else if (a->kind == V_FLT)
+    lua_pushnumber(L, a->d);
+  else if (a->kind == V_STR)
+    push_str(L, t, a->at, a->end, a->esc);
+  else
+    lua_pushnil(L);
+  lua_rawseti(L, S_MARG, n);
+  if (e->pid.kind == V_NONE)
+    lua_pushinteger(L, 0);
+  else
+    push_num(L, &e->pid);
+  lua_rawseti(L, S_MPID, n);
+  if (e->tid.kind == V_NONE)
+    lua_pushinteger(L, 0);
+  else
+    push_num(L, &e->tid);
+  lua_rawseti(L, S_MTID, n);
+  note_time(ld, e->ts.d, e->ts.d);
+  return 1;
+}
+
+static void set_num(lua_State *L, int idx, const char *k, double v) {
+  lua_pushnumber(L, v);
+  lua_setfield(L, idx, k);
+}
+
+static double get_num(lua_State *L, int idx, const char *k) {
+  lua_getfield(L, idx, k);
+  double v = lua_tonumber(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+/* The loader's counts to st (before Lua reads an event), or back. */
+static void sync_counts(loader *ld, int to_lua) {
+  lua_State *L = ld->L;
+  if (to_lua) {
+    flush_lane(ld);
+    set_num(L, S_ST, "t0", ld->t0);
+    set_num(L, S_ST, "t1", ld->t1);
+    lua_pushinteger(L, ld->nev);
+    lua_setfield(L, S_ST, "nev");
+    lua_pushinteger(L, ld->nmarkers);
+    lua_setfield(L, S_ST, "nmarkers");
+    return;
+  }
+  ld->t0 = get_num(L, S_ST, "t0");
+  ld->t1 = get_num(L, S_ST, "t1");
+  ld->nev = (lua_Integer)get_num(L, S_ST, "nev");
+  ld->nmarkers = (lua_Integer)get_num(L, S_ST, "nmarkers");
+  ld->ncopies = (lua_Integer)lua_rawlen(L, S_COPIES);
+}
+
+/* Any other event: decoded into a table, read by hooks.rare(st, e, index)
+ * (trace.lua's own code). 1, 0 and an error (the JSON), or -2 when the hook
+ * said no (its two results stay on the stack). */
+static int rare(loader *ld, size_t at, lua_Integer index) {
+  lua_State *L = ld->L;
+  int top = lua_gettop(L);
+  sync_counts(ld, 1);
+  lua_getfield(L, S_HOOKS, "rare");
+  lua_pushvalue(L, S_ST);
+  if (!push_value(L, &ld->t, at, S_NULL)) {
+    lua_settop(L, top);
+    return 0;
+  }
+  lua_pushinteger(L, index);
+  lua_call(L, 3, 2);
+  if (lua_toboolean(L, -2) && lua_type(L, -2) != LUA_TSTRING) {
+    lua_settop(L, top);
+    sync_counts(ld, 0);
+    return 1;
+  }
+  return -2;
+}
+
+#define PROGRESS_STEP ((size_t)1 << 24)
+
+static void progress(loader *ld, size_t at) {
+  lua_State *L = ld->L;
+  if (lua_getfield(L, S_HOOKS, "progress") != LUA_TFUNCTION) {
+    lua_pop(L, 1);
+    return;
+  }
+  lua_pushinteger(L, (lua_Integer)at);
+  lua_pushinteger(L, (lua_Integer)ld->t.n);
+  lua_call(L, 2, 0);
+}
+
+/* One element of the events array, at s[i]: one past it; 0 and an error
+ * (JSON); or 0 with ld->t.err NULL and the hook's answer on the stack. */
+static size_t one_event(loader *ld, size_t i, lua_Integer index, int *fallback) {
+  src *t = &ld->t;
+  ev e;
+  if (t->s[i] == '{') {
+    size_t end = read_event(t, i, &e);
+    if (!end)
+      return 0;
+    int done = 0;
+    if (is_str(t, &e.ph, "X"))
+      done = fast_slice(ld, &e);
+    else if (is_str(t, &e.ph, "i") || is_str(t, &e.ph, "I") || is_str(t, &e.ph, "R"))
+      done = fast_marker(ld, &e);
+    if (done < 0) {
+      *fallback = 1;
+      return 0;
+    }
+    if (done)
+      return end;
+  }
+  int r = rare(ld, i, index);
+  return r == 1 ? skip_value(t, i) : 0;
+}
+
+/* The events array at s[i] ('['), every element read in order. 1, or 0
+ * (an error of the JSON in t, else the hook's two results on the stack,
+ * else *fallback). */
+static int read_events(loader *ld, size_t i, int *fallback) {
+  src *t = &ld->t;
+  lua_Integer index = 0;
+  size_t next_progress = PROGRESS_STEP;
+  i = ws(t, i + 1);
+  if (i < t->n && t->s[i] == ']')
+    return 1;
+  for (;;) {
+    i = ws(t, i);
+    if (i >= t->n)
+      return (int)fail(t, i, "unexpected end of the text (a value expected)");
+    if (!(i = one_event(ld, i, ++index, fallback)))
+      return 0;
+    if (i >= next_progress) {
+      next_progress = i + PROGRESS_STEP;
+      progress(ld, i);
+    }
+    i = ws(t, i);
+    if (i < t->n && t->s[i] == ',') {
+      i++;
+      continue;
+    }
+    if (i < t->n && t->s[i] == ']')
+      return 1;
+    return (int)fail(t, i, "expected ',' or ']'");
+  }
+}
+
+/* Pass 1: the text is one JSON value and nothing else; for an object, the
+ * values of its "traceEvents" and "jobqueProfile" keys (0: none; a key
+ * with escapes in it sets *odd). 1, or 0 and an error. */
+static int outline(src *t, size_t *events, size_t *meta, int *odd) {
+  size_t i = ws(t, 0);
+  *events = *meta = 0;
+  *odd = 0;
+  if (i < t->n && t->s[i] == '{') {
+    i = ws(t, i + 1);
+    while (i < t->n && t->s[i] != '}') {
+      int esc;
+      size_t end = t->s[i] == '"' ? str_end(t, i, &esc) : fail(t, i, "expected a string key");
+      if (!end)
+        return 0;
+      size_t len = end - i - 2, *slot = NULL;
+      *odd |= esc;
+      if (!esc && len == 11 && memcmp(t->s + i + 1, "traceEvents", 11) == 0)
+        slot = events;
+      if (!esc && len == 13 && memcmp(t->s + i + 1, "jobqueProfile", 13) == 0)
+        slot = meta;
+      i = ws(t, end);
+      if (i >= t->n || t->s[i] != ':')
+        return (int)fail(t, i, "expected ':' after a key");
+      i = ws(t, i + 1);
+      if (slot)
+        *slot = i;
+      if (!(i = skip_value(t, i)))
+        return 0;
+      i = ws(t, i);
+      if (i < t->n && t->s[i] == ',') {
+        i = ws(t, i + 1);
+        if (i >= t->n || t->s[i] != '"')
+          return (int)fail(t, i, "expected a string key");
+      } else if (i >= t->n || t->s[i] != '}') {
+        return (int)fail(t, i, "expected ',' or '}'");
+      }
+    }
+    if (i >= t->n)
+      return (int)fail(t, i, "unexpected end of the text (expected '}')");
+    i++;
+  } else if (!(i = skip_value(t, i))) {
+    return 0;
+  }
+  i = ws(t, i);
+  if (i < t->n)
+    return (int)fail(t, i, "text after the JSON value");
+  return 1;
+}
+
+/* ---- the binding ---- */
+
+typedef struct mapping {
+  void *addr;
+  size_t len;
+} mapping;
+
+static int mapping_gc(lua_State *L) {
+  mapping *m = lua_touserdata(L, 1);
+  if (m->addr)
+    munmap(m->addr, m->len);
+  m->addr = NULL;
+  return 0;
+}
+
+/* Maps the file at `path` (its userdata at S_BOX): 1, or 0 with an error
+ * message pushed (-1: not a regular file, which the caller reads another way). */
+static int map_file(lua_State *L, const char *path, src *t) {
+  mapping *m = lua_newuserdatauv(L, sizeof *m, 0);
+  m->addr = NULL;
+  m->len = 0;
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, mapping_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  lua_replace(L, S_BOX);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    int err = errno;
+    if (fd >= 0)
+      close(fd);
+    lua_pushfstring(L, "cannot open %s: %s", path, strerror(err));
+    return 0;
+  }
+  if (!S_ISREG(st.st_mode) || st.st_size == 0) {
+    close(fd);
+    return -1;
+  }
+  void *addr = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  int err = errno;
+  close(fd);
+  if (addr == MAP_FAILED)
+    return -1;
+  madvise(addr, (size_t)st.st_size, MADV_SEQUENTIAL);
+  m->addr = addr;
+  m->len = (size_t)st.st_size;
+  t->s = addr;
+  t->n = m->len;
+  (void)err;
+  return 1;
+}
+
+/* hooks.begin(meta, is_array) -> st | nil, message | "fallback"; then the
+ * model's columns from st.model into their slots. 1, or 0 (the results on
+ * the stack). */
+static int begin(loader *ld, size_t meta, int is_array) {
+  lua_State *L = ld->L;
+  lua_getfield(L, S_HOOKS, "begin");
+  if (meta && ld->t.s[meta] != 'n') {
+    if (!push_value(L, &ld->t, meta, S_NULL))
+      return 0;
+  } else {
+    lua_pushnil(L);
+  }
+  lua_pushboolean(L, is_array);
+  lua_call(L, 2, 2);
+  if (lua_type(L, -2) != LUA_TTABLE)
+    return 0;
+  lua_pop(L, 1);
+  lua_replace(L, S_ST);
+  lua_getfield(L, S_ST, "ours");
+  ld->ours = lua_toboolean(L, -1);
+  lua_getfield(L, S_ST, "model");
+  static const char *const cols[] = {"marker_ts", "marker_kind", "marker_arg", "marker_pid", "marker_tid", "copies"};
+  for (int k = 0; k < 6; k++) {
+    lua_getfield(L, -1 - k, cols[k]);
+    luaL_checktype(L, -1, LUA_TTABLE);
+  }
+  for (int k = 5; k >= 0; k--)
+    lua_replace(L, S_MTS + k);
+  lua_pop(L, 2);
+  sync_counts(ld, 0);
+  return 1;
+}
+
+/* The slots a load keeps; then the text: the string given, else the file
+ * mapped. 1, or 0 with what to return pushed (nil, message | "fallback"). */
+static int setup(lua_State *L, loader *ld) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_settop(L, 3);
+  luaL_checkstack(L, S_TOP + 20, "load_trace");
+  lua_pushnil(L); /* S_BOX */
+  lua_getfield(L, S_HOOKS, "null");
+  for (int k = S_ST; k < S_KJOB; k++)
+    lua_pushnil(L);
+  static const char *const kinds[] = {"job", "submit", "wait", "copy", "slice", "?"};
+  for (int k = 0; k < 6; k++)
+    lua_pushstring(L, kinds[k]);
+  lua_createtable(L, CACHE_N, 0);
+  while (lua_gettop(L) < S_TOP)
+    lua_pushnil(L);
+  memset(ld, 0, sizeof *ld);
+  ld->L = L;
+  if (lua_type(L, S_TEXT) == LUA_TSTRING) {
+    ld->t.s = lua_tolstring(L, S_TEXT, &ld->t.n);
+    return 1;
+  }
+  const char *path = luaL_checkstring(L, S_PATH);
+  int r = map_file(L, path, &ld->t);
+  if (r == 1)
+    return 1;
+  if (r == 0) {
+    luaL_pushfail(L);
+    lua_insert(L, -2);
+  } else {
+    lua_pushliteral(L, "fallback");
+  }
+  return 0;
+}
+
+/* load_trace(hooks, path [, text]) -> st | nil, message [, "json"] | "fallback" */
+static int l_load_trace(lua_State *L) {
+  loader ld;
+  if (!setup(L, &ld))
+    return lua_gettop(L) - S_TOP;
+  size_t events, meta;
+  int odd, fallback = 0;
+  if (!outline(&ld.t, &events, &meta, &odd)) {
+    luaL_pushfail(L);
+    lua_pushfstring(L, "offset %I: %s", (LUAI_UACINT)ld.t.err_at, ld.t.err);
+    lua_pushliteral(L, "json");
+    return 3;
+  }
+  size_t top = ws(&ld.t, 0);
+  int is_array = ld.t.s[top] == '[';
+  if (is_array)
+    events = top;
+  if (odd || !events || ld.t.s[events] != '[') {
+    lua_pushliteral(L, "fallback");
+    return 1;
+  }
+  if (!begin(&ld, meta, is_array))
+    return 2;
+  if (!read_events(&ld, events, &fallback)) {
+    if (fallback) {
+      lua_pushliteral(L, "fallback");
+      return 1;
+    }
+    if (!ld.t.err)
+      return 2;
+    luaL_pushfail(L);
+    lua_pushfstring(L, "offset %I: %s", (LUAI_UACINT)ld.t.err_at, ld.t.err);
+    lua_pushliteral(L, "json");
+    return 3;
+  }
+  sync_counts(&ld, 1);
+  lua_pushvalue(L, S_ST);
+  return 1;
+}
+
+void jq_open_load_trace(lua_State *L) {
+  lua_pushcfunction(L, l_load_trace);
+}

@@ -1,0 +1,20 @@
+/*
+ * trace_load.h - core.load_trace, the native trace loader (issue 12).
+ *
+ * Scans a trace's JSON (a file mapped, or a string) straight into the
+ * reader's columns; the events it does not read itself go, decoded, to
+ * the reader's Lua code (see trace_load.c and lua/jobque_profile/trace.lua).
+ * Owns: nothing past a call. Must not: run on the record path.
+ * Thread safety: reentrant (one lua_State per call).
+ */
+#ifndef JQ_TRACE_LOAD_H
+#define JQ_TRACE_LOAD_H
+
+#include <lua.h>
+
+#define JQ_LOAD_MAX_DEPTH 1000 /* lua-cjson's default limit */
+
+/* Pushes load_trace(hooks, path [, text]) -> true | nil, message | "fallback". */
+void jq_open_load_trace(lua_State *L);
+
+#endif
