@@ -548,11 +548,11 @@ describe("the HTML timeline", function()
     local state = open(("#probe=%d,%.3f"):format(index - 1, lane.ts[i] - model.t0 + lane.dur[i] / 2))
     local tip = state.probe
     assert.is_string(tip)
-    assert.matches(lane.ev[i].name, tip, 1, true)
+    assert.matches(lane.sname[i], tip, 1, true)
     assert.matches("category " .. lane.cat[i], tip, 1, true)
     assert.matches("lane     " .. lane.name, tip, 1, true)
     assert.matches(("start    %.3f us"):format(lane.ts[i] - model.t0), tip, 1, true) -- since the session's start
-    assert.matches(('args     {"job":%d}'):format(math.tointeger(lane.ev[i].args.job)), tip, 1, true)
+    assert.matches(('args     {"job":%d}'):format(lane.job[i]), tip, 1, true)
   end)
 
   it("zooms at the cursor with the wheel, pans with a drag, fits with a double-click", function()

@@ -148,8 +148,7 @@ describe("a failed job in the trace", function()
     local lane_index, slice
     for li, lane in ipairs(model.lanes) do
       for k = 1, lane.n do
-        local a = lane.ev[k].args
-        if lane.kind[k] == "job" and a and a.job == ids.short then lane_index, slice = li, k end
+        if lane.kind[k] == "job" and lane.job[k] == ids.short then lane_index, slice = li, k end
       end
     end
     assert(slice, "the failed slice is in the model")

@@ -1012,12 +1012,14 @@ static int read_events(loader *ld, size_t i, int *fallback) {
   }
 }
 
+#define NONE ((size_t)-1)
+
 /* Pass 1: the text is one JSON value and nothing else; for an object, the
- * values of its "traceEvents" and "jobqueProfile" keys (0: none; a key
+ * values of its "traceEvents" and "jobqueProfile" keys (NONE: none; a key
  * with escapes in it sets *odd). 1, or 0 and an error. */
 static int outline(src *t, size_t *events, size_t *meta, int *odd) {
   size_t i = ws(t, 0);
-  *events = *meta = 0;
+  *events = *meta = NONE;
   *odd = 0;
   if (i < t->n && t->s[i] == '{') {
     i = ws(t, i + 1);
@@ -1120,7 +1122,7 @@ static int map_file(lua_State *L, const char *path, src *t) {
 static int begin(loader *ld, size_t meta, int is_array) {
   lua_State *L = ld->L;
   lua_getfield(L, S_HOOKS, "begin");
-  if (meta && ld->t.s[meta] != 'n') {
+  if (meta != NONE && ld->t.s[meta] != 'n') {
     if (!push_value(L, &ld->t, meta, S_NULL))
       return 0;
   } else {
@@ -1199,7 +1201,7 @@ static int l_load_trace(lua_State *L) {
   int is_array = ld.t.s[top] == '[';
   if (is_array)
     events = top;
-  if (odd || !events || ld.t.s[events] != '[') {
+  if (odd || events == NONE || ld.t.s[events] != '[') {
     lua_pushliteral(L, "fallback");
     return 1;
   }

@@ -5,6 +5,8 @@
 -- returns a model, or nil and a message that says what is wrong:
 --
 --   model.format      "jobque" (has a jobqueProfile key) or "chrome"
+--   model.reader      which reader built it: "native" (jobque.core's loader) or
+--                     "cjson" (the fallback, for shapes the loader leaves to it)
 --   model.t0, t1      the trace's bounds, microseconds: the session's start
 --                     and stop when the file records them (jobqueProfile
 --                     startUs/stopUs), widened to take in every event; else
@@ -772,7 +774,7 @@ local function decode(text, name)
   if meta == cjson.null then meta = nil end
   local model, berr = build(events, meta, text)
   if not model then return nil, ("%s: %s"):format(name, berr) end
-  model.path = name
+  model.path, model.reader = name, "cjson"
   return model
 end
 
@@ -809,7 +811,7 @@ local function load_native(path, text, name, progress)
   end
   local model, ferr = finish(st, st.model.meta, text)
   if not model then return nil, ("%s: %s"):format(name, ferr) end
-  model.path = name
+  model.path, model.reader = name, "native"
   return model
 end
 

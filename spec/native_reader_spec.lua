@@ -1,0 +1,221 @@
+-- The native loader (core.load_trace, issue 12) builds the same model as
+-- the lua-cjson reader on every fixture, hand-written shapes and saved
+-- traces; report --json figures are identical; bad JSON is refused with
+-- the byte offset of the problem.
+local S = require "support"
+local trace = require "jobque_profile.trace"
+local stats = require "jobque_profile.stats"
+local report = require "jobque_profile.report"
+local p = require "jobque_profile"
+local jobque = require "jobque"
+local core = require "jobque.core"
+
+-- Deep equality of two models; numbers by value (the native loader keeps
+-- integers, cjson reads doubles); a lane met inside a list (copies,
+-- failures...) by its index. Returns nil, or the path where they differ.
+local function differ(a, b, path, seen)
+  if type(a) == "number" and type(b) == "number" then
+    if a == b or (a ~= a and b ~= b) then return nil end
+    return ("%s: %s ~= %s"):format(path, tostring(a), tostring(b))
+  end
+  if type(a) ~= type(b) then return ("%s: %s ~= %s"):format(path, type(a), type(b)) end
+  if type(a) == "string" and a:find("table: 0x", 1, true) and b:find("table: 0x", 1, true) then
+    return nil -- a lane key of a table's address (a tid that is an array)
+  end
+  if type(a) ~= "table" then
+    if a ~= b then return ("%s: %s ~= %s"):format(path, tostring(a), tostring(b)) end
+    return nil
+  end
+  if a.index and a.ts and a.kind and path:find("%]%.lane$") then
+    if a.index ~= b.index then return path .. ": another lane" end
+    return nil
+  end
+  if seen[a] then return nil end
+  seen[a] = true
+  for k, v in pairs(a) do
+    if k ~= "markers" then
+      local d = differ(v, b[k], path .. "." .. tostring(k), seen)
+      if d then return d end
+    end
+  end
+  for k in pairs(b) do
+    if a[k] == nil and k ~= "markers" then return ("%s.%s: missing in the first"):format(path, tostring(k)) end
+  end
+  return nil
+end
+
+local function both(text)
+  local path = S.tmpfile()
+  S.write(path, text)
+  local native, nerr = trace.load(path, {reader = "native"})
+  local plain, perr = trace.load(path, {reader = "cjson"})
+  return native, plain, nerr, perr, path
+end
+
+local function same_model(text, what, reader)
+  local native, plain, nerr, perr = both(text)
+  assert(native, nerr)
+  assert(plain, perr)
+  assert.are.equal(reader or "native", native.reader, what)
+  assert.are.equal("cjson", plain.reader)
+  native.reader = "cjson"
+  local d = differ(native, plain, "model", {})
+  assert(d == nil, (what or "trace") .. ": " .. tostring(d))
+  assert.are.equal(#plain.markers, #native.markers)
+  -- and the report's figures, as --json prints them
+  assert.are.equal(report.json(stats.compute(plain)), report.json(stats.compute(native)))
+  return native, plain
+end
+
+local HEAD = '{"traceEvents":[\n'
+local META = [[
+"jobqueProfile":{"version":1,"clock":"tsc","startUs":0,"stopUs":100,"lostEvents":0,"lanes":2,
+ "laneInfo":[{"tid":1,"name":"worker 0","role":"worker","recorded":9,"dropped":0,"fullAtUs":90},
+             {"tid":2,"name":"caller","role":"caller","recorded":9,"dropped":0}],
+ "categories":[{"id":1,"name":"work","color":"#112233"}],"markers":[{"id":1,"name":"tick"}]}}
+]]
+local OURS = HEAD .. [[
+{"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"worker 0"}},
+{"ph":"M","pid":1,"tid":2,"name":"thread_name","args":{"name":"caller"}},
+{"ph":"M","pid":1,"tid":2,"name":"thread_sort_index","args":{"sort_index":1}},
+{"ph":"X","ts":1,"dur":1,"pid":1,"tid":2,"name":"submit work","cat":"submit","args":{"job":1}},
+{"ph":"X","ts":3,"dur":1,"pid":1,"tid":1,"name":"copy in","cat":"copy","args":{"job":1,"bytes":9,"category":"work"}},
+{"ph":"X","ts":4,"dur":5,"pid":1,"tid":1,"name":"work","cat":"job","args":{"job":1},"bind_id":2,"flow_in":true},
+{"ph":"X","ts":9,"dur":0,"pid":1,"tid":1,"name":"wake job","cat":"flow","args":{"job":1},"bind_id":3},
+{"ph":"X","ts":10,"dur":2,"pid":1,"tid":1,"name":"work","cat":"job","args":{"job":1,"failed":true,"error":"boom \"x\"\n"}},
+{"ph":"X","ts":12,"dur":1,"pid":1,"tid":1,"name":"copy out","cat":"copy","args":{"job":1,"bytes":0,"category":"work"}},
+{"ph":"X","ts":2,"dur":20,"pid":1,"tid":2,"name":"wait","cat":"wait","args":{"job":1}},
+{"ph":"b","ts":5,"pid":1,"tid":1,"name":"await","cat":"await","id2":{"local":"0x1"},"args":{"job":1,"awaits":2}},
+{"ph":"e","ts":8,"pid":1,"tid":1,"name":"await","cat":"await","id2":{"local":"0x1"}},
+{"ph":"i","s":"g","ts":1.5,"pid":1,"tid":2,"name":"tick","args":{"arg":9223372036854775807}},
+{"ph":"i","s":"g","ts":1.25,"pid":1,"tid":2,"name":"tick","args":{"arg":-9223372036854775808}},
+{"ph":"i","s":"p","ts":2.5,"pid":1,"tid":2,"name":"tock","args":{"arg":"text"}},
+{"ph":"i","s":"g","ts":3.5,"pid":1,"tid":2,"name":"tock","args":{"arg":2.5e0}},
+{"ph":"i","s":"g","ts":3.5,"pid":1,"tid":9,"name":"tock"},
+{"ph":"i","s":"t","ts":30,"pid":1,"tid":1,"name":"lane full: events dropped","cat":"jobque","args":{"dropped":7}},
+{"ph":"i","s":"t","ts":31,"pid":1,"tid":2,"name":"cancelled","cat":"jobque","args":{"job":5,"category":"work"}},
+{"ph":"C","ts":40,"pid":1,"name":"jobs","args":{"ready":1,"running":2,"suspended":0}},
+{"ph":"C","ts":41,"pid":1,"name":"jobs","args":{"ready":0.5,"running":2,"suspended":0,"note":"x"}},
+{"ph":"X","ts":50,"dur":1,"pid":1,"tid":1,"name":"odd \u00e9\ud83d\ude00","cat":"work","args":{"k":[1,{"a":null}]}},
+{"ph":"X","ts":"bad","pid":1,"tid":1,"name":"x"},
+{"ph":"Q","ts":1,"pid":1,"tid":1,"name":"x"},
+{"ph":"X","ts":1,"dur":-1,"pid":1,"tid":1,"name":"x"},
+{"ph":"X","ts":1,"dur":"long","pid":1,"tid":1,"name":"x"},
+7,
+{"ph":"X","ts":1,"dur":2,"pid":"p","tid":[1],"name":"strange ids"},
+{"ph":"X","ts":1e1,"dur":2E-1,"pid":1,"tid":1,"name":"exp","\u0063at":"escaped key"}
+],
+]] .. META
+
+local CHROME = [=[
+[{"ph":"B","ts":1,"pid":7,"tid":7,"name":"outer","cat":"a"},
+ {"ph":"B","ts":2,"pid":7,"tid":7,"name":"inner"},
+ {"ph":"E","ts":3,"pid":7,"tid":7},
+ {"ph":"E","ts":9,"pid":7,"tid":7},
+ {"ph":"B","ts":4,"pid":7,"tid":8,"name":"never ended"},
+ {"ph":"X","ts":5,"dur":1,"pid":7,"tid":8,"name":"wait"},
+ {"ph":"X","ts":6,"dur":1,"pid":7,"tid":8,"name":"job","cat":"job","args":{"job":3}},
+ {"ph":"I","ts":6,"pid":7,"tid":8,"name":"global","s":"g"},
+ {"ph":"i","ts":6,"pid":7,"tid":8,"name":"thread"},
+ {"ph":"s","ts":6,"pid":7,"tid":8,"name":"flow","id":1},
+ {"ph":"C","ts":7,"pid":7,"name":"mem","args":{"KB":12}},
+ {"ph":"M","pid":7,"tid":8,"name":"thread_name","args":{"name":"eight"}}]
+]=]
+
+describe("the native trace loader", function()
+  teardown(function() p.profile_stop() end)
+
+  it("builds the model the cjson reader builds, on our own format's every kind of event", function()
+    local native = same_model(OURS, "ours")
+    assert.are.equal(math.maxinteger, native.marker_arg[2]) -- exact, not rounded
+    assert.are.equal(math.mininteger, native.marker_arg[1])
+    assert.are.equal("jobs ready", native.counters[1].name)
+    assert.are.same({1, 0.5}, native.counter_by_name["jobs ready"].value)
+    assert.are.equal(1, #native.failures)
+    assert.are.equal('boom "x"\n', native.failures[1].message)
+  end)
+
+  it("builds the same model on Chrome's bare array form (B/E pairs, instants, flows, counters)", function()
+    local native = same_model(CHROME, "chrome")
+    assert.are.equal("chrome", native.format)
+  end)
+
+  it("builds the same model on the fixtures and the seed's example", function()
+    for _, path in ipairs{"spec/fixtures/seed_trace_example.json", "/work/shared/reference/seed_trace_example.json"} do
+      local f = io.open(path, "rb")
+      if f then
+        same_model(f:read("a"), path, "cjson") -- a seed trace's chains: the fallback's
+        f:close()
+      end
+    end
+  end)
+
+  it("builds the same model on a recorded session: jobs, failures, dependencies, awaits, markers", function()
+    local tick = p.profile_marker_id("native tick")
+    p.profile_start(20000)
+    jobque.with_job_que({workers = 2}, function(q)
+      p.profile_tag(p.profile_category("native work"))
+      local jobs = {}
+      for i = 1, 50 do
+        p.profile_marker(tick, i == 1 and math.maxinteger or i)
+        jobs[i] = q:submit(function(x)
+          if x % 7 == 0 then error("failed " .. x) end
+          return x
+        end, i)
+      end
+      local after = q:after({jobs[1], jobs[2]}, function() return 1 end)
+      q:submit(function()
+        return after:wait()
+      end)
+      q:pwait_all()
+    end)
+    p.profile_stop()
+    local _, text = S.save(p)
+    same_model(text, "recorded")
+  end)
+
+  it("builds the same model on the demo's trace (examples/tokens.lua)", function()
+    local path = S.tmpfile("demo.json")
+    local cmd = ("LUA_PATH='lua/?.lua;;' LUA_CPATH='%s/?.so;;' %s examples/tokens.lua '%s' >/dev/null")
+      :format(os.getenv("JQ_BUILD") or "build", os.getenv("JQ_LUA") or "lua5.4", path)
+    assert(os.execute(cmd))
+    same_model(S.read(path), "demo")
+  end)
+
+  it("refuses JSON that is not JSON with the byte offset of the problem (from 0)", function()
+    local cases = {
+      {'{"traceEvents":[{"ph":"X",}]}', 26},
+      {'{"traceEvents":[{"ph":"X"}]', 27},
+      {'{"traceEvents":[{"ph":"X","ts":01}]}', 32},
+      {'{"traceEvents":[{"ph":"X","ts":1.}]}', 33},
+      {'{"traceEvents":[{"name":"\\ud800"}]}', 25},
+      {'{"traceEvents":[{"name":"\\x"}]}', 25},
+      {'{"traceEvents":[{"name":"a\tb"}]}', 26},
+      {'{"traceEvents":[]} x', 19},
+      {'{"traceEvents":[' .. ("["):rep(2000), 1015},
+      {'{"traceEvents":[{"ts":1e', 24},
+    }
+    for _, c in ipairs(cases) do
+      local model, err = trace.decode(c[1], "t.json", {reader = "native"})
+      assert.is_nil(model, c[1])
+      assert.matches("^t%.json: not JSON %(offset " .. c[2] .. ": ", err)
+    end
+  end)
+
+  it("reads strings and numbers as RFC 8259 says: escapes, surrogate pairs, exponents, 64-bit integers", function()
+    local _, meta = core.load_trace({begin = function(m) return nil, m end, null = false}, nil,
+      [[{"traceEvents":[],"jobqueProfile":{"s":"\"\\\/\b\f\n\r\t\u0041\u00e9\u20ac\ud834\udd1e",
+        "i":-9223372036854775808,"j":9223372036854775807,"big":9223372036854775808,"e":1.5e-3,"E":2E+2,
+        "f":0.1,"long":123456789012345678901234567890.5e-20,"n":null}}]])
+    assert.are.equal('"\\/\b\f\n\r\tA\195\169\226\130\172\240\157\132\158', meta.s)
+    assert.are.equal(math.mininteger, meta.i)
+    assert.are.equal(math.maxinteger, meta.j)
+    assert.are.equal("float", math.type(meta.big))
+    assert.are.equal(2.0 ^ 63, meta.big)
+    assert.are.equal(1.5e-3, meta.e)
+    assert.are.equal(200.0, meta.E)
+    assert.are.equal(0.1, meta.f)
+    assert.are.equal(1234567890.123456789, meta.long)
+    assert.are.equal(false, meta.n)
+  end)
+end)
