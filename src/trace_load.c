@@ -1169,6 +1169,14 @@ static int setup(lua_State *L, loader *ld) {
   ld->L = L;
   if (lua_type(L, S_TEXT) == LUA_TSTRING) {
     ld->t.s = lua_tolstring(L, S_TEXT, &ld->t.n);
+    lua_getfield(L, S_HOOKS, "exact");
+    if (lua_toboolean(L, -1)) { /* the specs': a copy with no byte after it, for ASan to watch */
+      char *copy = lua_newuserdatauv(L, ld->t.n ? ld->t.n : 1, 0);
+      memcpy(copy, ld->t.s, ld->t.n);
+      ld->t.s = copy;
+      lua_replace(L, S_BOX);
+    }
+    lua_pop(L, 1);
     return 1;
   }
   const char *path = luaL_checkstring(L, S_PATH);

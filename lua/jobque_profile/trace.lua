@@ -802,9 +802,9 @@ end
 -- a message; or M.FALLBACK (a shape it leaves to the cjson path, or no core).
 local function load_native(path, text, name, progress)
   if not native_load then return M.FALLBACK end
-  hooks.progress = progress
+  hooks.progress, hooks.exact = progress, text and M._exact_copy
   local st, err, json_err = native_load(hooks, path, text)
-  hooks.progress = nil
+  hooks.progress, hooks.exact = nil, nil
   if st == M.FALLBACK or err == M.FALLBACK then return M.FALLBACK end
   if not st then
     return nil, (json_err and "%s: not JSON (%s)" or "%s: %s"):format(name, err)
