@@ -55,17 +55,20 @@ report_cmd:option("--top", "List the N slowest units of each marker kind (defaul
     return n
   end)
 report_cmd:flag("--json", "Print the figures as JSON.")
+report_cmd:flag("--quiet", "No progress on stderr while a long trace loads.")
 
 local compare_cmd = parser:command("compare", "Two traces' figures side by side, with differences.")
 compare_cmd:argument("a", "The trace before.")
 compare_cmd:argument("b", "The trace after.")
 times(compare_cmd)
 compare_cmd:flag("--json", "Print the rows as JSON.")
+compare_cmd:flag("--quiet", "No progress on stderr while a long trace loads.")
 
 local html_cmd = parser:command("html", "Write a self-contained HTML timeline of a trace.")
 html_cmd:argument("trace", "A saved trace (JSON).")
 html_cmd:option("-o --output", "Where to write the page (default: the trace's name with .html).")
   :argname("FILE")
+html_cmd:flag("--quiet", "No progress on stderr while a long trace loads.")
 -- For the specs and the bench only: the page reads #do=, #probe= and #bench.
 html_cmd:flag("--test-hooks", "Put the test hooks in the page."):hidden(true)
 
@@ -97,9 +100,28 @@ local report = require "jobque_profile.report"
 -- The files being worked on, for the message of an unexpected error.
 local current = {}
 
+-- Progress while a long trace loads: on stderr, only when it is a terminal
+-- and --quiet is not given (the native loader reports every 16 MB).
+local function progress_for(path)
+  if args.quiet then return nil end
+  local found, core = pcall(require, "jobque.core")
+  if not (found and type(core) == "table" and core.stderr_is_tty and core.stderr_is_tty()) then return nil end
+  local shown = false
+  return function(done, total)
+    if done == nil then -- the end: the line is cleared
+      if shown then io.stderr:write("\r\27[K") end
+      return
+    end
+    shown = true
+    io.stderr:write(("\rjobque-profile: reading %s: %d%% of %.0f MB"):format(path, done * 100 // total, total / 1e6))
+  end
+end
+
 local function load(path)
   current[#current + 1] = path
-  local model, err = trace.load(path)
+  local progress = progress_for(path)
+  local model, err = trace.load(path, {progress = progress})
+  if progress then progress() end
   if not model then
     io.stderr:write("jobque-profile: ", err, "\n")
     os.exit(1)

@@ -218,4 +218,28 @@ describe("the native trace loader", function()
     assert.are.equal(1234567890.123456789, meta.long)
     assert.are.equal(false, meta.n)
   end)
+
+  it("shows progress on stderr while a long trace loads, only on a terminal, and not with --quiet", function()
+    if not os.execute("command -v script >/dev/null 2>&1") then return pending("no script command") end
+    local parts = {}
+    for i = 1, 400000 do parts[i] = ('{"ph":"X","ts":%d,"dur":1,"pid":1,"tid":1,"name":"n"}'):format(i) end
+    local path = S.tmpfile("long.json")
+    S.write(path, "[" .. table.concat(parts, ",") .. "]") -- 23 MB
+    local function stderr_of(cmd, tty)
+      local out = S.tmpfile("err.txt")
+      local line = ("LUA_CPATH='%s/?.so;;' lua5.4 lua/jobque-profile.lua %s >/dev/null 2>'%s'")
+        :format(os.getenv("JQ_BUILD") or "build", cmd, out)
+      if tty then -- stderr on a terminal: script's
+        line = ("script -qc \"LUA_CPATH='%s/?.so;;' lua5.4 lua/jobque-profile.lua %s >/dev/null\" /dev/null >'%s'")
+          :format(os.getenv("JQ_BUILD") or "build", cmd, out)
+      end
+      assert(os.execute(line))
+      return S.read(out)
+    end
+    local shown = stderr_of("report '" .. path .. "'", true)
+    assert.matches("reading [^\n]*long%.json: %d+%% of 23 MB", shown)
+    assert.matches("\r\27%[K$", shown) -- the line cleared at the end
+    assert.are.equal("", stderr_of("report --quiet '" .. path .. "'", true))
+    assert.are.equal("", stderr_of("report '" .. path .. "'", false))
+  end)
 end)

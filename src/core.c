@@ -2,7 +2,7 @@
  * core.c - luaopen_jobque_core, the one exported symbol of jobque.core.
  *
  * Returns { profile = {...}, clock_source = "tsc"|"monotonic",
- * noop, monotonic_ns, palette_color, write_file, exact_marker_args, load_trace, queue
+ * noop, monotonic_ns, palette_color, write_file, exact_marker_args, load_trace, stderr_is_tty, queue
  * functions } (and
  * `_test` in test builds). The profile functions
  * sit one level down so that Lua's error messages name them after the module
@@ -10,6 +10,7 @@
  */
 #include <limits.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 
@@ -89,6 +90,13 @@ static int l_write_file(lua_State *L) {
   return 3;
 }
 
+/* stderr_is_tty() -> whether stderr is a terminal (the command's progress
+ * shows only there). */
+static int l_stderr_is_tty(lua_State *L) {
+  lua_pushboolean(L, isatty(2));
+  return 1;
+}
+
 /* The scan's findings go into the table on top of the stack. */
 static void put_exact_arg(void *ud, uint64_t index, int exact, int64_t value, int reset) {
   lua_State *L = ud;
@@ -141,6 +149,8 @@ __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   lua_setfield(L, -2, "exact_marker_args");
   jq_open_load_trace(L);
   lua_setfield(L, -2, "load_trace");
+  lua_pushcfunction(L, l_stderr_is_tty);
+  lua_setfield(L, -2, "stderr_is_tty");
 #ifdef JQ_TESTING
   jq_open_testing(L, luaopen_jobque_core);
   lua_setfield(L, -2, "_test");
