@@ -64,7 +64,7 @@ local sides = {
   {"load", ("lua5.4 -e 'local m = assert(require(\"jobque_profile.trace\").load(\"%s\")) "
     .. "assert(m.reader == \"native\") print(m.nevents) io.stdout:flush() os.exit(0)'"):format(path)},
   {"report", ("lua5.4 lua/jobque-profile.lua report --quiet '%s'"):format(path), "parallelism"},
-  {"report (cjson)", ("JOBQUE_PROFILE_READER=cjson lua5.4 lua/jobque-profile.lua report --quiet '%s'"):format(path),
+  {"report (cjson)", ("env JOBQUE_PROFILE_READER=cjson lua5.4 lua/jobque-profile.lua report --quiet '%s'"):format(path),
    "parallelism"},
   {"html", ("lua5.4 lua/jobque-profile.lua html --quiet '%s' -o '%s'"):format(path, page)},
 }

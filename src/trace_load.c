@@ -34,8 +34,22 @@ typedef struct src {
   const char *s;
   size_t n;
   size_t err_at;
-  const char *err; /* NULL: no error */
+  const char *err;   /* NULL: no error */
+  size_t release_at; /* where release is due next */
+  int mapped;
 } src;
+
+#define RELEASE_STEP ((size_t)1 << 24)
+
+/* A mapped file's pages before s[i] go back to the system (a later read
+ * maps them again): a pass holds about RELEASE_STEP bytes of the file in
+ * memory, not all of it. */
+static void release(src *t, size_t i) {
+  t->release_at = i + RELEASE_STEP;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  if (t->mapped && i / page > 0)
+    madvise((char *)t->s, i / page * page, MADV_DONTNEED);
+}
 
 static size_t fail(src *t, size_t at, const char *why) {
   if (!t->err) {
@@ -317,6 +331,8 @@ static size_t skip_value(src *t, size_t i) {
   after_value:
     if (depth == 0)
       return i;
+    if (i >= t->release_at)
+      release(t, i);
     i = ws(t, i);
     if (i < t->n && t->s[i] == ',') {
       i++;
@@ -1001,6 +1017,8 @@ static int read_events(loader *ld, size_t i, int *fallback) {
       next_progress = i + PROGRESS_STEP;
       progress(ld, i);
     }
+    if (i >= t->release_at)
+      release(t, i);
     i = ws(t, i);
     if (i < t->n && t->s[i] == ',') {
       i++;
@@ -1112,6 +1130,7 @@ static int map_file(lua_State *L, const char *path, src *t) {
   m->len = (size_t)st.st_size;
   t->s = addr;
   t->n = m->len;
+  t->mapped = 1;
   (void)err;
   return 1;
 }
@@ -1193,10 +1212,23 @@ static int setup(lua_State *L, loader *ld) {
 }
 
 /* load_trace(hooks, path [, text]) -> st | nil, message [, "json"] | "fallback" */
+static int load(lua_State *L, loader *ld);
+
 static int l_load_trace(lua_State *L) {
   loader ld;
   if (!setup(L, &ld))
     return lua_gettop(L) - S_TOP;
+  int n = load(L, &ld);
+  if (ld.t.mapped) { /* the model holds copies of what it needs: the file can go now */
+    lua_pushcfunction(L, mapping_gc);
+    lua_pushvalue(L, S_BOX);
+    lua_call(L, 1, 0);
+  }
+  return n;
+}
+
+static int load(lua_State *L, loader *ldp) {
+  loader ld = *ldp;
   size_t events, meta;
   int odd, fallback = 0;
   if (!outline(&ld.t, &events, &meta, &odd)) {

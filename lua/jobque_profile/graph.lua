@@ -23,12 +23,26 @@ local M = {}
 
 local function int(v) return math.tointeger(v) or v end
 
+-- The lists a job has none of share one empty table (a trace can hold a
+-- million jobs, most with no dependency, wake-up or await): push makes a
+-- job's own list when it gets its first entry.
+local NONE = setmetatable({}, {__newindex = function() error("jobque_profile.graph: NONE is read-only", 2) end})
+
+local function push(j, field, v)
+  local list = j[field]
+  if list == NONE then
+    list = {}
+    j[field] = list
+  end
+  list[#list + 1] = v
+end
+
 local function job_of(jobs, id)
   id = int(id)
   if id == nil then return nil end
   local j = jobs[id]
   if not j then
-    j = {id = id, slices = {}, deps = {}, wakes = {}, awaits = {}, resumes = {}, run = 0, suspended = 0}
+    j = {id = id, slices = {}, deps = NONE, wakes = NONE, awaits = NONE, resumes = NONE, run = 0, suspended = 0}
     jobs[id] = j
   end
   return j
@@ -36,10 +50,42 @@ end
 
 local function by_ts(a, b) return a.ts < b.ts end
 
--- Ties sort by id, so the order (and a report) does not depend on hashing.
-local function by_start(a, b)
-  if a.start ~= b.start then return a.start < b.start end
-  return a.id < b.id
+local function by_id(a, b) return a.id < b.id end
+
+-- Sorts the jobs of `list` by their `field` (a number), ties by id, so the
+-- order (and a report) does not depend on hashing. The values are sorted
+-- as numbers (no Lua comparison per step: a trace can hold a million
+-- jobs), then the jobs put back by value.
+local function sort_jobs(list, field)
+  local bucket, values = {}, {}
+  for _, j in ipairs(list) do
+    local v = j[field]
+    local b = bucket[v]
+    if b == nil then
+      bucket[v] = j
+      values[#values + 1] = v
+    elseif b.id then -- a second job with this value
+      bucket[v] = {b, j}
+    else
+      b[#b + 1] = j
+    end
+  end
+  table.sort(values)
+  local n = 0
+  for _, v in ipairs(values) do
+    local b = bucket[v]
+    if b.id then
+      n = n + 1
+      list[n] = b
+    else
+      table.sort(b, by_id)
+      for _, j in ipairs(b) do
+        n = n + 1
+        list[n] = j
+      end
+    end
+  end
+  return list
 end
 
 --- The job graph of a model read by jobque_profile.trace.
@@ -47,7 +93,7 @@ function M.build(model)
   local jobs = {}
   local waits = {} -- lane -> its wait slices (for the caller's part of the path)
   for _, lane in ipairs(model.lanes) do
-    local cur -- the last job slice started on this lane: a submit inside it is that job's
+    local cur, cur_ts, cur_stop -- the last job slice started on this lane: a submit inside it is that job's
     local lane_waits = {}
     for i = 1, lane.n do
       local kind, id, ts, dur = lane.kind[i], lane.job[i] or nil, lane.ts[i], lane.dur[i]
@@ -58,14 +104,14 @@ function M.build(model)
           j.slices[#j.slices + 1] = s
           j.category = j.category or lane.cat[i]
           j.run = j.run + dur
-          cur = {ts = ts, stop = ts + dur, job = j.id}
+          cur, cur_ts, cur_stop = j.id, ts, ts + dur
         end
       elseif kind == "submit" then
         local j = job_of(jobs, id)
         if j then
           local sub = {ts = ts, dur = dur, lane = lane}
-          if cur and ts >= cur.ts and ts + dur <= cur.stop then
-            sub.parent = cur.job
+          if cur and ts >= cur_ts and ts + dur <= cur_stop then
+            sub.parent = cur
           else
             sub.wait = lane_waits[#lane_waits] -- the last wait of the thread before it
           end
@@ -87,18 +133,18 @@ function M.build(model)
     if e.name == "dependency done" then
       local j = job_of(jobs, args.dependant)
       if j then
-        j.deps[#j.deps + 1] = {job = int(args.job), ts = e.ts}
+        push(j, "deps", {job = int(args.job), ts = e.ts})
         if args.ready == true then j.ready, j.ready_dep = e.ts, int(args.job) end
       end
     elseif e.name == "wake job" then
       local j = job_of(jobs, args.job)
-      if j then j.wakes[#j.wakes + 1] = e.ts end
+      if j then push(j, "wakes", e.ts) end
     end
   end
   for _, w in ipairs(model.awaits) do
     local j = job_of(jobs, w.job)
     if j then
-      j.awaits[#j.awaits + 1] = w
+      push(j, "awaits", w)
       j.suspended = j.suspended + w.dur
     end
   end
@@ -124,19 +170,16 @@ function M.build(model)
       k = 1
       for _, t in ipairs(j.wakes) do
         while k <= #sl and sl[k].ts < t do k = k + 1 end
-        if sl[k] then j.resumes[#j.resumes + 1] = sl[k].ts - t end
+        if sl[k] then push(j, "resumes", sl[k].ts - t) end
       end
       order[#order + 1] = j
       total_run = total_run + j.run
     end
   end
-  table.sort(order, by_start)
+  sort_jobs(order, "start")
   local ends = {} -- jobs by finish: the job a "wait all" waited for last
   for i, j in ipairs(order) do ends[i] = j end
-  table.sort(ends, function(a, b)
-    if a.finish ~= b.finish then return a.finish < b.finish end
-    return a.id < b.id
-  end)
+  sort_jobs(ends, "finish")
   return {jobs = jobs, order = order, ends = ends, waits = waits, total_run = total_run,
           session = math.max(0, (model.t1 or 0) - (model.t0 or 0))}
 end
@@ -198,14 +241,23 @@ function M.latency(g, top)
     run.add(cat, j.run)
     suspended.add(cat, j.suspended)
   end
-  table.sort(waited, function(a, b)
-    if a.ready_latency ~= b.ready_latency then return a.ready_latency > b.ready_latency end
-    return a.id < b.id
-  end)
-  local top_ready = {}
-  for i = 1, math.min(top, #waited) do
-    local j = waited[i]
-    top_ready[i] = {job = j.id, category = j.category or "job", latency_us = j.ready_latency,
+  sort_jobs(waited, "ready_latency") -- ascending, ties by id: the top ones from the end
+  local top_ready, n = {}, #waited
+  local i, first = 0, n -- waited[first .. last]: one latency, in id order
+  while i < top and first >= 1 do
+    local last = first
+    while first > 1 and waited[first - 1].ready_latency == waited[last].ready_latency do first = first - 1 end
+    for k = first, last do
+      if i < top then
+        i = i + 1
+        top_ready[i] = waited[k]
+      end
+    end
+    first = first - 1
+  end
+  for k = 1, i do
+    local j = top_ready[k]
+    top_ready[k] = {job = j.id, category = j.category or "job", latency_us = j.ready_latency,
                     ready_us = j.ready, start_us = j.start}
   end
   return {ready = ready.done(), resume = resume.done(), run = run.done(), suspended = suspended.done(),
