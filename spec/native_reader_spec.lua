@@ -6,6 +6,7 @@ local S = require "support"
 local trace = require "jobque_profile.trace"
 local stats = require "jobque_profile.stats"
 local report = require "jobque_profile.report"
+local html = require "jobque_profile.html"
 local p = require "jobque_profile"
 local jobque = require "jobque"
 local core = require "jobque.core"
@@ -64,6 +65,7 @@ local function same_model(text, what, reader)
   assert.are.equal(#plain.markers, #native.markers)
   -- and the report's figures, as --json prints them
   assert.are.equal(report.json(stats.compute(plain)), report.json(stats.compute(native)))
+  assert.are.equal(html.render(plain), html.render(native)) -- and the page's data
   return native, plain
 end
 
@@ -241,5 +243,18 @@ describe("the native trace loader", function()
     assert.matches("\r\27%[K$", shown) -- the line cleared at the end
     assert.are.equal("", stderr_of("report --quiet '" .. path .. "'", true))
     assert.are.equal("", stderr_of("report '" .. path .. "'", false))
+  end)
+
+  it("puts a copy's args on the page as the JSON of any other args (keys sorted, integers plain)", function()
+    local text = HEAD .. [[
+{"ph":"X","ts":3,"dur":1,"pid":1,"tid":1,"name":"copy in","cat":"copy","args":{"job":1,"bytes":9.0,"category":"a\"<b"}},
+{"ph":"X","ts":4,"dur":1,"pid":1,"tid":1,"name":"copy out","cat":"copy","args":{"job":1,"bytes":9,"category":"w","x":1}}
+],
+]] .. META
+    for _, reader in ipairs{"native", "cjson"} do
+      local page = html.render(assert(trace.decode(text, "t", {reader = reader})))
+      assert.truthy(page:find('{"bytes":9,"category":"a\\"\\u003cb","job":1}', 1, true), reader)
+      assert.truthy(page:find('{"bytes":9,"category":"w","job":1,"x":1}', 1, true), reader)
+    end
   end)
 end)

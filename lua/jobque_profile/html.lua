@@ -33,6 +33,24 @@ local plain_key = setmetatable({}, {__index = function(t, k) -- usable in JSON a
   return plain
 end})
 
+-- json(args) of a copy's args ({bytes, category, job}: half the slices of
+-- a queue's trace), or nil for any other args: the same text, made without
+-- json's general walk (keys sorted: bytes, category, job).
+local quoted = setmetatable({}, {__index = function(t, k)
+  local q = quote(k)
+  t[k] = q
+  return q
+end})
+local function copy_args_json(ea)
+  local bytes, category, job = math.tointeger(ea.bytes), ea.category, math.tointeger(ea.job)
+  if not (bytes and job and type(category) == "string") then return nil end
+  local k = next(ea)
+  k = next(ea, k)
+  k = next(ea, k)
+  if next(ea, k) ~= nil then return nil end -- a fourth key
+  return '{"bytes":' .. bytes .. ',"category":' .. quoted[category] .. ',"job":' .. job .. "}"
+end
+
 local INERT = {["<"] = "\\u003c", [">"] = "\\u003e", ["\226\128\168"] = "\\u2028", ["\226\128\169"] = "\\u2029"}
 
 -- The trace as the page's data, in columns; times in ns from model.t0.
@@ -69,7 +87,7 @@ local function data(model)
         if plain_key[k] and math.tointeger(v) and next(ea, k) == nil then
           kind, key, value = -2, intern(keys, key_index, k), math.tointeger(v)
         else
-          kind = intern(args, arg_index, json(ea))
+          kind = intern(args, arg_index, copy_args_json(ea) or json(ea))
         end
       elseif ljob[i] then -- args { job = N } alone (see jobque_profile.trace)
         kind, key, value = -2, intern(keys, key_index, "job"), math.tointeger(ljob[i])
