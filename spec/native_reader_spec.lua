@@ -34,13 +34,13 @@ local function differ(a, b, path, seen)
   if seen[a] then return nil end
   seen[a] = true
   for k, v in pairs(a) do
-    if k ~= "markers" then
+    if k ~= "markers" and k ~= "copies" then
       local d = differ(v, b[k], path .. "." .. tostring(k), seen)
       if d then return d end
     end
   end
   for k in pairs(b) do
-    if a[k] == nil and k ~= "markers" then return ("%s.%s: missing in the first"):format(path, tostring(k)) end
+    if a[k] == nil and k ~= "markers" and k ~= "copies" then return ("%s.%s: missing in the first"):format(path, tostring(k)) end
   end
   return nil
 end
@@ -87,6 +87,8 @@ local OURS = HEAD .. [[
 {"ph":"X","ts":10,"dur":2,"pid":1,"tid":1,"name":"work","cat":"job","args":{"job":1,"failed":true,"error":"boom \"x\"\n"}},
 {"ph":"X","ts":12,"dur":1,"pid":1,"tid":1,"name":"copy out","cat":"copy","args":{"job":1,"bytes":0,"category":"work"}},
 {"ph":"X","ts":2,"dur":20,"pid":1,"tid":2,"name":"wait","cat":"wait","args":{"job":1}},
+{"ph":"X","ts":13,"dur":1,"pid":1,"tid":1,"name":"copy result","cat":"copy","args":5},
+{"ph":"X","ts":14,"dur":1,"pid":1,"tid":1,"cat":"copy","args":{"job":2.0,"bytes":3,"category":"work"}},
 {"ph":"b","ts":5,"pid":1,"tid":1,"name":"await","cat":"await","id2":{"local":"0x1"},"args":{"job":1,"awaits":2}},
 {"ph":"e","ts":8,"pid":1,"tid":1,"name":"await","cat":"await","id2":{"local":"0x1"}},
 {"ph":"i","s":"g","ts":1.5,"pid":1,"tid":2,"name":"tick","args":{"arg":9223372036854775807}},
@@ -128,13 +130,19 @@ describe("the native trace loader", function()
   teardown(function() p.profile_stop() end)
 
   it("builds the model the cjson reader builds, on our own format's every kind of event", function()
-    local native = same_model(OURS, "ours")
+    local native, plain = same_model(OURS, "ours")
     assert.are.equal(math.maxinteger, native.marker_arg[2]) -- exact, not rounded
     assert.are.equal(math.mininteger, native.marker_arg[1])
     assert.are.equal("jobs ready", native.counters[1].name)
     assert.are.same({1, 0.5}, native.counter_by_name["jobs ready"].value)
     assert.are.equal(1, #native.failures)
     assert.are.equal('boom "x"\n', native.failures[1].message)
+    assert.are.equal(4, #native.copies)
+    local c = native.copies[1]
+    assert.are.same({3, 1, "worker 0", "work", "copy in", 1, 9}, {c.ts, c.dur, c.lane.name, c.category, c.name, c.job, c.bytes})
+    assert.are.same({"copy result", 0, "job"}, {native.copies[3].name, native.copies[3].bytes, native.copies[3].category})
+    assert.are.equal(1, c.lane.args[1]) -- a copy's plain args: the copy's index
+    assert.are.equal(2, plain.copies[4].job)
   end)
 
   it("builds the same model on Chrome's bare array form (B/E pairs, instants, flows, counters)", function()

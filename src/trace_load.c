@@ -590,7 +590,8 @@ static size_t read_event(src *t, size_t i, ev *e) {
 /* ---- the loader: Lua stack slots it keeps ---- */
 
 enum {
-  S_HOOKS = 1, S_PATH, S_TEXT, S_BOX, S_NULL, S_ST, S_MTS, S_MKIND, S_MARG, S_MPID, S_MTID, S_COPIES,
+  S_HOOKS = 1, S_PATH, S_TEXT, S_BOX, S_NULL, S_ST, S_MTS, S_MKIND, S_MARG, S_MPID, S_MTID,
+  S_CTS, S_CDUR, S_CLANE, S_CCAT, S_CNAME, S_CJOB, S_CBYTES, /* the copies' columns */
   S_KJOB, S_KSUBMIT, S_KWAIT, S_KCOPY, S_KSLICE, S_Q, S_CACHE, S_LASTCAT, S_LASTKIND,
   S_LANE, S_LTS, S_LDUR, S_LCAT, S_LKIND, S_LSNAME, S_LJOB, S_LARGS, S_TOP = S_LARGS
 };
@@ -766,39 +767,44 @@ static int classify(loader *ld, const ev *e) {
   return K_SLICE;
 }
 
-/* model.copies[#+1] = { ts, dur, lane, category (on top, popped), name, job, bytes } */
+/* A copy into the model's copy columns (trace.lua's add_copy): ts, dur,
+ * lane, category (on top, popped), name, job (false: none), bytes. */
 static void add_copy(loader *ld, const ev *e, double ts, double dur) {
   lua_State *L = ld->L;
-  lua_createtable(L, 0, 7);
-  lua_insert(L, -2);
-  lua_setfield(L, -2, "category");
+  lua_Integer k = ++ld->ncopies;
+  lua_rawseti(L, S_CCAT, k);
   lua_pushnumber(L, ts);
-  lua_setfield(L, -2, "ts");
+  lua_rawseti(L, S_CTS, k);
   lua_pushnumber(L, dur);
-  lua_setfield(L, -2, "dur");
+  lua_rawseti(L, S_CDUR, k);
   lua_pushvalue(L, S_LANE);
-  lua_setfield(L, -2, "lane");
+  lua_rawseti(L, S_CLANE, k);
   if (e->name.kind == V_STR)
     push_cached(ld, &e->name);
   else
     lua_pushliteral(L, "copy");
-  lua_setfield(L, -2, "name");
-  push_num(L, &e->job);
-  lua_setfield(L, -2, "job");
-  if (e->bytes.kind == V_INT)
-    lua_pushinteger(L, (lua_Integer)e->bytes.i);
+  lua_rawseti(L, S_CNAME, k);
+  if (e->job.kind == V_INT)
+    lua_pushinteger(L, (lua_Integer)e->job.i);
   else
-    lua_pushinteger(L, 0);
-  lua_setfield(L, -2, "bytes");
-  lua_rawseti(L, S_COPIES, ++ld->ncopies);
+    lua_pushboolean(L, 0);
+  lua_rawseti(L, S_CJOB, k);
+  lua_pushinteger(L, e->bytes.kind == V_INT ? (lua_Integer)e->bytes.i : 0);
+  lua_rawseti(L, S_CBYTES, k);
 }
 
-/* A copy's args, as the generic path decodes them (its keys are job,
- * bytes and category at most). */
+/* A copy's args column (its keys are job, bytes and category at most):
+ * the copy's index when they are all three, else as the generic path
+ * decodes them. */
 static void push_copy_args(loader *ld, const ev *e) {
   lua_State *L = ld->L;
   if (e->args.kind != V_OBJ || (e->amask & ~A_JOB) == 0) { /* none, {} or {job: N}: the job column says it */
     lua_pushboolean(L, 0);
+    return;
+  }
+  if (e->amask == (A_JOB | A_BYTES | A_CAT) && e->job.kind == V_INT && e->bytes.kind == V_INT &&
+      e->acat.kind == V_STR) {
+    lua_pushinteger(L, ld->ncopies);
     return;
   }
   lua_createtable(L, 0, 3);
@@ -933,7 +939,7 @@ static void sync_counts(loader *ld, int to_lua) {
   ld->t1 = get_num(L, S_ST, "t1");
   ld->nev = (lua_Integer)get_num(L, S_ST, "nev");
   ld->nmarkers = (lua_Integer)get_num(L, S_ST, "nmarkers");
-  ld->ncopies = (lua_Integer)lua_rawlen(L, S_COPIES);
+  ld->ncopies = (lua_Integer)lua_rawlen(L, S_CTS);
 }
 
 /* Any other event: decoded into a table, read by hooks.rare(st, e, index)
@@ -1156,12 +1162,15 @@ static int begin(loader *ld, size_t meta, int is_array) {
   lua_getfield(L, S_ST, "ours");
   ld->ours = lua_toboolean(L, -1);
   lua_getfield(L, S_ST, "model");
-  static const char *const cols[] = {"marker_ts", "marker_kind", "marker_arg", "marker_pid", "marker_tid", "copies"};
-  for (int k = 0; k < 6; k++) {
+  static const char *const cols[] = {"marker_ts",  "marker_kind",   "marker_arg", "marker_pid", "marker_tid",
+                                     "copy_ts",    "copy_dur",      "copy_lane",  "copy_category",
+                                     "copy_name",  "copy_job",      "copy_bytes"};
+  enum { NCOLS = sizeof cols / sizeof cols[0] };
+  for (int k = 0; k < NCOLS; k++) {
     lua_getfield(L, -1 - k, cols[k]);
     luaL_checktype(L, -1, LUA_TTABLE);
   }
-  for (int k = 5; k >= 0; k--)
+  for (int k = NCOLS - 1; k >= 0; k--)
     lua_replace(L, S_MTS + k);
   lua_pop(L, 2);
   sync_counts(ld, 0);

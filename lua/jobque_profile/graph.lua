@@ -123,10 +123,12 @@ function M.build(model)
     end
     waits[lane] = lane_waits
   end
-  for _, c in ipairs(model.copies) do
-    local j = c.job and jobs[c.job]
-    if j and c.name == "copy in" then j.copy_in = c end
-    if j and c.name == "copy out" then j.copy_out = c end
+  local cts, cdur, cname, cjob = model.copy_ts, model.copy_dur, model.copy_name, model.copy_job
+  for i = 1, #cts do -- the copies' columns (model.copies is their view)
+    local j = cjob[i] and jobs[cjob[i]]
+    local name = j and cname[i]
+    if name == "copy in" then j.copy_in = {ts = cts[i], dur = cdur[i]} end
+    if name == "copy out" then j.copy_out = {ts = cts[i], dur = cdur[i]} end
   end
   for _, e in ipairs(model.flows) do
     local args = type(e.args) == "table" and e.args or {}

@@ -33,23 +33,12 @@ local plain_key = setmetatable({}, {__index = function(t, k) -- usable in JSON a
   return plain
 end})
 
--- json(args) of a copy's args ({bytes, category, job}: half the slices of
--- a queue's trace), or nil for any other args: the same text, made without
--- json's general walk (keys sorted: bytes, category, job).
+-- Names as JSON strings, made once each.
 local quoted = setmetatable({}, {__index = function(t, k)
   local q = quote(k)
   t[k] = q
   return q
 end})
-local function copy_args_json(ea)
-  local bytes, category, job = math.tointeger(ea.bytes), ea.category, math.tointeger(ea.job)
-  if not (bytes and job and type(category) == "string") then return nil end
-  local k = next(ea)
-  k = next(ea, k)
-  k = next(ea, k)
-  if next(ea, k) ~= nil then return nil end -- a fourth key
-  return '{"bytes":' .. bytes .. ',"category":' .. quoted[category] .. ',"job":' .. job .. "}"
-end
 
 local INERT = {["<"] = "\\u003c", [">"] = "\\u003e", ["\226\128\168"] = "\\u2028", ["\226\128\169"] = "\\u2029"}
 
@@ -74,6 +63,7 @@ local function data(model)
     return k
   end
   local lanes = {}
+  local cbytes, ccat, cjob = model.copy_bytes, model.copy_category, model.copy_job
   for li, lane in ipairs(model.lanes) do
     local ts, dur, c, n, a, ak, av, failed = {}, {}, {}, {}, {}, {}, {}, {}
     local lts, ldur, lcat, lname, ljob, largs = lane.ts, lane.dur, lane.cat, lane.sname, lane.job, lane.args
@@ -81,13 +71,16 @@ local function data(model)
       ts[i], dur[i], c[i] = ns(lts[i] - t0), ns(ldur[i]), cat_index[lcat[i]]
       n[i] = intern(names, name_index, lname[i])
       local ea, kind, key, value = largs[i], -1, 0, 0
-      if ea then
+      if math.type(ea) then -- a copy's { job, bytes, category }, in the copy columns
+        kind = intern(args, arg_index, ('{"bytes":%d,"category":%s,"job":%d}'):format(cbytes[ea],
+          quoted[ccat[ea]], cjob[ea]))
+      elseif ea then
         if ea.failed == true then failed[#failed + 1] = i - 1 end
         local k, v = next(ea)
         if plain_key[k] and math.tointeger(v) and next(ea, k) == nil then
           kind, key, value = -2, intern(keys, key_index, k), math.tointeger(v)
         else
-          kind = intern(args, arg_index, copy_args_json(ea) or json(ea))
+          kind = intern(args, arg_index, json(ea))
         end
       elseif ljob[i] then -- args { job = N } alone (see jobque_profile.trace)
         kind, key, value = -2, intern(keys, key_index, "job"), math.tointeger(ljob[i])

@@ -317,18 +317,21 @@ end
 -- the range, by the category of their job, most time first.
 local function copies(model, a, b)
   local rows, by_name = {}, {}
-  for _, c in ipairs(model.copies or {}) do
-    local x, y = math.max(c.ts, a), math.min(c.ts + c.dur, b)
-    if y > x or (c.ts >= a and c.ts < b) then
-      local r = by_name[c.category]
+  local cts, cdur, ccat, cbytes = model.copy_ts or {}, model.copy_dur, model.copy_category, model.copy_bytes
+  for i = 1, #cts do -- the columns (model.copies is their view)
+    local ts = cts[i]
+    local x, y = math.max(ts, a), math.min(ts + cdur[i], b)
+    if y > x or (ts >= a and ts < b) then
+      local cat = ccat[i]
+      local r = by_name[cat]
       if not r then
-        r = {name = c.category, count = 0, time = 0, bytes = 0}
-        by_name[c.category] = r
+        r = {name = cat, count = 0, time = 0, bytes = 0}
+        by_name[cat] = r
         rows[#rows + 1] = r
       end
       r.count = r.count + 1
       r.time = r.time + math.max(0, y - x)
-      r.bytes = r.bytes + c.bytes
+      r.bytes = r.bytes + cbytes[i]
     end
   end
   table.sort(rows, function(x, y)

@@ -19,7 +19,9 @@
 --                       sname[] (the event's name, "?" when it has none),
 --                       job[] (args.job: an integer, or false),
 --                       args[] (the event's args when they say more than
---                       args.job: a table as decoded, else false),
+--                       args.job: a table as decoded; for a copy's args that
+--                       are just { job, bytes, category }, the copy's index
+--                       in model.copy_*; else false),
 --                       instants[], recorded, dropped, full_at }
 --   model.categories  list of { name, color = "#RRGGBB" }, and by_name
 --   model.markers     list of { ts, kind, arg }, by time (an integer arg is
@@ -37,6 +39,8 @@
 --   model.cancels     jobs cancelled by their queue's close: { ts, lane, job, category }
 --   model.copies      values copied between states: { ts, dur, lane, category,
 --                     name ("copy in", "copy out", "copy result"), job, bytes }
+--                     (a view of the columns copy_ts[], copy_dur[], copy_lane[],
+--                     copy_category[], copy_name[], copy_job[] (false: none), copy_bytes[])
 --   model.counters    the counter tracks ("C" events): list, in order of first
 --                     appearance, of { name = event name .. " " .. key, pid, n,
 --                     ts[], value[] }; model.counter_by_name[name] (first pid)
@@ -313,11 +317,42 @@ local function add_failure(model, lane, ts, cat, args)
   if job then by_job[job] = f end
 end
 
+-- A copy, as columns of the model (copy_ts, copy_dur, copy_lane,
+-- copy_category, copy_name, copy_job, copy_bytes; model.copies is a list
+-- view of them). A copy's args that are exactly { job, bytes, category }
+-- (integers and a string) are, in its slice's args column, the copy's
+-- index: the page rebuilds them from these columns.
 local function add_copy(model, lane, ts, dur, cat, e)
-  local args = e.args
-  local c = model.copies
-  c[#c + 1] = {ts = ts, dur = dur, lane = lane, category = cat, name = str(e.name) or "copy",
-               job = math.tointeger(args.job), bytes = math.tointeger(args.bytes) or 0}
+  local args = type(e.args) == "table" and e.args or {}
+  local k = #model.copy_ts + 1
+  local job, bytes = math.tointeger(args.job), math.tointeger(args.bytes)
+  model.copy_ts[k], model.copy_dur[k], model.copy_lane[k], model.copy_category[k] = ts, dur, lane, cat
+  model.copy_name[k], model.copy_job[k], model.copy_bytes[k] = str(e.name) or "copy", job or false, bytes or 0
+  if job and bytes and type(args.category) == "string" then
+    local key = next(args)
+    key = next(args, next(args, key))
+    if next(args, key) == nil then lane.args[lane.n] = k end
+  end
+end
+
+local COPY_FIELDS = {"ts", "dur", "lane", "category", "name", "job", "bytes"}
+
+-- model.copies: a list view of the copy columns whose entries { ts, dur,
+-- lane, category, name, job, bytes } are made when first read.
+local function copy_list(model)
+  local cols = {}
+  for i, f in ipairs(COPY_FIELDS) do cols[i] = model["copy_" .. f] end
+  return setmetatable({}, {
+    __len = function() return #cols[1] end,
+    __index = function(t, i)
+      if math.type(i) ~= "integer" or cols[1][i] == nil then return nil end
+      local c = {}
+      for k, f in ipairs(COPY_FIELDS) do c[f] = cols[k][i] end
+      if c.job == false then c.job = nil end
+      rawset(t, i, c)
+      return c
+    end,
+  })
 end
 
 -- The phases read (flows, counters and object events count as events, and
@@ -332,7 +367,9 @@ local function new_model(meta)
           categories = {by_name = {}}, category_by_id = {}, marker_kinds = {}, kind_seen = {},
           marker_ts = {}, marker_kind = {}, marker_arg = {}, marker_pid = {}, marker_tid = {},
           awaits = {}, flows = {}, extra_ts = {}, dropped = 0, lost = 0, skipped = 0, skips = {}, nevents = 0,
-          failures = {}, failure_by_job = {}, cancels = {}, copies = {}, counters = {}, counter_by_name = {},
+          failures = {}, failure_by_job = {}, cancels = {}, counters = {}, counter_by_name = {},
+          copy_ts = {}, copy_dur = {}, copy_lane = {}, copy_category = {}, copy_name = {}, copy_job = {},
+          copy_bytes = {},
           counter_index = {}}
 end
 
@@ -716,6 +753,7 @@ local function finish(st, meta, text)
   order_lanes(model)
   markers_to_lanes(model)
   model.markers = marker_list(model)
+  model.copies = copy_list(model)
   local function by_ts(x, y) return x.ts < y.ts end
   table.sort(model.failures, by_ts)
   table.sort(model.cancels, by_ts)
