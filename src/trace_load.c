@@ -289,66 +289,6 @@ static size_t scalar_end(src *t, size_t i) {
   }
 }
 
-/* One past the value at s[i] (after white space), or 0 and an error: an
- * explicit stack, JQ_LOAD_MAX_DEPTH containers deep at most. */
-static size_t skip_value(src *t, size_t i) {
-  char stack[JQ_LOAD_MAX_DEPTH]; /* '{' or '[' */
-  int depth = 0;
-  for (;;) {
-    i = ws(t, i);
-    if (i >= t->n)
-      return fail(t, i, "unexpected end of the text (a value expected)");
-    char c = t->s[i];
-    if (c == '{' || c == '[') {
-      if (depth == JQ_LOAD_MAX_DEPTH)
-        return fail(t, i, "nested too deep");
-      stack[depth++] = c;
-      i = ws(t, i + 1);
-      if (i < t->n && t->s[i] == (c == '{' ? '}' : ']')) {
-        depth--;
-        i++;
-        goto after_value;
-      }
-    } else {
-      if (!(i = scalar_end(t, i)))
-        return 0;
-      goto after_value;
-    }
-    if (c == '[')
-      continue;
-  key: /* in an object, a key and its colon come next */
-    i = ws(t, i);
-    if (i >= t->n || t->s[i] != '"')
-      return fail(t, i, "expected a string key");
-    int esc;
-    if (!(i = str_end(t, i, &esc)))
-      return 0;
-    i = ws(t, i);
-    if (i >= t->n || t->s[i] != ':')
-      return fail(t, i, "expected ':' after a key");
-    i++;
-    continue;
-  after_value:
-    if (depth == 0)
-      return i;
-    if (i >= t->release_at)
-      release(t, i);
-    i = ws(t, i);
-    if (i < t->n && t->s[i] == ',') {
-      i++;
-      if (stack[depth - 1] == '{')
-        goto key;
-      continue;
-    }
-    if (i < t->n && t->s[i] == (stack[depth - 1] == '{' ? '}' : ']')) {
-      depth--;
-      i++;
-      goto after_value;
-    }
-    return fail(t, i, stack[depth - 1] == '{' ? "expected ',' or '}'" : "expected ',' or ']'");
-  }
-}
-
 /* Pushes the scalar at s[i]: one past it, or 0 (the stack unchanged). */
 static size_t push_scalar(lua_State *L, src *t, size_t i, int null_idx) {
   int esc, isint = 0;
@@ -380,11 +320,12 @@ static size_t push_scalar(lua_State *L, src *t, size_t i, int null_idx) {
   }
 }
 
-/* Pushes the value at s[i] as lua-cjson would decode it (objects and
- * arrays as tables, null as the value at null_idx), but integers exact:
- * one past it, or 0 and an error (the caller resets the stack). An
- * explicit stack of containers, two Lua slots each. */
-static size_t push_value(lua_State *L, src *t, size_t i, int null_idx) {
+/* One past the value at s[i] (after white space), or 0 and an error;
+ * with L, the value pushed as lua-cjson would decode it (objects and arrays
+ * as tables, null as the value at null_idx), but integers exact (on an
+ * error the caller resets the stack). An explicit stack of at most
+ * JQ_LOAD_MAX_DEPTH containers (with L, two Lua slots each). */
+static size_t walk(lua_State *L, src *t, size_t i, int null_idx) {
   char kind[JQ_LOAD_MAX_DEPTH];
   lua_Integer count[JQ_LOAD_MAX_DEPTH];
   int depth = 0;
@@ -394,14 +335,16 @@ static size_t push_value(lua_State *L, src *t, size_t i, int null_idx) {
       return fail(t, i, "unexpected end of the text (a value expected)");
     char c = t->s[i];
     if (c != '{' && c != '[') {
-      if (!(i = push_scalar(L, t, i, null_idx)))
+      if (!(i = L ? push_scalar(L, t, i, null_idx) : scalar_end(t, i)))
         return 0;
       goto done;
     }
     if (depth == JQ_LOAD_MAX_DEPTH)
       return fail(t, i, "nested too deep");
-    luaL_checkstack(L, 4, "trace nested too deep");
-    lua_newtable(L);
+    if (L) {
+      luaL_checkstack(L, 4, "trace nested too deep");
+      lua_newtable(L);
+    }
     kind[depth] = c;
     count[depth++] = 0;
     i = ws(t, i + 1);
@@ -418,19 +361,22 @@ static size_t push_value(lua_State *L, src *t, size_t i, int null_idx) {
     size_t end = i < t->n && t->s[i] == '"' ? str_end(t, i, &esc) : fail(t, i, "expected a string key");
     if (!end)
       return 0;
-    push_str(L, t, i, end, esc);
+    if (L)
+      push_str(L, t, i, end, esc);
     i = ws(t, end);
     if (i >= t->n || t->s[i] != ':')
       return fail(t, i, "expected ':' after a key");
     i++;
     continue;
-  done: /* a value on top of the stack */
+  done: /* a value read (with L, on top of the stack) */
     if (depth == 0)
       return i;
-    if (kind[depth - 1] == '{')
+    if (L && kind[depth - 1] == '{')
       lua_rawset(L, -3);
-    else
+    else if (L)
       lua_rawseti(L, -2, ++count[depth - 1]);
+    if (i >= t->release_at)
+      release(t, i);
     i = ws(t, i);
     if (i < t->n && t->s[i] == ',') {
       i++;
@@ -445,6 +391,14 @@ static size_t push_value(lua_State *L, src *t, size_t i, int null_idx) {
     }
     return fail(t, i, kind[depth - 1] == '{' ? "expected ',' or '}'" : "expected ',' or ']'");
   }
+}
+
+static size_t skip_value(src *t, size_t i) {
+  return walk(NULL, t, i, 0);
+}
+
+static size_t push_value(lua_State *L, src *t, size_t i, int null_idx) {
+  return walk(L, t, i, null_idx);
 }
 
 /* ---- events ---- */
@@ -532,48 +486,19 @@ static size_t read_key(src *t, size_t i, val **slot, ev *e, int in_args) {
   return i + 1;
 }
 
-/* An event's "args" object at s[i] ('{'): its keys of interest in e. */
-static size_t read_args(src *t, size_t i, ev *e) {
-  e->amask = 0;
-  e->job.kind = e->bytes.kind = e->acat.kind = e->arg.kind = V_NONE;
-  e->args.kind = V_OBJ;
-  e->args.at = i;
-  i = ws(t, i + 1);
-  if (i < t->n && t->s[i] == '}')
-    return i + 1;
-  for (;;) {
-    val *slot, skip;
-    if (!(i = read_key(t, i, &slot, e, 1)) || !(i = read_val(t, i, slot ? slot : &skip)))
-      return 0;
-    i = ws(t, i);
-    if (i < t->n && t->s[i] == ',') {
-      i++;
-      continue;
-    }
-    if (i < t->n && t->s[i] == '}')
-      return i + 1;
-    return fail(t, i, "expected ',' or '}'");
-  }
-}
+static size_t read_args(src *t, size_t i, ev *e);
 
-/* The event object at s[i] ('{') into *e: one past it, or 0. */
-static size_t read_event(src *t, size_t i, ev *e) {
-  memset(e, 0, sizeof *e);
+/* The members of the object at s[i] ('{') into e (in_args: an event's
+ * "args"): one past it, or 0. */
+static size_t read_members(src *t, size_t i, ev *e, int in_args) {
   i = ws(t, i + 1);
   if (i < t->n && t->s[i] == '}')
     return i + 1;
   for (;;) {
     val *slot, skip;
-    if (!(i = read_key(t, i, &slot, e, 0)))
+    if (!(i = read_key(t, i, &slot, e, in_args)))
       return 0;
-    if (slot == &e->args && (i = ws(t, i)) < t->n && t->s[i] == '{')
-      i = read_args(t, i, e);
-    else if (slot == &e->args) {
-      i = read_val(t, i, slot);
-      e->amask = 0;
-      e->job.kind = e->bytes.kind = e->acat.kind = e->arg.kind = V_NONE;
-    } else
-      i = read_val(t, i, slot ? slot : &skip);
+    i = slot == &e->args ? read_args(t, i, e) : read_val(t, i, slot ? slot : &skip);
     if (!i)
       return 0;
     i = ws(t, i);
@@ -587,12 +512,31 @@ static size_t read_event(src *t, size_t i, ev *e) {
   }
 }
 
+/* An event's "args" value at s[i] (a later "args" key replaces what an
+ * earlier one said): its keys of interest in e when it is an object. */
+static size_t read_args(src *t, size_t i, ev *e) {
+  e->amask = 0;
+  e->job.kind = e->bytes.kind = e->acat.kind = e->arg.kind = V_NONE;
+  i = ws(t, i);
+  if (i >= t->n || t->s[i] != '{')
+    return read_val(t, i, &e->args);
+  e->args.kind = V_OBJ;
+  e->args.at = i;
+  return read_members(t, i, e, 1);
+}
+
+/* The event object at s[i] ('{') into *e: one past it, or 0. */
+static size_t read_event(src *t, size_t i, ev *e) {
+  memset(e, 0, sizeof *e);
+  return read_members(t, i, e, 0);
+}
+
 /* ---- the loader: Lua stack slots it keeps ---- */
 
 enum {
   S_HOOKS = 1, S_PATH, S_TEXT, S_BOX, S_NULL, S_ST, S_MTS, S_MKIND, S_MARG, S_MPID, S_MTID,
   S_CTS, S_CDUR, S_CLANE, S_CCAT, S_CNAME, S_CJOB, S_CBYTES, /* the copies' columns */
-  S_KJOB, S_KSUBMIT, S_KWAIT, S_KCOPY, S_KSLICE, S_Q, S_CACHE, S_LASTCAT, S_LASTKIND,
+  S_KJOB, S_KSUBMIT, S_KWAIT, S_KCOPY, S_KSLICE, S_Q, S_KCOPYNAME, S_CACHE, S_LASTCAT, S_LASTKIND,
   S_LANE, S_LTS, S_LDUR, S_LCAT, S_LKIND, S_LSNAME, S_LJOB, S_LARGS, S_TOP = S_LARGS
 };
 
@@ -767,23 +711,31 @@ static int classify(loader *ld, const ev *e) {
   return K_SLICE;
 }
 
+static void put_num(lua_State *L, int col, lua_Integer k, double x) {
+  lua_pushnumber(L, x);
+  lua_rawseti(L, col, k);
+}
+
+/* col[k] = the event's name, or else the value at slot `otherwise`. */
+static void put_name(loader *ld, int col, lua_Integer k, const ev *e, int otherwise) {
+  if (e->name.kind == V_STR)
+    push_cached(ld, &e->name);
+  else
+    lua_pushvalue(ld->L, otherwise);
+  lua_rawseti(ld->L, col, k);
+}
+
 /* A copy into the model's copy columns (trace.lua's add_copy): ts, dur,
  * lane, category (on top, popped), name, job (false: none), bytes. */
 static void add_copy(loader *ld, const ev *e, double ts, double dur) {
   lua_State *L = ld->L;
   lua_Integer k = ++ld->ncopies;
   lua_rawseti(L, S_CCAT, k);
-  lua_pushnumber(L, ts);
-  lua_rawseti(L, S_CTS, k);
-  lua_pushnumber(L, dur);
-  lua_rawseti(L, S_CDUR, k);
+  put_num(L, S_CTS, k, ts);
+  put_num(L, S_CDUR, k, dur);
   lua_pushvalue(L, S_LANE);
   lua_rawseti(L, S_CLANE, k);
-  if (e->name.kind == V_STR)
-    push_cached(ld, &e->name);
-  else
-    lua_pushliteral(L, "copy");
-  lua_rawseti(L, S_CNAME, k);
+  put_name(ld, S_CNAME, k, e, S_KCOPYNAME);
   if (e->job.kind == V_INT)
     lua_pushinteger(L, (lua_Integer)e->job.i);
   else
@@ -844,17 +796,11 @@ static int fast_slice(loader *ld, const ev *e) {
     add_copy(ld, e, ts, dur);
   else
     lua_pop(L, 1);
-  lua_pushnumber(L, ts);
-  lua_rawseti(L, S_LTS, n);
-  lua_pushnumber(L, dur);
-  lua_rawseti(L, S_LDUR, n);
+  put_num(L, S_LTS, n, ts);
+  put_num(L, S_LDUR, n, dur);
   lua_pushvalue(L, kind);
   lua_rawseti(L, S_LKIND, n);
-  if (e->name.kind == V_STR)
-    push_cached(ld, &e->name);
-  else
-    lua_pushvalue(L, S_Q);
-  lua_rawseti(L, S_LSNAME, n);
+  put_name(ld, S_LSNAME, n, e, S_Q);
   if (e->job.kind == V_INT)
     lua_pushinteger(L, (lua_Integer)e->job.i);
   else
@@ -882,10 +828,9 @@ static int fast_marker(loader *ld, const ev *e) {
     push_cached(ld, &e->name);
   else
     lua_pushvalue(L, S_Q);
-  note_name(ld, "marker_kind", S_LASTKIND);
+  note_name(ld, "marker_kind", S_LASTKIND); /* the kind stays on top */
   lua_rawseti(L, S_MKIND, n);
-  lua_pushnumber(L, e->ts.d);
-  lua_rawseti(L, S_MTS, n);
+  put_num(L, S_MTS, n, e->ts.d);
   const val *a = &e->arg;
   if (a->kind == V_INT || (a->kind == V_FLT && a->d >= -0x1p63 && a->d < 0x1p63 && a->d == floor(a->d)))
     lua_pushinteger(L, a->kind == V_INT ? (lua_Integer)a->i : (lua_Integer)a->d);
@@ -1187,8 +1132,8 @@ static int setup(lua_State *L, loader *ld) {
   lua_getfield(L, S_HOOKS, "null");
   for (int k = S_ST; k < S_KJOB; k++)
     lua_pushnil(L);
-  static const char *const kinds[] = {"job", "submit", "wait", "copy", "slice", "?"};
-  for (int k = 0; k < 6; k++)
+  static const char *const kinds[] = {"job", "submit", "wait", "copy", "slice", "?", "copy"};
+  for (int k = 0; k < 7; k++)
     lua_pushstring(L, kinds[k]);
   lua_createtable(L, CACHE_N, 0);
   while (lua_gettop(L) < S_TOP)
