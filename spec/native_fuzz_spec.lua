@@ -51,6 +51,7 @@ local PIECES = {"{", "}", "[", "]", ",", ":", '"', "\\", "\\u", "\\ud800", "0", 
 
 local function mutate(text, rnd)
   local n = #text
+  if n < 2 then return text .. PIECES[rnd(1, #PIECES)] end
   local a = rnd(1, n)
   local what = rnd(1, 5)
   if what == 1 then -- one byte changed

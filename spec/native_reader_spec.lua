@@ -237,11 +237,12 @@ describe("the native trace loader", function()
     S.write(path, "[" .. table.concat(parts, ",") .. "]") -- 23 MB
     local function stderr_of(cmd, tty)
       local out = S.tmpfile("err.txt")
-      local line = ("LUA_CPATH='%s/?.so;;' lua5.4 lua/jobque-profile.lua %s >/dev/null 2>'%s'")
-        :format(os.getenv("JQ_BUILD") or "build", cmd, out)
+      local lua = os.getenv("JQ_LUA") or "lua5.4"
+      local line = ("LUA_CPATH='%s/?.so;;' %s lua/jobque-profile.lua %s >/dev/null 2>'%s'")
+        :format(os.getenv("JQ_BUILD") or "build", lua, cmd, out)
       if tty then -- stderr on a terminal: script's
-        line = ("script -qc \"LUA_CPATH='%s/?.so;;' lua5.4 lua/jobque-profile.lua %s >/dev/null\" /dev/null >'%s'")
-          :format(os.getenv("JQ_BUILD") or "build", cmd, out)
+        line = ("script -qc \"LUA_CPATH='%s/?.so;;' %s lua/jobque-profile.lua %s >/dev/null\" /dev/null >'%s'")
+          :format(os.getenv("JQ_BUILD") or "build", lua, cmd, out)
       end
       assert(os.execute(line))
       return S.read(out)
