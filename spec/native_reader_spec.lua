@@ -266,4 +266,12 @@ describe("the native trace loader", function()
       assert.truthy(page:find('{"bytes":9,"category":"w","job":1,"x":1}', 1, true), reader)
     end
   end)
+
+  it("writes the page's times from C as the Lua writer rounds them (integer ns since t0)", function()
+    assert.are.equal("250,1000,2750,-1250", core.page_ns({0.5, 1.25, 3, -1}, 4, 0.25))
+    assert.are.equal("", core.page_ns({}, 0, 0))
+    assert.are.equal("0,1", core.page_ns({0.0004, 0.0006, 9}, 2, 0)) -- n columns only
+    assert.matches("item 2 is not a number", S.err_of(core.page_ns, {1, "x"}, 2, 0))
+    assert.matches("item 1 is out of range", S.err_of(core.page_ns, {1e300}, 1, 0))
+  end)
 end)

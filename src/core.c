@@ -2,7 +2,7 @@
  * core.c - luaopen_jobque_core, the one exported symbol of jobque.core.
  *
  * Returns { profile = {...}, clock_source = "tsc"|"monotonic",
- * noop, monotonic_ns, palette_color, write_file, exact_marker_args, load_trace, stderr_is_tty, queue
+ * noop, monotonic_ns, palette_color, write_file, exact_marker_args, load_trace, page_ns, stderr_is_tty, queue
  * functions } (and
  * `_test` in test builds). The profile functions
  * sit one level down so that Lua's error messages name them after the module
@@ -149,6 +149,8 @@ __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   lua_setfield(L, -2, "exact_marker_args");
   jq_open_load_trace(L);
   lua_setfield(L, -2, "load_trace");
+  jq_open_page_ns(L);
+  lua_setfield(L, -2, "page_ns");
   lua_pushcfunction(L, l_stderr_is_tty);
   lua_setfield(L, -2, "stderr_is_tty");
 #ifdef JQ_TESTING

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -1218,6 +1219,37 @@ static int load(lua_State *L, loader *ldp) {
   return 1;
 }
 
+/* page_ns(col, n, t0) -> "x1,x2,...": col[1..n] (microseconds, numbers) as
+ * integer nanoseconds since t0, rounded as the page's writer does in Lua:
+ * (us * 1000 + 0.5) // 1 (jobque_profile.html's ns). */
+static int l_page_ns(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_Integer n = luaL_checkinteger(L, 2);
+  double t0 = luaL_checknumber(L, 3);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, 1, i);
+    int ok;
+    double us = lua_tonumberx(L, -1, &ok);
+    lua_pop(L, 1);
+    if (!ok)
+      return luaL_error(L, "page_ns: item %I is not a number", (LUAI_UACINT)i);
+    double v = floor((us - t0) * 1000 + 0.5);
+    if (!(v >= -0x1p63 && v < 0x1p63))
+      return luaL_error(L, "page_ns: item %I is out of range", (LUAI_UACINT)i);
+    char digits[24];
+    int len = snprintf(digits, sizeof digits, i > 1 ? ",%lld" : "%lld", (long long)v);
+    luaL_addlstring(&b, digits, (size_t)len);
+  }
+  luaL_pushresult(&b);
+  return 1;
+}
+
 void jq_open_load_trace(lua_State *L) {
   lua_pushcfunction(L, l_load_trace);
+}
+
+void jq_open_page_ns(lua_State *L) {
+  lua_pushcfunction(L, l_page_ns);
 }

@@ -17,4 +17,8 @@
 /* Pushes load_trace(hooks, path [, text]) -> true | nil, message | "fallback". */
 void jq_open_load_trace(lua_State *L);
 
+/* Pushes page_ns(col, n, t0) -> "x1,x2,...": times as the page's integer
+ * nanoseconds since t0 (jobque_profile.html). */
+void jq_open_page_ns(lua_State *L);
+
 #endif
