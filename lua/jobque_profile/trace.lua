@@ -840,9 +840,8 @@ end
 -- a message; or M.FALLBACK (a shape it leaves to the cjson path, or no core).
 local function load_native(path, text, name, progress)
   if not native_load then return M.FALLBACK end
-  hooks.progress, hooks.exact = progress, text and M._exact_copy
-  local st, err, json_err = native_load(hooks, path, text)
-  hooks.progress, hooks.exact = nil, nil
+  local call = setmetatable({progress = progress, exact = text and M._exact_copy}, {__index = hooks})
+  local st, err, json_err = native_load(call, path, text)
   if st == M.FALLBACK or err == M.FALLBACK then return M.FALLBACK end
   if not st then
     return nil, (json_err and "%s: not JSON (%s)" or "%s: %s"):format(name, err)
