@@ -444,10 +444,12 @@ static size_t read_val(src *t, size_t i, val *v) {
   }
 }
 
-static int is_str(const src *t, const val *v, const char *word) {
-  size_t len = strlen(word);
+static int is_str_n(const src *t, const val *v, const char *word, size_t len) {
   return v->kind == V_STR && !v->esc && v->end - v->at == len + 2 && memcmp(t->s + v->at + 1, word, len) == 0;
 }
+
+/* v is the string literal `word` (no escapes in it). */
+#define is_str(t, v, word) is_str_n(t, v, word, sizeof(word) - 1)
 
 enum { A_JOB = 1, A_BYTES = 2, A_CAT = 4, A_ARG = 8, A_OTHER = 16 };
 
@@ -459,25 +461,35 @@ typedef struct ev {
 
 /* The key at s[i]: one past its colon; *slot its field of e (NULL: one we
  * do not read). */
+typedef struct key_name {
+  const char *name;
+  size_t len;
+} key_name;
+
+#define KEY(s) {s, sizeof(s) - 1}
+
 static size_t read_key(src *t, size_t i, val **slot, ev *e, int in_args) {
-  static const char *const top[] = {"ph", "ts", "dur", "pid", "tid", "name", "cat", "s", "args", NULL};
-  static const char *const inner[] = {"job", "bytes", "category", "arg", NULL};
+  static const key_name top[] = {KEY("ph"),  KEY("ts"),  KEY("dur"), KEY("pid"),  KEY("tid"),
+                                 KEY("name"), KEY("cat"), KEY("s"),   KEY("args"), {NULL, 0}};
+  static const key_name inner[] = {KEY("job"), KEY("bytes"), KEY("category"), KEY("arg"), {NULL, 0}};
   int esc;
   i = ws(t, i);
   size_t end = i < t->n && t->s[i] == '"' ? str_end(t, i, &esc) : fail(t, i, "expected a string key");
   if (!end)
     return 0;
-  const char *const *names = in_args ? inner : top;
+  const key_name *names = in_args ? inner : top;
+  size_t len = end - i - 2;
   val *fields[] = {&e->ph, &e->ts, &e->dur, &e->pid, &e->tid, &e->name, &e->cat, &e->s, &e->args};
   val *afields[] = {&e->job, &e->bytes, &e->acat, &e->arg};
   *slot = NULL;
   if (esc)
     e->odd = 1;
-  for (int k = 0; !esc && names[k]; k++)
-    if (end - i - 2 == strlen(names[k]) && memcmp(t->s + i + 1, names[k], end - i - 2) == 0) {
+  for (int k = 0; !esc && names[k].name; k++)
+    if (len == names[k].len && t->s[i + 1] == names[k].name[0] && memcmp(t->s + i + 1, names[k].name, len) == 0) {
       *slot = in_args ? afields[k] : fields[k];
       if (in_args)
         e->amask |= 1 << k;
+      break;
     }
   if (in_args && !*slot)
     e->amask |= A_OTHER;
