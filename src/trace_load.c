@@ -108,18 +108,23 @@ static size_t u_escape(src *t, size_t i, unsigned *cp) {
 
 /* The string at s[i] (its opening quote): one past its closing quote, or
  * 0 and an error; *esc: it has escapes. */
+/* The bytes a string's scan stops at: the quote, the backslash, controls. */
+static const unsigned char STOP[256] = {
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+    0, 0, 1 /* " */, ['\\'] = 1};
+
 static size_t str_end(src *t, size_t i, int *esc) {
   *esc = 0;
   for (size_t k = i + 1; k < t->n;) {
+    while (k < t->n && !STOP[(unsigned char)t->s[k]])
+      k++;
+    if (k >= t->n)
+      break;
     unsigned char c = (unsigned char)t->s[k];
     if (c == '"')
       return k + 1;
     if (c < 0x20)
       return fail(t, k, "control character in a string (escape it)");
-    if (c != '\\') {
-      k++;
-      continue;
-    }
     *esc = 1;
     if (k + 1 >= t->n)
       break;
@@ -444,7 +449,7 @@ static size_t read_val(src *t, size_t i, val *v) {
   }
 }
 
-static int is_str_n(const src *t, const val *v, const char *word, size_t len) {
+static inline int is_str_n(const src *t, const val *v, const char *word, size_t len) {
   return v->kind == V_STR && !v->esc && v->end - v->at == len + 2 && memcmp(t->s + v->at + 1, word, len) == 0;
 }
 
