@@ -141,6 +141,45 @@ function M.copies_lines(f)
   return out
 end
 
+--- The spans section: per span category, how many spans had a piece in
+-- the range, their run time (pieces summed), wall time (open to close) and
+-- how many were closed by their job's end or the stop (lines; empty without).
+function M.spans_lines(f)
+  local out = {}
+  if not f.spans or #f.spans == 0 then return out end
+  local w = 13
+  for _, c in ipairs(f.spans) do w = math.max(w, width_of(M.shown(c.name))) end
+  out[#out + 1] = "spans by category (run: their pieces summed; wall: open to close, suspensions included)"
+  out[#out + 1] = ("%s  %7s  %10s  %10s  %8s"):format(pad("span category", w), "spans", "run", "wall", "unclosed")
+  for _, c in ipairs(f.spans) do
+    out[#out + 1] = ("%s  %7d  %10s  %10s  %8d"):format(pad(M.shown(c.name), w), c.count, M.us(c.run_us),
+                                                       M.us(c.wall_us), c.unclosed)
+  end
+  return out
+end
+
+-- A counter's value for the text report: integers exact, others to 6 digits.
+local function value_text(x)
+  if math.type(x) == "integer" then return tostring(x) end
+  return ("%.6g"):format(x)
+end
+
+--- The counters section: each counter track's min / mean / max over the
+-- range, the mean time-weighted (lines; empty without counters).
+function M.counters_lines(f)
+  local out = {}
+  if not f.counters or #f.counters == 0 then return out end
+  local w = 7
+  for _, c in ipairs(f.counters) do w = math.max(w, width_of(M.shown(c.name))) end
+  out[#out + 1] = "counters (mean: weighted by the time each value held)"
+  out[#out + 1] = ("%s  %8s  %12s  %12s  %12s"):format(pad("counter", w), "samples", "min", "mean", "max")
+  for _, c in ipairs(f.counters) do
+    out[#out + 1] = ("%s  %8d  %12s  %12s  %12s"):format(pad(M.shown(c.name), w), c.samples, value_text(c.min),
+                                                         ("%.6g"):format(c.mean), value_text(c.max))
+  end
+  return out
+end
+
 -- The warnings of a truncated trace: lanes that filled, events of threads
 -- that got no lane.
 local function truncation_lines(f, t0, say)
@@ -337,7 +376,8 @@ function M.text(f, model)
       end
     end
   end
-  for _, section in ipairs{M.latency_lines(f), M.critical_path_lines(f), M.copies_lines(f), M.failures_lines(f)} do
+  for _, section in ipairs{M.spans_lines(f), M.counters_lines(f), M.latency_lines(f), M.critical_path_lines(f),
+                           M.copies_lines(f), M.failures_lines(f)} do
     if #section > 0 then
       say("")
       for _, line in ipairs(section) do out[#out + 1] = line end
