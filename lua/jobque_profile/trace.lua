@@ -153,7 +153,7 @@ local function classify(e, ours)
     if cat == "wait" then return "wait", "wait" end
     if cat == "flow" then return nil end -- the zero-length end of a wake-up arrow
     if cat == "copy" then -- values copied for a job: its time is the job's category's
-      local args = e.args
+      args = e.args
       local c = type(args) == "table" and str(args.category)
       return "copy", c or "job"
     end
