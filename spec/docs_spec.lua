@@ -203,7 +203,7 @@ describe("docs/trace-format.md", function()
       assert(not q:submit(function() return io.stdout end):pwait()) -- fails copying out
       q:submit(function() -- a span across an await, a zone, and a span its job leaves open
         local P = require "jobque_profile"
-        local z <close> = P.profile_zone("docs spec zone")
+        local z <close> = P.profile_zone("docs spec zone") -- luacheck: ignore z
         P.profile_span("docs spec span", function() jobque.current():submit(function() end):wait() end)
         P.profile_begin("docs spec open")
       end):wait()

@@ -35,8 +35,9 @@ local function assert_nests(doc)
     end)
     local open = {}
     for _, e in ipairs(list) do
-      while #open > 0 and open[#open].ts + open[#open].dur <= e.ts + 1e-9 and
-            not (open[#open].ts + open[#open].dur >= e.ts + e.dur - 1e-9) do
+      local function ends(x) return x.ts + x.dur end
+      -- the slices that ended before e starts (and do not hold it) are done with
+      while #open > 0 and ends(open[#open]) <= e.ts + 1e-6 and ends(open[#open]) < ends(e) - 1e-6 do
         open[#open] = nil
       end
       local top = open[#open]
@@ -58,6 +59,15 @@ local function spin_us(us)
 end
 
 describe("spans", function()
+  it("(the nesting check refuses a partial overlap, and takes touching and nested slices)", function()
+    local x = {ph = "X", tid = 1, name = "a", ts = 0, dur = 10}
+    assert.has_error(function()
+      assert_nests{traceEvents = {x, {ph = "X", tid = 1, name = "b", ts = 5, dur = 10}}}
+    end)
+    assert_nests{traceEvents = {x, {ph = "X", tid = 1, name = "b", ts = 10, dur = 5},
+                                {ph = "X", tid = 1, name = "c", ts = 0, dur = 10}}}
+  end)
+
   after_each(function()
     p.profile_stop()
   end)
@@ -129,7 +139,7 @@ describe("spans", function()
     q:submit(function()
       local P = require "jobque_profile"
       P.profile_span("inner", function()
-        local z <close> = P.profile_zone("zone")
+        local z <close> = P.profile_zone("zone") -- luacheck: ignore z
         local core = require "jobque.core"
         local t = core.monotonic_ns()
         while core.monotonic_ns() - t < 500000 do end
@@ -172,11 +182,11 @@ describe("spans", function()
   it("profile_zone ends its span when the variable goes out of scope, on error too", function()
     p.profile_start()
     do
-      local z <close> = p.profile_zone("scoped")
+      local z <close> = p.profile_zone("scoped") -- luacheck: ignore z
       p.profile_marker("inside", 1)
     end
     pcall(function()
-      local z <close> = p.profile_zone("failing")
+      local z <close> = p.profile_zone("failing") -- luacheck: ignore z
       error("x")
     end)
     assert.matches("no span is open", S.err_of(p.profile_end), 1, true)
@@ -276,7 +286,7 @@ describe("spans", function()
       for _ = 1, 20 do
         q:submit(function(dep)
           local P = require "jobque_profile"
-          local z <close> = P.profile_zone("racing")
+          local z <close> = P.profile_zone("racing") -- luacheck: ignore z
           P.profile_begin("open")
           dep:wait()
           coroutine.yield()
