@@ -179,6 +179,34 @@ describe("spans", function()
     assert.is_nil(names.raises.args.unclosed)
   end)
 
+  it("profile_span without a function raises and leaves nothing open; a bad category opens nothing", function()
+    p.profile_start()
+    assert.matches("bad argument #2 to 'jobque_profile.profile_span' (value expected)", S.err_of(p.profile_span, "x"), 1, true)
+    assert.matches("attempt to call a nil value", S.err_of(p.profile_span, "x", nil), 1, true)
+    assert.matches("category id or name", S.err_of(p.profile_begin, {}), 1, true)
+    assert.matches("category id or name", S.err_of(p.profile_zone, true), 1, true)
+    assert.matches("name must not be empty", S.err_of(p.profile_span, "", print), 1, true)
+    assert.matches("no span is open", S.err_of(p.profile_end), 1, true)
+  end)
+
+  it("a job that leaves 10,000 spans open saves a file that nests, each span closed once", function()
+    local q = jobque.new{workers = 1}
+    p.profile_start()
+    q:submit(function(n)
+      local P = require "jobque_profile"
+      for _ = 1, n do P.profile_begin("deep") end
+      coroutine.yield() -- cut them all once
+    end, 10000):wait()
+    q:close()
+    p.profile_stop()
+    local doc, model = saved()
+    assert_nests(doc)
+    assert.are.equal(20000, #spans_of(doc))
+    assert.are.same({cat = "deep", name = "deep", count = 10000, unclosed = 10000},
+                    {cat = model.spans[1].cat, name = model.spans[1].name, count = model.spans[1].count,
+                     unclosed = model.spans[1].unclosed})
+  end)
+
   it("profile_zone ends its span when the variable goes out of scope, on error too", function()
     p.profile_start()
     do

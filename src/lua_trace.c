@@ -295,8 +295,8 @@ static int span_done(lua_State *L, int status, lua_KContext ctx) {
 
 /* profile_span(cat, fn, ...) -> fn(...)'s results; fn may yield (await). */
 static int l_profile_span(lua_State *L) {
+  luaL_checkany(L, 2); /* before the span opens: a raise here leaves nothing open */
   span_begin(L, "profile_span");
-  luaL_checkany(L, 2);
   int status = lua_pcallk(L, lua_gettop(L) - 2, LUA_MULTRET, 0, 1, span_done);
   return span_done(L, status, 1);
 }
