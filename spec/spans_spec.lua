@@ -401,6 +401,28 @@ describe("counters", function()
     assert.matches('<b>"q"</b>\u{23CE}&amp;\\tend value', out, 1, true)
   end)
 
+  it("the queue's running count is the other workers' slices; suspended leaves them out", function()
+    local T = require("jobque.core")._test
+    local q = jobque.new{workers = 2}
+    T.stop(false)
+    p.profile_start()
+    local held = q:submit(function() -- runs on one worker until the caller lets it go
+      local flag = require("jobque.core")._test
+      while not flag.stopping() do end
+    end)
+    local quick = q:submit(function() return 1 end) -- the other worker: its slice ends while `held` runs
+    assert.are.equal(1, quick:wait())
+    T.stop()
+    held:wait()
+    q:close()
+    p.profile_stop()
+    local doc = saved()
+    local first = S.events(doc, function(e) return e.ph == "C" and e.name == "jobs" end)
+    table.sort(first, function(x, y) return x.ts < y.ts end)
+    -- the first sample is the quick job's, taken while `held` runs on the other worker
+    assert.are.same({ready = 0, running = 1, suspended = 0}, first[1].args)
+  end)
+
   it("the queue's own: jobs ready / running / suspended and each lane's Lua heap, at slice ends", function()
     local q = jobque.new{workers = 1}
     p.profile_start()
