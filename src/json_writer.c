@@ -474,6 +474,8 @@ typedef struct lane_out {
   size_t headlen;
   size_t piece; /* the next of c->pieces to write */
   int index;    /* the lane's, in the view */
+  char heap[8 + ESCAPED_MAX(40)]; /* "heap <lane name>", escaped: its counter's name */
+  size_t heaplen;
 } lane_out;
 
 static inline char *put_head(char *p, const lane_out *o) {
@@ -794,8 +796,7 @@ static void put_counter(const lane_out *o, const jq_event *e) {
 /* The queue's counts at a slice's end: "jobs" (ready, running, suspended)
  * and "heap <lane>" (KB). */
 static void put_counts(const lane_out *o, const jq_event *e) {
-  size_t nlen = strlen(o->lane->name);
-  char *p = wbuf_room(o->b, 2 * EVENT_MAX + ESCAPED_MAX(nlen));
+  char *p = wbuf_room(o->b, 2 * EVENT_MAX + o->heaplen);
   static const char *const keys[3] = {"\"ready\":", ",\"running\":", ",\"suspended\":"};
   p = put_counter_head(p, o, e->t0);
   p = LIT(p, "jobs\",\"args\":{");
@@ -805,15 +806,16 @@ static void put_counts(const lane_out *o, const jq_event *e) {
   }
   p = LIT(p, "}}");
   p = put_counter_head(p, o, e->t0);
-  p = LIT(p, "heap ");
-  p = json_escape(p, o->lane->name, nlen);
+  p = put_lit(p, o->heap, o->heaplen);
   p = LIT(p, "\",\"args\":{\"KB\":");
   p = put_u64(p, e->id);
   o->b->p = LIT(p, "}}");
 }
 
 static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane, int tid) {
-  lane_out o = {b, c, lane, {0}, 0, 0, tid - 1};
+  lane_out o = {b, c, lane, {0}, 0, 0, tid - 1, {0}, 0};
+  char *hp = LIT(o.heap, "heap ");
+  o.heaplen = (size_t)(json_escape(hp, lane->name, strnlen(lane->name, sizeof lane->name)) - o.heap);
   char *h = LIT(o.head, ",\"pid\":1,\"tid\":");
   h = put_u64(h, (uint64_t)tid);
   h = LIT(h, ",\"name\":\"");
