@@ -133,6 +133,54 @@ describe("spans", function()
     assert.matches("spans by category", report.text(f, model), 1, true)
   end)
 
+  it("of a job whose slices lie on two lanes nest on both (the writer pairs them across lanes)", function()
+    -- Built by hand: the queue resumes a job where it started, so a thread of
+    -- the specs' records job 99's first slice with a begin in it, the caller
+    -- its last slice with the end in it.
+    local T = require("jobque.core")._test
+    local path, cpath = S.paths()
+    p.profile_start()
+    T.spawn(1, [[
+      local T = require("jobque.core")._test
+      local ev = T.ev
+      local t0 = T.ticks()
+      T.put_event(ev.SPAN_BEGIN, 0, 7, 0, 99)
+      T.put_event(ev.SPAN_BEGIN, 0, 7, 0, 99)
+      local t1 = T.ticks()
+      T.put_event(ev.SLICE, ev.SLICE_FIRST, 0, 0, 99, t0, t1)
+      return "ok"
+    ]], path, cpath):join()
+    local ev = T.ev
+    local t0 = T.ticks()
+    T.put_event(ev.SPAN_END, 0, 0, 0, 99)
+    local t1 = T.ticks()
+    T.put_event(ev.SLICE, ev.SLICE_LAST, 0, 0, 99, t0, t1)
+    p.profile_stop()
+    local doc, model = saved()
+    assert_nests(doc)
+    local slices = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" end)
+    local pieces = spans_of(doc)
+    assert.are.equal(2, #slices)
+    assert.are.equal(4, #pieces) -- two spans, each cut in two
+    local by_span = {}
+    for _, pc in ipairs(pieces) do
+      by_span[pc.args.span] = by_span[pc.args.span] or {}
+      by_span[pc.args.span][pc.args.piece] = pc
+    end
+    local closed = 0
+    for _, list in pairs(by_span) do
+      assert.are.equal(slices[1].tid, list[1].tid)
+      assert.are.equal(slices[2].tid, list[2].tid)
+      assert.are_not.equal(list[1].tid, list[2].tid)
+      assert.near(slices[1].ts + slices[1].dur, list[1].ts + list[1].dur, 1e-6) -- cut at the slice's end
+      assert.are.equal(slices[2].ts, list[2].ts) -- continued at the next slice's start
+      if not list[2].args.unclosed then closed = closed + 1 end
+    end
+    assert.are.equal(1, closed) -- the inner one; the outer one its job's end closed
+    assert.are.equal(2, model.spans[1].count)
+    assert.are.equal(1, model.spans[1].unclosed)
+  end)
+
   it("add no busy time: a lane's busy time is that of its outermost slices", function()
     local q = jobque.new{workers = 1}
     p.profile_start()
@@ -288,6 +336,26 @@ describe("spans", function()
     end
     assert.are.equal(2, info.unclosedSpans)
     assert.are.equal(1, model.spans[1].unclosed)
+  end)
+
+  it("a zone in a job that fails closes with the job's coroutine, at its last slice's end, not unclosed", function()
+    local q = jobque.new{workers = 1}
+    p.profile_start()
+    local ok = q:submit(function()
+      local P = require "jobque_profile"
+      local z <close> = P.profile_zone("failing zone") -- luacheck: ignore z
+      error("fails")
+    end):pwait()
+    assert.is_false(ok)
+    q:close()
+    p.profile_stop()
+    local doc, model = saved()
+    assert_nests(doc)
+    local slice = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" end)[1]
+    local zone = spans_of(doc)[1]
+    assert.is_nil(zone.args.unclosed)
+    assert.near(slice.ts + slice.dur, zone.ts + zone.dur, 1e-6)
+    assert.are.equal(0, model.spans[1].unclosed)
   end)
 
   it("spans open at profile_stop are closed there", function()
