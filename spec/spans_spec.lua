@@ -491,6 +491,30 @@ describe("counters", function()
     assert.are.same({ready = 0, running = 1, suspended = 0}, first[1].args)
   end)
 
+  it("the queue's ready count: dependencies done, not started; jobs still waiting for one are not ready", function()
+    local T = require("jobque.core")._test
+    local q = jobque.new{workers = 1}
+    T.stop(false)
+    p.profile_start()
+    local held = q:submit(function() -- the one worker runs it until the caller lets it go
+      local flag = require("jobque.core")._test
+      while not flag.stopping() do end
+    end)
+    local ys = {}
+    for i = 1, 3 do ys[i] = q:submit(function() end) end
+    q:after({held}, function() end) -- ready once `held` ends: before its slice's sample
+    q:after({ys[3]}, function() end) -- still waiting then
+    T.stop()
+    q:wait_all()
+    q:close()
+    p.profile_stop()
+    local doc = saved()
+    local jobs = S.events(doc, function(e) return e.ph == "C" and e.name == "jobs" end)
+    table.sort(jobs, function(x, y) return x.ts < y.ts end)
+    assert.are.same({ready = 4, running = 0, suspended = 0}, jobs[1].args)
+    assert.are.same({ready = 0, running = 0, suspended = 0}, jobs[#jobs].args)
+  end)
+
   it("the queue's own: jobs ready / running / suspended and each lane's Lua heap, at slice ends", function()
     local q = jobque.new{workers = 1}
     p.profile_start()
