@@ -336,6 +336,9 @@ describe("spans", function()
     end
     assert.are.equal(2, info.unclosedSpans)
     assert.are.equal(1, model.spans[1].unclosed)
+    for _, lane in ipairs(model.lanes) do
+      if lane.name == info.name then assert.are.equal(2, lane.unclosed_spans) end
+    end
   end)
 
   it("a zone in a job that fails closes with the job's coroutine, at its last slice's end, not unclosed", function()

@@ -14,7 +14,8 @@
 --                     that figures count every event of the file
 --   model.lanes[i]    in lane order: { name, pid, tid, sort,
 --                       n, ts[], dur[], cat[], kind[], ev[],   -- slices, by start
---                       instants[], recorded, dropped, full_at }
+--                       instants[], recorded, dropped, full_at,
+--                       unclosed_spans (laneInfo's unclosedSpans, when the file has it) }
 --   model.categories  list of { name, color = "#RRGGBB" }, and by_name
 --   model.markers     list of { ts, kind, arg }, by time (an integer arg is
 --                     exact to 64 bits, though cjson reads doubles; also as columns:
@@ -657,6 +658,7 @@ local function read_lane_info(model, meta)
     local lane = type(l) == "table" and by_name[l.name]
     if lane then
       lane.recorded = math.tointeger(l.recorded)
+      lane.unclosed_spans = math.tointeger(l.unclosedSpans) -- spans its job's end or the stop closed
       lane.dropped = math.tointeger(l.dropped) or lane.dropped
       local full = l.fullAtUs
       if type(full) == "number" then
