@@ -133,6 +133,8 @@ local function classify(e, ours)
     if cat == "submit" then return "submit", "submit" end
     if cat == "wait" then return "wait", "wait" end
     if cat == "flow" then return nil end -- the zero-length end of a wake-up arrow
+    -- contract (issue 11): a span piece (args.span), under its category
+    if type(e.args) == "table" and e.args.span ~= nil then return "span", cat or name end
     if cat == "copy" then -- values copied for a job: its time is the job's category's
       local args = e.args
       local c = type(args) == "table" and str(args.category)
@@ -303,7 +305,7 @@ local function new_model(meta)
   return {format = meta and "jobque" or "chrome", lanes = {}, lane_by_key = {}, lane_cache = {},
           categories = {by_name = {}}, category_by_id = {}, marker_kinds = {}, kind_seen = {},
           marker_ts = {}, marker_kind = {}, marker_arg = {}, marker_pid = {}, marker_tid = {},
-          awaits = {}, flows = {}, extra_ts = {}, dropped = 0, lost = 0, skipped = 0, skips = {}, nevents = 0,
+          awaits = {}, flows = {}, extra_ts = {}, counters = {}, counter_by_name = {}, counter_by_key = {}, dropped = 0, lost = 0, skipped = 0, skips = {}, nevents = 0,
           failures = {}, failure_by_job = {}, cancels = {}, copies = {}}
 end
 
@@ -397,6 +399,33 @@ local function read_begin_end(model, open_b, e, ph, ts, ours, nextra)
     end
   end
   return nextra
+end
+
+-- contract (issue 11): a "C" event, each numeric key K of event N one
+-- track "N K" per pid, in model.counters (order of first appearance) and
+-- model.counter_by_name (first pid wins).
+local function read_counter(model, e, ts)
+  local args = e.args
+  if type(args) ~= "table" then return end
+  local keys = {}
+  for k, v in pairs(args) do
+    if type(k) == "string" and type(v) == "number" and v - v == 0 then keys[#keys + 1] = k end
+  end
+  table.sort(keys)
+  local name, pid = str(e.name) or "?", e.pid or 0
+  for _, k in ipairs(keys) do
+    local track = name .. " " .. k
+    local key = tostring(pid) .. "\0" .. track
+    local c = model.counter_by_key[key]
+    if not c then
+      c = {name = track, pid = pid, n = 0, ts = {}, value = {}}
+      model.counter_by_key[key] = c
+      model.counters[#model.counters + 1] = c
+      if not model.counter_by_name[track] then model.counter_by_name[track] = c end
+    end
+    c.n = c.n + 1
+    c.ts[c.n], c.value[c.n] = ts, math.tointeger(args[k]) or args[k]
+  end
 end
 
 -- One end of an await of ours (a "b" or "e" of cat await): the pair, once
@@ -505,6 +534,7 @@ local function read_events(model, events, ours)
         nextra = nextra + 1 -- b/e, flows, counters, objects: counted, not drawn
         extra_ts[nextra] = ts
         if (ph == "b" or ph == "e") and ours and e.cat == "await" then read_await(model, async, e, ph, ts) end
+        if ph == "C" then read_counter(model, e, ts) end -- contract (issue 11)
       end
     end
   end
@@ -581,6 +611,7 @@ local function order_lanes(model)
     end
     lane.maxdur = maxdur
   end
+  for _, c in ipairs(model.counters) do sort_columns(c, {"ts", "value"}, c.n) end -- contract (issue 11)
   sort_columns(model, {"marker_ts", "marker_kind", "marker_arg", "marker_pid", "marker_tid"}, #model.marker_ts)
   local extra_ts = model.extra_ts
   for k = 2, #extra_ts do
@@ -644,7 +675,7 @@ local function build(events, meta, text)
   table.sort(model.failures, by_ts)
   table.sort(model.cancels, by_ts)
   model.kind_seen, model.lane_by_key, model.lane_cache, model.failure_by_job,
-    model.category_by_id = nil, nil, nil, nil, nil
+    model.category_by_id, model.counter_by_key = nil, nil, nil, nil, nil, nil
   return model
 end
 
