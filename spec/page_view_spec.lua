@@ -363,9 +363,9 @@ describe("the HTML timeline's spans", function()
     local row = S.open_page(page).row
     local h = math.max(3, (row - 6) / 3)
     local function at(depth) return ("%.2f"):format(3 + (depth + 0.5) * h) end
-    local job = S.open_page(page, "#probe=0,4000," .. at(0)).probe
-    assert.matches("^" .. A_CAT:gsub("%p", "%%%0") .. "\n", job)
-    assert.matches("job      1", job, 1, true)
+    local top = S.open_page(page, "#probe=0,4000," .. at(0)).probe
+    assert.matches("^" .. A_CAT:gsub("%p", "%%%0") .. "\n", top)
+    assert.matches("job      1", top, 1, true)
     local parse = S.open_page(page, "#probe=0,8000," .. at(1)).probe
     assert.matches("^parse  %(span%)\ncategory parse\n", parse)
     local inner = S.open_page(page, "#probe=0,4000," .. at(2))

@@ -136,8 +136,9 @@ local function job_slices(model)
   for li, lane in ipairs(model.lanes) do
     for i = 1, lane.n do
       local args = lane.kind[i] == "job" and lane.ev[i].args
-      local id = type(args) == "table" and math.tointeger(args.job)
-      if id then
+      local id = type(args) == "table" and args.job
+      id = math.tointeger(id) or id -- as jobque_profile.graph keys it
+      if type(id) == "number" then
         local w = where[id]
         if not w then
           w = {}
@@ -167,6 +168,7 @@ local function graph_data(model)
   local out = {}
   for _, j in ipairs(g.order) do
     local w, pos = where[j.id] or {}, {}
+    if #w == 0 then goto next end -- an id that is no number (a hand-made file): not drawn as a job
     for _, p in ipairs(w) do
       pos[#pos + 1] = p[1]
       pos[#pos + 1] = p[2]
@@ -188,6 +190,7 @@ local function graph_data(model)
               j.ready_latency and tostring(ns(j.ready_latency)) or "null", ns(resume), #j.resumes,
               ns(j.run), ns(j.suspended), list(deps), list(aw), sub and sub.parent and number(sub.parent) or "null",
               sub and ("[%d,%d]"):format(sub.lane.index - 1, ns(sub.ts + sub.dur - t0)) or "null")
+    ::next::
   end
   local cp = graph.critical_path(g)
   local ids = {}

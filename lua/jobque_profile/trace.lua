@@ -305,8 +305,9 @@ local function new_model(meta)
   return {format = meta and "jobque" or "chrome", lanes = {}, lane_by_key = {}, lane_cache = {},
           categories = {by_name = {}}, category_by_id = {}, marker_kinds = {}, kind_seen = {},
           marker_ts = {}, marker_kind = {}, marker_arg = {}, marker_pid = {}, marker_tid = {},
-          awaits = {}, flows = {}, extra_ts = {}, counters = {}, counter_by_name = {}, counter_by_key = {}, dropped = 0, lost = 0, skipped = 0, skips = {}, nevents = 0,
-          failures = {}, failure_by_job = {}, cancels = {}, copies = {}}
+          awaits = {}, flows = {}, extra_ts = {}, dropped = 0, lost = 0, skipped = 0, skips = {}, nevents = 0,
+          failures = {}, failure_by_job = {}, cancels = {}, copies = {},
+          counters = {}, counter_by_name = {}, counter_by_key = {}} -- contract (issue 11)
 end
 
 -- Every category a slice is counted under gets an entry and a colour.
