@@ -13,8 +13,11 @@
 -- range, and selected. Names are cut (an ellipsis, line breaks as U+23CE)
 -- to NAME_WIDTH characters in the legend and to the room there is on the
 -- canvas; tooltips and the legend's titles show them whole. The specs'
--- hooks (timeline/hooks.js: #do=, #probe=, #bench) are in the page only
--- with options.test_hooks (the command's hidden --test-hooks).
+-- hooks (timeline/hooks.js: #do=, #hover=, #probe=, #cprobe=, #bench) are in
+-- the page only with options.test_hooks (the command's hidden --test-hooks).
+-- From issue 11, each in a JSON element of its own: the job graph (every
+-- job's slices, latencies and neighbours, and the critical path, from
+-- jobque_profile.graph), model.counters, and the depth of each span.
 local report = require "jobque_profile.report"
 local graph = require "jobque_profile.graph"
 

@@ -1,6 +1,7 @@
 /* global canvas, AXIS, ROW, CROW, lanes, span, X, hit, draw, v0:writable, v1:writable */
 // The timeline's test hooks, read from the URL fragment: #do= (replayed
-// input), #probe= (a tooltip) and #bench (redraw times). html.render(model,
+// input), #hover= (the mouse moved there), #probe= and #cprobe= (a slice's
+// or a counter's tooltip) and #bench (redraw times). html.render(model,
 // {test_hooks = true}) puts what follows the first blank line where page.js
 // says @TEST_HOOKS@, inside its function (hence the globals above); the page
 // users get has none of it.
