@@ -96,8 +96,8 @@ describe("the timeline page's parts (issue 11)", function()
     assert.same({5000}, counters[1].ts)
     assert.same({{0, 1}}, element(page, "spans")) -- lane 0's slice 0 (the span) at depth 1
     local graph = element(page, "graph")
-    assert.same({1.5}, {graph.jobs[1].id}) -- the job whose id is no number is left out
-    assert.equal(1, #graph.jobs)
+    assert.same({1.5}, graph.id) -- the job whose id is no number is left out
+    assert.same({0, 1}, graph.so)
     local file = S.tmpfile("parts.html")
     S.write(file, page)
     local state = S.open_page(file, "#hover=0,15&do=key:c")

@@ -20,6 +20,7 @@
 -- jobque_profile.graph), model.counters, and the depth of each span.
 local report = require "jobque_profile.report"
 local graph = require "jobque_profile.graph"
+local util = require "jobque_profile.util"
 
 local M = {}
 
@@ -157,42 +158,56 @@ local function job_slices(model)
   return where
 end
 
--- The job graph's part of the page (issue 11): per job its slices (lane,
--- index pairs), category, latencies (ns; ready null when unknown), the jobs
--- it waited on (after dependencies; awaits with the index of the slice it
--- resumed in), the job that submitted it and where (lane, end of the
--- submit); and the critical path. "null" without jobs.
+-- The job graph's part of the page (issue 11), in columns (a page may hold
+-- a million jobs), k the job's index: id[k], c[k] (category index), its
+-- slices s[2 * so[k] ..] (lane, slice index pairs, 0-based, by time; so has
+-- one entry more than id), ready[k] (its ready latency in ns, -1 unknown),
+-- sl[k], st[k] (its submit: lane (-1 none) and end, ns from t0); sparse, as
+-- flat lists: by (k, the job that submitted it), deps (k, an after
+-- dependency's id), aw (k, the id of a job it awaited, the index of its
+-- slice that resumed), rs (k, resume latency summed in ns, how many), sp
+-- (k, suspended ns); and the critical path. "null" without jobs.
 local function graph_data(model)
   local g = graph.build(model)
   if #g.order == 0 then return "null" end
   local where, t0 = job_slices(model), model.t0
   local cat_index = {}
   for i, c in ipairs(model.categories) do cat_index[c.name] = i - 1 end
-  local out = {}
+  local col = {id = {}, c = {}, so = {"0"}, s = {}, ready = {}, sl = {}, st = {}, by = {}, deps = {}, aw = {},
+               rs = {}, sp = {}}
+  local function add(name, ...)
+    local t = col[name]
+    for k = 1, select("#", ...) do t[#t + 1] = select(k, ...) end
+  end
+  local n, npos = 0, 0
   for _, j in ipairs(g.order) do
-    local w, pos = where[j.id] or {}, {}
+    local w = where[j.id] or {}
     if #w == 0 then goto next end -- an id that is no number (a hand-made file): not drawn as a job
-    for _, p in ipairs(w) do
-      pos[#pos + 1] = p[1]
-      pos[#pos + 1] = p[2]
-    end
-    local deps, aw, resume = {}, {}, 0
+    for _, p in ipairs(w) do add("s", p[1], p[2]) end
+    npos = npos + #w
+    add("id", number(j.id))
+    add("c", cat_index[j.category] or -1)
+    add("so", npos)
+    add("ready", j.ready_latency and ns(j.ready_latency) or -1)
+    local sub = j.submit
+    add("sl", sub and sub.lane.index - 1 or -1)
+    add("st", sub and ns(sub.ts + sub.dur - t0) or 0)
+    if sub and sub.parent and g.jobs[sub.parent] then add("by", n, number(sub.parent)) end
     for _, d in ipairs(j.deps) do
-      if d.job and g.jobs[d.job] then deps[#deps + 1] = number(d.job) end
+      if d.job and g.jobs[d.job] then add("deps", n, number(d.job)) end
     end
     for _, a in ipairs(j.awaits) do
       local k = 1
       while w[k] and w[k][3] <= a.ts do k = k + 1 end
-      if a.awaits and g.jobs[a.awaits] and w[k] then aw[#aw + 1] = ("[%s,%d]"):format(number(a.awaits), k - 1) end
+      if a.awaits and g.jobs[a.awaits] and w[k] then add("aw", n, number(a.awaits), k - 1) end
     end
-    for _, r in ipairs(j.resumes) do resume = resume + r end
-    local sub = j.submit
-    out[#out + 1] = ('{"id":%s,"c":%d,"s":%s,"ready":%s,"resume":%d,"nresume":%d,"run":%d,"susp":%d,'
-                     .. '"deps":%s,"aw":%s,"by":%s,"sub":%s}')
-      :format(number(j.id), cat_index[j.category] or -1, list(pos),
-              j.ready_latency and tostring(ns(j.ready_latency)) or "null", ns(resume), #j.resumes,
-              ns(j.run), ns(j.suspended), list(deps), list(aw), sub and sub.parent and number(sub.parent) or "null",
-              sub and ("[%d,%d]"):format(sub.lane.index - 1, ns(sub.ts + sub.dur - t0)) or "null")
+    if #j.resumes > 0 then
+      local resume = 0
+      for _, r in ipairs(j.resumes) do resume = resume + r end
+      add("rs", n, ns(resume), #j.resumes)
+    end
+    if j.suspended > 0 then add("sp", n, ns(j.suspended)) end
+    n = n + 1
     ::next::
   end
   local cp = graph.critical_path(g)
@@ -202,7 +217,11 @@ local function graph_data(model)
                 .. '"copy":%d,"caller":%d,"bound":%s}')
     :format(list(ids), ns(cp.duration_us), number(cp.share), ns(cp.start_us - t0), ns(cp.finish_us - t0),
             ns(cp.run_us), ns(cp.ready_us), ns(cp.resume_us), ns(cp.copy_us), ns(cp.caller_us), number(cp.bound))
-  return ('{"jobs":[%s],"path":%s}'):format(table.concat(out, ",\n"), path)
+  local parts = {}
+  for _, name in ipairs{"id", "c", "so", "s", "ready", "sl", "st", "by", "deps", "aw", "rs", "sp"} do
+    parts[#parts + 1] = ('"%s":%s'):format(name, list(col[name]))
+  end
+  return ("{%s,\n\"path\":%s}"):format(table.concat(parts, ",\n"), path)
 end
 
 -- The counters' part of the page (issue 11): model.counters as
@@ -308,7 +327,7 @@ function M.render(model, options)
   -- One pass, so that no name in what is filled in is taken for a placeholder.
   local function inert(text) return (text:gsub("[<>]", INERT):gsub("\226\128[\168\169]", INERT)) end
   local fill = {DATA = function() return data(model) end,
-                GRAPH = function() return inert(graph_data(model)) end,
+                GRAPH = function() return inert(util.without_gc(graph_data, model)) end,
                 COUNTERS = function() return inert(counter_data(model)) end,
                 SPANS = function() return inert(span_data(model)) end}
   return (page:gsub("@(%u+)@", function(key) return fill[key] and fill[key]() end))

@@ -53,9 +53,23 @@
     }
     l.job = new Int32Array(l.ts.length).fill(-1); // the job (index in jobs) of each job slice
   });
-  const jobs = G ? G.jobs.map(j => ({ id: j.id, c: j.c, s: j.s, ready: j.ready === null ? null : us(j.ready),
-    resume: us(j.resume), nresume: j.nresume, run: us(j.run), susp: us(j.susp), deps: j.deps, aw: j.aw, by: j.by,
-    sub: j.sub ? { li: j.sub[0], t: us(j.sub[1]) } : null, kids: [], onPath: false })) : [];
+  // The jobs (html.lua's graph_data has the columns): their run time is their slices'.
+  const jobs = [];
+  for (let k = 0; G && k < G.id.length; k++) {
+    const s = G.s.slice(2 * G.so[k], 2 * G.so[k + 1]);
+    let run = 0;
+    for (let q = 0; q < s.length; q += 2) run += lanes[s[q]].dur[s[q + 1]];
+    jobs.push({ id: G.id[k], c: G.c[k], s, ready: G.ready[k] < 0 ? null : us(G.ready[k]), resume: 0, nresume: 0,
+      run, susp: 0, deps: [], aw: [], by: null, sub: G.sl[k] >= 0 ? { li: G.sl[k], t: us(G.st[k]) } : null,
+      kids: [], onPath: false });
+  }
+  if (G) {
+    for (let q = 0; q < G.by.length; q += 2) jobs[G.by[q]].by = G.by[q + 1];
+    for (let q = 0; q < G.deps.length; q += 2) jobs[G.deps[q]].deps.push(G.deps[q + 1]);
+    for (let q = 0; q < G.aw.length; q += 3) jobs[G.aw[q]].aw.push([G.aw[q + 1], G.aw[q + 2]]);
+    for (let q = 0; q < G.rs.length; q += 3) { jobs[G.rs[q]].resume = us(G.rs[q + 1]); jobs[G.rs[q]].nresume = G.rs[q + 2]; }
+    for (let q = 0; q < G.sp.length; q += 2) jobs[G.sp[q]].susp = us(G.sp[q + 1]);
+  }
   const jobById = new Map(jobs.map(j => [j.id, j]));
   jobs.forEach((j, k) => {
     for (let q = 0; q < j.s.length; q += 2) lanes[j.s[q]].job[j.s[q + 1]] = k;
