@@ -278,6 +278,18 @@ describe("the HTML timeline's arrows", function()
     assert.same({"submitted by 10->11"}, arrows(S.open_page(page, "#hover=1,3000")))
   end)
 
+  it("of a job that submitted thousands: the first 1000 drawn, and the count", function()
+    local events = {submit(3, 0, 1), job(1, 1000, 20000, "parent", 1)}
+    for id = 2, 1501 do
+      events[#events + 1] = submit(1, 1000 + id * 10, id)
+      events[#events + 1] = job(2, 21000 + id * 10, 5, "child", id)
+    end
+    local state = S.open_page((ours(events, 40000)), "#hover=0,18000") -- past its submits
+    assert.equal(1, state.hover)
+    assert.equal(1501, state.arrowsTotal) -- its submit, and the 1500 it made
+    assert.equal(1000, #state.arrows)
+  end)
+
   it("and the tooltip: the suspended time and the resume latency", function()
     local tip = S.open_page(page, "#probe=0,1500").probe
     assert.matches("ready    900 us", tip, 1, true)

@@ -39,6 +39,7 @@
     pid: c.pid, ts: Float64Array.from(c.ts, us), v: Float64Array.from(c.v, x => x === null ? NaN : x),
     min: c.min, max: c.max }));
   const CROW = 34; // a counter's row
+  const MAX_ARROWS = 1000; // the most arrows a hovered job draws (one that submitted a million...)
   const spanPairs = JSON.parse(document.getElementById("spans").textContent);
   lanes.forEach((l, li) => {
     const p = spanPairs[li] || [];
@@ -491,7 +492,7 @@
     pathDrawn = cpOn ? drawPath() : 0;
     arrows = hoverJob ? arrowsOf(hoverJob) : [];
     if (hoverJob) outlineJob(hoverJob);
-    drawArrows(arrows, 1.5);
+    drawArrows(arrows.length > MAX_ARROWS ? arrows.slice(0, MAX_ARROWS) : arrows, 1.5);
     drawCounters(AXIS + lanes.length * ROW);
     // Dropped events: where each full lane stopped recording.
     const dy = AXIS + lanes.length * ROW + counters.length * CROW;
@@ -552,7 +553,8 @@
       loadMs: firstDrawn || (firstDrawn = performance.now() - started),
       critical: { on: cpOn, jobs: path ? path.jobs : [], duration: path ? us(path.dur) : null,
         share: path ? path.share : null, info: cpInfo.textContent, outlined: pathDrawn },
-      hover: hoverJob ? hoverJob.id : null, arrows: arrows.map(w => ({ kind: w.kind, from: w.from, to: w.to })),
+      hover: hoverJob ? hoverJob.id : null, arrowsTotal: arrows.length,
+      arrows: arrows.slice(0, MAX_ARROWS).map(w => ({ kind: w.kind, from: w.from, to: w.to })),
       counters: counterInfo, spans: spanRects, spansDrawn };
     window.timelineState = state;
     document.body.dataset.state = JSON.stringify(state);
