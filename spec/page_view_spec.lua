@@ -225,13 +225,14 @@ end)
 
 -- A parent P (job 10) submits Q (job 11) inside its slice and awaits it; R
 -- (job 12) runs after P:
---   caller:   submit P 0..100, submit R 100..200
+--   caller:   submit P 0..100, submit R 100..200, wait for P 200..6000
 --   worker 0: P 1000..2000 (submit Q 1200..1300 inside), await 2000..5000, P 5000..6000;
 --             "dependency done" P -> R (ready) at 6000; R 6500..7000
 --   worker 1: Q 1500..4500, wake job (P) at 4600; the session stops at 8000.
 -- P: ready 900 us, run 2 ms, suspended 3 ms, resumed 400 us after Q's wake.
 local AWAIT = {
   submit(3, 0, 10), submit(3, 100, 12),
+  {ph = "X", pid = 1, tid = 3, ts = 200, dur = 5800, name = "wait", cat = "wait", args = {job = 10}},
   job(1, 1000, 1000, "parent", 10),
   submit(1, 1200, 11),
   {ph = "b", pid = 1, tid = 1, ts = 2000, name = "await", cat = "await", id2 = {["local"] = "0xa"},
@@ -276,6 +277,13 @@ describe("the HTML timeline's arrows", function()
   it("of a job after another: its dependency; of a child: its parent", function()
     assert.same({"after 10->12", "submitted by caller->12"}, arrows(S.open_page(page, "#hover=0,6700")))
     assert.same({"submitted by 10->11"}, arrows(S.open_page(page, "#hover=1,3000")))
+  end)
+
+  it("of the job a submit made, or a wait waited for, over that submit or wait", function()
+    assert.equal(10, S.open_page(page, "#hover=2,50").hover) -- the caller's submit of P
+    assert.equal(10, S.open_page(page, "#hover=2,3000").hover) -- its wait for P
+    assert.equal(11, S.open_page(page, "#hover=0,1250").hover) -- P's submit of Q
+    assert.equal(cjson.null, S.open_page(page, "#hover=2,7500").hover) -- nothing there
   end)
 
   it("of a job that submitted thousands: the first 1000 drawn, and the count", function()

@@ -582,11 +582,14 @@
       "resume   " + fmt(j.resume) + (j.nresume ? "  (awaited job done to resumed, " + j.nresume + "x)" : ""),
       "run      " + fmt(j.run), "suspended " + fmt(j.susp)];
   }
-  // The job of a lane's slice: a job slice's own, a span's (args.job).
+  // The job of a lane's slice: a job slice's own; a span's, a submit's (the
+  // job it made) and a wait's (the job waited for): args.job.
+  const submitCat = cats.findIndex(c => c.name === "submit");
   function jobAt(l, i) {
     if (l.job[i] >= 0) return jobs[l.job[i]];
     const args = l.a[i] >= 0 ? D.args[l.a[i]] : l.a[i] === -2 ? { [D.keys[l.ak[i]]]: l.av[i] } : null;
-    return args && l.depth && l.depth[i] > 0 ? jobById.get(args.job) || null : null;
+    const linked = (l.depth && l.depth[i] > 0) || l.c[i] === submitCat || l.c[i] === waitCat;
+    return args && linked ? jobById.get(args.job) || null : null;
   }
   // A counter's value under the cursor.
   function counterHit(ci, t) {
