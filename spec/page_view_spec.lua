@@ -214,6 +214,7 @@ describe("the HTML timeline's critical path", function()
     assert.matches("job      1  (on the critical path)", a, 1, true)
     assert.matches("ready    900 us", a, 1, true)
     assert.matches("run      20.00 ms", a, 1, true)
+    assert.matches("resume   -\n", a, 1, true) -- it never resumed
     assert.matches("suspended 0.00 us", a, 1, true)
     assert.matches("ready    500 us", S.open_page(page, "#probe=0,30000").probe, 1, true)
     local c = S.open_page(page, "#probe=1,5000").probe

@@ -579,7 +579,7 @@
   function jobLines(j) {
     return ["job      " + j.id + (j.onPath ? "  (on the critical path)" : ""),
       "ready    " + (j.ready === null ? "-" : fmt(j.ready)) + "  (ready to started: waiting for a worker)",
-      "resume   " + fmt(j.resume) + (j.nresume ? "  (awaited job done to resumed, " + j.nresume + "x)" : ""),
+      "resume   " + (j.nresume ? fmt(j.resume) + "  (awaited job done to resumed, " + j.nresume + "x)" : "-"),
       "run      " + fmt(j.run), "suspended " + fmt(j.susp)];
   }
   // The job of a lane's slice: a job slice's own; a span's, a submit's (the
