@@ -720,6 +720,8 @@
       v0 = sel[0]; v1 = sel[1];
     }
   }
+  // #cp (alone or among the others, "&cp"): opens with the critical path highlighted.
+  if (/[#&]cp(&|$)/.test(location.hash) && pathJobs.length) { cpOn = true; cpBox.checked = true; }
   draw();
   // @TEST_HOOKS@: where html.lua puts hooks.js, for the specs and the bench only
 })();
