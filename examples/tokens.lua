@@ -20,6 +20,7 @@ local embed = p.profile_category("embed", p.PROFILE_COLOR_BLUE)
 local attention = p.profile_category("attention", p.PROFILE_COLOR_CORAL)
 local mlp = p.profile_category("mlp", p.PROFILE_COLOR_GREEN)
 local sample = p.profile_category("sample", p.PROFILE_COLOR_PURPLE)
+p.profile_category("sample + decode", p.PROFILE_COLOR_AMBER) -- the span's, which the job names
 local tok = p.profile_marker_id("token")
 
 -- Some arithmetic standing in for real work: about `units` thousand steps.

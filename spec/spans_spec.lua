@@ -488,10 +488,13 @@ describe("counters", function()
     q:close()
     p.profile_stop()
     local doc = saved()
-    local first = S.events(doc, function(e) return e.ph == "C" and e.name == "jobs" end)
-    table.sort(first, function(x, y) return x.ts < y.ts end)
-    -- the first sample is the quick job's, taken while `held` runs on the other worker
-    assert.are.same({ready = 0, running = 1, suspended = 0}, first[1].args)
+    local quick_slice = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" and e.args.job == quick:id() end)[1]
+    local on_lane = S.events(doc, function(e) return e.ph == "C" and e.name == "jobs" and e.tid == quick_slice.tid end)
+    table.sort(on_lane, function(x, y) return x.ts < y.ts end)
+    -- the quick job's lane samples at its slice's start (both running) and end (`held` only)
+    assert.are.equal(2, #on_lane)
+    assert.are.same({ready = 0, running = 2, suspended = 0}, on_lane[1].args)
+    assert.are.same({ready = 0, running = 1, suspended = 0}, on_lane[2].args)
   end)
 
   it("the queue's ready count: dependencies done, not started; jobs still waiting for one are not ready", function()
@@ -514,11 +517,14 @@ describe("counters", function()
     local doc = saved()
     local jobs = S.events(doc, function(e) return e.ph == "C" and e.name == "jobs" end)
     table.sort(jobs, function(x, y) return x.ts < y.ts end)
-    assert.are.same({ready = 4, running = 0, suspended = 0}, jobs[1].args)
+    -- held's start: itself running; ready, the submits the worker took it after (0 to 3)
+    assert.are.same({1, 0}, {jobs[1].args.running, jobs[1].args.suspended})
+    assert.is_true(jobs[1].args.ready >= 0 and jobs[1].args.ready <= 3)
+    assert.are.same({ready = 4, running = 0, suspended = 0}, jobs[2].args) -- held's end
     assert.are.same({ready = 0, running = 0, suspended = 0}, jobs[#jobs].args)
   end)
 
-  it("the queue's own: jobs ready / running / suspended and each lane's Lua heap, at slice ends", function()
+  it("the queue's own: jobs ready / running / suspended and each lane's Lua heap, at slice starts and ends", function()
     local q = jobque.new{workers = 1}
     p.profile_start()
     q:submit(function(fn) require("jobque").current():submit(fn, 100):wait() end, spin_us):wait()
@@ -527,7 +533,7 @@ describe("counters", function()
     local doc, model = saved()
     local jobs = S.events(doc, function(e) return e.ph == "C" and e.name == "jobs" end)
     local slices = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" end)
-    assert.are.equal(#slices, #jobs) -- one sample per slice end
+    assert.are.equal(2 * #slices, #jobs) -- one sample at each slice's start and one at its end
     local suspended = 0
     for _, e in ipairs(jobs) do
       for _, k in ipairs{"ready", "running", "suspended"} do

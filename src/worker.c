@@ -494,11 +494,12 @@ static void spin_for_work(jq_worker *w) {
   q->spinning = 0;
 }
 
-/* (mu) The queue's counts and the state's heap, at the end of a slice:
- * one event, no allocation (lua_gc's count only reads). */
-static void put_counts(jq_runner *r, int counted) {
+/* (mu) The queue's counts and the state's heap, at the start and the end of
+ * a slice: one event, no allocation (lua_gc's count only reads). `self`: 1
+ * when this lane's own slice, just ended, is still in the running count. */
+static void put_counts(jq_runner *r, int self) {
   long ready, running, suspended;
-  jq_queue_counts(r->w->q, counted, &ready, &running, &suspended);
+  jq_queue_counts(r->w->q, self, &ready, &running, &suspended);
   int kb = lua_gc(r->L, LUA_GCCOUNT);
   jq_ring_put(JQ_EV_COUNTS, 0, 0, (uint32_t)(kb < 0 ? 0 : kb),
               jq_counts_pack(ready, running, suspended), 0, 0);
@@ -556,6 +557,8 @@ static int step(jq_runner *r, int block) {
   if (counted)
     atomic_fetch_add(&q->running, 1);
   job->on_cpu = 1;
+  if (jq_ring_armed()) /* a step up in `running` is drawn where it happens */
+    put_counts(r, 0);
   pthread_mutex_unlock(&q->mu);
   run_slice(r, job, resume);
   if (jq_ring_armed())
