@@ -11,7 +11,7 @@ module.exports = [
       ecmaVersion: 2022,
       sourceType: "script",
       globals: { window: "readonly", document: "readonly", performance: "readonly", location: "readonly",
-                 MouseEvent: "readonly", WheelEvent: "readonly" },
+                 MouseEvent: "readonly", WheelEvent: "readonly", KeyboardEvent: "readonly" },
     },
   },
   {

@@ -5,8 +5,11 @@
 --
 -- Per token: an "embed" job; "attention" spread over the workers with
 -- parallel_for (one chunk per head); two "mlp" jobs that run after embed; a
--- "sample" job after both. Each category is stamped with profile_tag before
--- its work is dispatched, and a "token" marker opens every token.
+-- "sample" job after both, which awaits a small "decode" job of its own
+-- inside a span ("sample + decode": one span, cut at the await, continued
+-- when the job resumes). Each category is stamped with profile_tag before
+-- its work is dispatched, a "token" marker opens every token, and the
+-- caller records a "tokens done" counter.
 local jobque = require "jobque"
 local p = require "jobque_profile"
 
@@ -17,6 +20,7 @@ local embed = p.profile_category("embed", p.PROFILE_COLOR_BLUE)
 local attention = p.profile_category("attention", p.PROFILE_COLOR_CORAL)
 local mlp = p.profile_category("mlp", p.PROFILE_COLOR_GREEN)
 local sample = p.profile_category("sample", p.PROFILE_COLOR_PURPLE)
+p.profile_category("sample + decode", p.PROFILE_COLOR_AMBER) -- the span's, which the job names
 local tok = p.profile_marker_id("token")
 
 -- Some arithmetic standing in for real work: about `units` thousand steps.
@@ -47,10 +51,15 @@ local last = jobque.with_job_que(function(q) -- as many workers as hardware thre
     local gate = q:after({e}, function(job) return work(200, job:wait() + 1) end, e)
 
     p.profile_tag(sample)
-    local s = q:after({up, gate}, function(a, b, h)
-      return work(100, a:wait() + b:wait() + h[1])
-    end, up, gate, heads)
+    local s = q:after({up, gate}, function(a, b, h, step)
+      local P = require "jobque_profile"
+      return P.profile_span("sample + decode", function() -- a span across an await
+        local x = step(100, a:wait() + b:wait() + h[1])
+        return require("jobque").current():submit(step, 50, x):wait()
+      end)
+    end, up, gate, heads, work)
     state = s:wait()
+    p.profile_counter("tokens done", t)
   end
   return state
 end)
@@ -72,4 +81,8 @@ Open it: go to https://ui.perfetto.dev, choose "Open trace file" and pick that f
   - click a slice and look at "Flow events": arrows run from each submit to the
     job's first slice, and from an awaited job's end to where its waiter resumed;
   - the "token" markers sit on the global instant track at the top; the
-    category colours and marker kinds are in the file's "jobqueProfile" key.]])
+    category colours and marker kinds are in the file's "jobqueProfile" key;
+  - "sample + decode" spans nest in the sample jobs' slices: one piece before
+    the await of the decode job, one after (same args.span); the counter
+    tracks "jobs ready/running/suspended", "heap worker N KB" and "tokens
+    done value" are in the process's group.]])

@@ -201,7 +201,14 @@ describe("docs/trace-format.md", function()
       assert(dependant:wait() == 2)
       assert(not q:submit(function() error("docs spec failure") end):pwait())
       assert(not q:submit(function() return io.stdout end):pwait()) -- fails copying out
+      q:submit(function() -- a span across an await, a zone, and a span its job leaves open
+        local P = require "jobque_profile"
+        local z <close> = P.profile_zone("docs spec zone") -- luacheck: ignore z
+        P.profile_span("docs spec span", function() jobque.current():submit(function() end):wait() end)
+        P.profile_begin("docs spec open")
+      end):wait()
     end)
+    p.profile_counter("docs spec counter", 1)
     local q0 = jobque.new{workers = 0}              -- its jobs run in the caller's waits:
     q0:submit(function() end):wait()                -- a wait slice, surely
     q0:submit(function() end)
@@ -244,12 +251,14 @@ describe("docs/trace-format.md", function()
           for a in pairs(v) do once(a, "the key of " .. k) end
         end
       end
-      if ev.cat then once(ev.cat, "the category") end
+      if ev.cat and not (ev.args and ev.args.span) then once(ev.cat, "the category") end
       local name = ev.name
       if ev.cat == "submit" then name = name:match("^(submit) ") end
       if not (markers[ev.name] and ev.s == "g") and not (ev.cat == "job" and categories[ev.name])
          and ev.cat ~= "submit" then
-        once(name, "the event name")
+        if not (ev.args and (ev.args.span or ev.args.KB)) and not (ev.ph == "C" and ev.name ~= "jobs") then
+          once(name, "the event name") -- a span's name is its category's; a counter's is the user's
+        end
       end
     end
     for k, v in pairs(t.jobqueProfile) do
@@ -268,6 +277,9 @@ describe("docs/trace-format.md", function()
     assert.truthy(seen["the event nameafter"] and seen["the event namedependency done"], "no `after` arrow")
     assert.truthy(seen["the key of laneInfofullAtUs"], "no lane filled")
     assert.truthy(seen["the key of argserror"], "no error text")
+    assert.truthy(seen["the key of argsunclosed"] and seen["the key of argspiece"], "no span left open")
+    assert.truthy(seen["the key of argssuspended"] and seen["the key of argsKB"], "no queue counters")
+    assert.truthy(seen["the key of argsvalue"], "no counter")
   end)
 
   it("is the page of the version the writer writes", function()

@@ -43,6 +43,12 @@ for _, workers in ipairs {0, 2} do
   q:submit(function() error("nobody looks", 0) end) -- dropped by the close if unreported
   q:submit(function() while true do coroutine.yield() end end) -- cancelled by the close
   for i = 1, 5 do q:submit(function() return i end) end
+  q:submit(function() -- spans across an await, one left open; counters
+    local P = require "jobque_profile"
+    P.profile_span("leak span", function() return require("jobque").current():submit(function() end):wait() end)
+    P.profile_begin("leak open")
+    P.profile_counter("leak counter", 1.5)
+  end):wait()
   q:close()
   -- A scope drains, then reports what nobody looked at.
   assert(not pcall(jobque.with_job_que, {workers = workers}, function(sq)

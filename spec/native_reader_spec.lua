@@ -84,6 +84,8 @@ local OURS = HEAD .. [[
 {"ph":"X","ts":3,"dur":1,"pid":1,"tid":1,"name":"copy in","cat":"copy","args":{"job":1,"bytes":9,"category":"work"}},
 {"ph":"X","ts":4,"dur":5,"pid":1,"tid":1,"name":"work","cat":"job","args":{"job":1},"bind_id":2,"flow_in":true},
 {"ph":"X","ts":9,"dur":0,"pid":1,"tid":1,"name":"wake job","cat":"flow","args":{"job":1},"bind_id":3},
+{"ph":"X","ts":5,"dur":1,"pid":1,"tid":1,"name":"parse","cat":"parse","args":{"span":1,"job":1,"piece":1}},
+{"ph":"X","ts":6,"dur":2,"pid":1,"tid":1,"name":"parse","cat":"parse","args":{"span":1,"job":1,"piece":2,"unclosed":true}},
 {"ph":"X","ts":10,"dur":2,"pid":1,"tid":1,"name":"work","cat":"job","args":{"job":1,"failed":true,"error":"boom \"x\"\n"}},
 {"ph":"X","ts":12,"dur":1,"pid":1,"tid":1,"name":"copy out","cat":"copy","args":{"job":1,"bytes":0,"category":"work"}},
 {"ph":"X","ts":2,"dur":20,"pid":1,"tid":2,"name":"wait","cat":"wait","args":{"job":1}},
@@ -136,6 +138,8 @@ describe("the native trace loader", function()
     assert.are.equal("jobs ready", native.counters[1].name)
     assert.are.same({1, 0.5}, native.counter_by_name["jobs ready"].value)
     assert.are.equal(1, #native.failures)
+    assert.are.equal(2, #native.span_pieces)
+    assert.are.equal("parse", native.spans[1].cat)
     assert.are.equal('boom "x"\n', native.failures[1].message)
     assert.are.equal(4, #native.copies)
     local c = native.copies[1]

@@ -71,3 +71,37 @@ describe("the timeline page's files", function()
     assert.is_nil(io.open(page))
   end)
 end)
+
+describe("the timeline page's parts (issue 11)", function()
+  -- The text of the JSON element `id` of a page, decoded.
+  local function element(page, id)
+    local text = page:match('<script type="application/json" id="' .. id .. '">(.-)</script>')
+    assert(text, id)
+    return assert(cjson.decode(text))
+  end
+
+  it("each in its own element, and names that look like placeholders stay as they are", function()
+    local path = S.tmpfile()
+    S.write(path, cjson.encode({traceEvents = {
+      {ph = "X", pid = 1, tid = 1, ts = 0, dur = 10, name = "@GRAPH@", cat = "@DATA@", args = {span = 1}},
+      {ph = "C", pid = 1, tid = 1, ts = 5, name = "@SPANS@", args = {["@COUNTERS@"] = 3}},
+      {ph = "X", pid = 1, tid = 1, ts = 0, dur = 20, name = "job", cat = "job", args = {job = 1.5}},
+      {ph = "X", pid = 1, tid = 1, ts = 20, dur = 20, name = "job", cat = "job", args = {job = "x"}}},
+      jobqueProfile = {startUs = 0, stopUs = 40}}))
+    local page = assert(html.render(assert(trace.load(path)), {test_hooks = true}))
+    local data = element(page, "data")
+    assert.same({"@DATA@", "job"}, {data.cats[1][1], data.cats[2][1]})
+    local counters = element(page, "counters")
+    assert.equal("@SPANS@ @COUNTERS@", counters[1].name)
+    assert.same({5000}, counters[1].ts)
+    assert.same({{0, 1}}, element(page, "spans")) -- lane 0's slice 0 (the span) at depth 1
+    local graph = element(page, "graph")
+    assert.same({1.5}, graph.id) -- the job whose id is no number is left out
+    assert.same({0, 1}, graph.so)
+    local file = S.tmpfile("parts.html")
+    S.write(file, page)
+    local state = S.open_page(file, "#hover=0,15&do=key:c")
+    assert.equal(1.5, state.hover)
+    assert.equal("@SPANS@ @COUNTERS@", state.counters[1].name)
+  end)
+end)

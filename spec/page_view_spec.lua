@@ -136,3 +136,277 @@ describe("long and multi-line names on the HTML timeline", function()
     assert.matches("marker " .. KIND .. "\narg    7", S.open_page(page, "#probe=0,45").probe, 1, true)
   end)
 end)
+
+-- Issue 11's parts of the page, on traces of ours built by hand (their
+-- figures worked out in the comments): a page with the specs' hooks, and its
+-- model.
+local function ours(events, stop)
+  local all = {}
+  for tid, name in ipairs{"worker 0", "worker 1", "caller"} do
+    all[#all + 1] = {ph = "M", pid = 1, tid = tid, name = "thread_name", args = {name = name}}
+  end
+  for _, e in ipairs(events) do all[#all + 1] = e end
+  local doc = {traceEvents = all, jobqueProfile = {version = 1, clock = "tsc", startUs = 0, stopUs = stop,
+                                                   lostEvents = 0, categories = {}, markers = {}}}
+  local path, page = S.tmpfile("ours.json"), S.tmpfile("ours.html")
+  S.write(path, cjson.encode(doc))
+  local code, _, err = run(("html '%s' -o '%s' --test-hooks"):format(path, page))
+  assert(code == 0, err)
+  return page, assert(trace.load(path))
+end
+
+local function job(tid, ts, dur, cat, id) return {ph = "X", pid = 1, tid = tid, ts = ts, dur = dur, name = cat,
+                                                  cat = "job", args = {job = id}} end
+local function submit(tid, ts, id) return {ph = "X", pid = 1, tid = tid, ts = ts, dur = 100, name = "submit",
+                                            cat = "submit", args = {job = id}} end
+
+-- A chain A (job 1, 20 ms) -> B (job 2, 30 ms, after A) beside C (job 3,
+-- 10 ms) on 2 workers; the caller submits A 0..100, C 100..200, B 200..300:
+--   worker 0: A 1000..21000; "dependency done" A -> B (ready) at 21000; B 21500..51500
+--   worker 1: C 1000..11000; the session stops at 60000.
+-- Critical path, back from B (last to end, 51500): B's run, its ready latency
+-- from A's end (500), A's run, A's ready latency (900) and its submit (100):
+-- A then B, 51500 us from 0, 51500 / 60000 = 85.8% of the session.
+-- Ready latencies: A 1000 - 100 = 900 us, B 21500 - 21000 = 500 us, C 1000 - 200 = 800 us.
+local A_CAT = "alpha <b>&amp;</b>\nline two"
+local CHAIN = {
+  submit(3, 0, 1), submit(3, 100, 3), submit(3, 200, 2),
+  job(1, 1000, 20000, A_CAT, 1),
+  {ph = "X", pid = 1, tid = 1, ts = 21000, dur = 0, name = "dependency done", cat = "flow",
+    args = {job = 1, dependant = 2, ready = true}},
+  job(1, 21500, 30000, "beta", 2),
+  job(2, 1000, 10000, "gamma", 3),
+}
+
+describe("the HTML timeline's critical path", function()
+  local page
+  setup(function() page = ours(CHAIN, 60000) end)
+
+  it("is A then B, with its length and share beside the toggle, and off at first", function()
+    local state = S.open_page(page)
+    local cp = state.critical
+    assert.same({1, 2}, cp.jobs)
+    assert.near(51500, cp.duration, 1e-6)
+    assert.near(51500 / 60000, cp.share, 1e-9)
+    assert.matches("51.50 ms, 85.8% of the session, 2 jobs: run 50.00 ms, waiting for a worker 1.400 ms",
+                   cp.info, 1, true)
+    assert.is_false(cp.on)
+    assert.equal(0, cp.outlined)
+  end)
+
+  it("is highlighted by the key c (A's and B's slices outlined) and off again by a second c", function()
+    local on = S.open_page(page, "#do=key:c").critical
+    assert.is_true(on.on)
+    assert.equal(2, on.outlined)
+    local off = S.open_page(page, "#do=key:c;key:c").critical
+    assert.is_false(off.on)
+    assert.equal(0, off.outlined)
+  end)
+
+  it("opens highlighted with #cp in the URL, also beside #from/#to", function()
+    assert.is_true(S.open_page(page, "#cp").critical.on)
+    local zoomed = S.open_page(page, "#from=0&to=30000&cp")
+    assert.is_true(zoomed.critical.on)
+    assert.same({0, 30000}, zoomed.view)
+    assert.is_false(S.open_page(page, "#cpx").critical.on)
+  end)
+
+  it("is highlighted by its checkbox too, and not by another key", function()
+    assert.is_true(S.open_page(page, "#do=click:cp").critical.on)
+    assert.is_false(S.open_page(page, "#do=key:x").critical.on)
+  end)
+
+  it("shows each job's latencies and category in its tooltip, a name with markup as text", function()
+    local a = S.open_page(page, "#probe=0,5000").probe -- A's slice (the page's zero is the session's start)
+    assert.matches(A_CAT .. "\ncategory " .. A_CAT, a, 1, true)
+    assert.matches("job      1  (on the critical path)", a, 1, true)
+    assert.matches("ready    900 us", a, 1, true)
+    assert.matches("run      20.00 ms", a, 1, true)
+    assert.matches("resume   -\n", a, 1, true) -- it never resumed
+    assert.matches("suspended 0.00 us", a, 1, true)
+    assert.matches("ready    500 us", S.open_page(page, "#probe=0,30000").probe, 1, true)
+    local c = S.open_page(page, "#probe=1,5000").probe
+    assert.matches("category gamma", c, 1, true)
+    assert.matches("ready    800 us", c, 1, true)
+    assert.is_nil(c:find("critical path", 1, true))
+  end)
+end)
+
+-- A parent P (job 10) submits Q (job 11) inside its slice and awaits it; R
+-- (job 12) runs after P:
+--   caller:   submit P 0..100, submit R 100..200, wait for P 200..6000
+--   worker 0: P 1000..2000 (submit Q 1200..1300 inside), await 2000..5000, P 5000..6000;
+--             "dependency done" P -> R (ready) at 6000; R 6500..7000
+--   worker 1: Q 1500..4500, wake job (P) at 4600; the session stops at 8000.
+-- P: ready 900 us, run 2 ms, suspended 3 ms, resumed 400 us after Q's wake.
+local AWAIT = {
+  submit(3, 0, 10), submit(3, 100, 12),
+  {ph = "X", pid = 1, tid = 3, ts = 200, dur = 5800, name = "wait", cat = "wait", args = {job = 10}},
+  job(1, 1000, 1000, "parent", 10),
+  submit(1, 1200, 11),
+  {ph = "b", pid = 1, tid = 1, ts = 2000, name = "await", cat = "await", id2 = {["local"] = "0xa"},
+    args = {job = 10, awaits = 11}},
+  {ph = "e", pid = 1, tid = 1, ts = 5000, name = "await", cat = "await", id2 = {["local"] = "0xa"},
+    args = {job = 10, awaits = 11}},
+  job(1, 5000, 1000, "parent", 10),
+  {ph = "X", pid = 1, tid = 1, ts = 6000, dur = 0, name = "dependency done", cat = "flow",
+    args = {job = 10, dependant = 12, ready = true}},
+  job(1, 6500, 500, "after", 12),
+  job(2, 1500, 3000, "child", 11),
+  {ph = "X", pid = 1, tid = 2, ts = 4600, dur = 0, name = "wake job", cat = "flow", args = {job = 10}},
+}
+
+local function arrows(state)
+  local out = {}
+  for _, a in ipairs(state.arrows) do
+    out[#out + 1] = ("%s %s->%d"):format(a.kind, a.from == cjson.null and "caller" or math.tointeger(a.from),
+                                         math.tointeger(a.to))
+  end
+  table.sort(out)
+  return out
+end
+
+describe("the HTML timeline's arrows", function()
+  local page
+  setup(function() page = ours(AWAIT, 8000) end)
+
+  it("are none until the mouse is over a job", function()
+    local state = S.open_page(page)
+    assert.equal(cjson.null, state.hover)
+    assert.same({}, state.arrows)
+  end)
+
+  it("of a job: the submit that made it, what it submitted, what it awaited", function()
+    local p = S.open_page(page, "#hover=0,1500") -- P's first slice
+    assert.equal(10, p.hover)
+    assert.same({"await 11->10", "submits 10->11", "submitted by caller->10"}, arrows(p))
+    assert.same(arrows(p), arrows(S.open_page(page, "#hover=0,5500"))) -- its second slice: the same job
+  end)
+
+  it("of a job after another: its dependency; of a child: its parent", function()
+    assert.same({"after 10->12", "submitted by caller->12"}, arrows(S.open_page(page, "#hover=0,6700")))
+    assert.same({"submitted by 10->11"}, arrows(S.open_page(page, "#hover=1,3000")))
+  end)
+
+  it("of the job a submit made, or a wait waited for, over that submit or wait", function()
+    assert.equal(10, S.open_page(page, "#hover=2,50").hover) -- the caller's submit of P
+    assert.equal(10, S.open_page(page, "#hover=2,3000").hover) -- its wait for P
+    assert.equal(11, S.open_page(page, "#hover=0,1250").hover) -- P's submit of Q
+    assert.equal(cjson.null, S.open_page(page, "#hover=2,7500").hover) -- nothing there
+  end)
+
+  it("of a job that submitted thousands: the first 1000 drawn, and the count", function()
+    local events = {submit(3, 0, 1), job(1, 1000, 20000, "parent", 1)}
+    for id = 2, 1501 do
+      events[#events + 1] = submit(1, 1000 + id * 10, id)
+      events[#events + 1] = job(2, 21000 + id * 10, 5, "child", id)
+    end
+    local state = S.open_page((ours(events, 40000)), "#hover=0,18000") -- past its submits
+    assert.equal(1, state.hover)
+    assert.equal(1501, state.arrowsTotal) -- its submit, and the 1500 it made
+    assert.equal(1000, #state.arrows)
+  end)
+
+  it("and the tooltip: the suspended time and the resume latency", function()
+    local tip = S.open_page(page, "#probe=0,1500").probe
+    assert.matches("ready    900 us", tip, 1, true)
+    assert.matches("resume   400 us  (awaited job done to resumed, 1x)", tip, 1, true)
+    assert.matches("run      2.000 ms", tip, 1, true)
+    assert.matches("suspended 3.000 ms", tip, 1, true)
+  end)
+end)
+
+-- The chain above with spans inside A's slice (1000..21000 on worker 0):
+-- "parse" 2000..12000 (depth 1) and, nested in it, SPAN 3000..5000 (depth 2,
+-- written first: a span is recorded at its end); and counters: the queue's
+-- "jobs" (three tracks), a worker's heap, and one named with markup.
+local SPAN = "<script>tok</script>\nline two"
+local COUNTER = "<q>&amp;\nlen"
+local function with_parts()
+  local events = {}
+  for i, e in ipairs(CHAIN) do events[i] = e end
+  for _, e in ipairs{
+    {ph = "X", pid = 1, tid = 1, ts = 3000, dur = 2000, name = SPAN, cat = SPAN, args = {span = 2, job = 1, piece = 1}},
+    {ph = "X", pid = 1, tid = 1, ts = 2000, dur = 10000, name = "parse", cat = "parse",
+     args = {span = 1, job = 1, piece = 1}},
+    {ph = "C", pid = 1, tid = 3, ts = 0, name = "jobs", args = {ready = 3, running = 0, suspended = 0}},
+    {ph = "C", pid = 1, tid = 3, ts = 1000, name = "jobs", args = {ready = 1, running = 2, suspended = 0}},
+    {ph = "C", pid = 1, tid = 3, ts = 21000, name = "jobs", args = {ready = 0, running = 1, suspended = 0}},
+    {ph = "C", pid = 1, tid = 1, ts = 1000, name = "heap worker 0", args = {KB = 512.5}},
+    {ph = "C", pid = 1, tid = 1, ts = 21000, name = "heap worker 0", args = {KB = 640.25}},
+    {ph = "C", pid = 1, tid = 3, ts = 500, name = COUNTER, args = {n = 7}},
+    {ph = "C", pid = 1, tid = 3, ts = 30000, name = COUNTER, args = {n = 42}},
+  } do events[#events + 1] = e end
+  return ours(events, 60000)
+end
+
+describe("the HTML timeline's counters", function()
+  local page
+  setup(function() page = with_parts() end)
+
+  it("are area charts under the lanes, each labelled with its name and max, in order of appearance", function()
+    local state = S.open_page(page)
+    local got = {}
+    for i, c in ipairs(state.counters) do got[i] = c.name .. " | " .. c.maxLabel end
+    assert.same({"jobs ready | max 3", "jobs running | max 2", "jobs suspended | max 0",
+                 "heap worker 0 KB | max 640.25", COUNTER .. " n | max 42"}, got)
+    assert.equal("<q>&amp;⏎len n", state.counters[5].label)
+    assert.equal(3, state.counters[1].n)
+  end)
+
+  it("show the value at the cursor on hover", function()
+    assert.matches("counter jobs running\nvalue   2\nat      5000.000 us", S.open_page(page, "#cprobe=1,5000").probe,
+                   1, true)
+    assert.matches("value   1\n", S.open_page(page, "#cprobe=1,25000").probe, 1, true)
+    assert.matches("value   512.5\n", S.open_page(page, "#cprobe=3,20000").probe, 1, true)
+    assert.matches("value   - (before its first sample)", S.open_page(page, "#cprobe=3,500").probe, 1, true)
+    assert.matches("counter " .. COUNTER .. " n\nvalue   42", S.open_page(page, "#cprobe=4,50000").probe, 1, true)
+  end)
+end)
+
+describe("the HTML timeline's spans", function()
+  local page
+  setup(function() page = with_parts() end)
+
+  it("are drawn in rows under their job's slice, inside it, at depth 1 and 2", function()
+    local state = S.open_page(page)
+    assert.equal(2, state.spansDrawn)
+    local v0, v1, label, width = state.view[1], state.view[2], state.label, state.width
+    local function x(t) return label + (t - v0) / (v1 - v0) * (width - label) end
+    local by_depth = {}
+    for _, s in ipairs(state.spans) do by_depth[s.depth] = s end
+    local top, row = 36, state.row -- lane 0's top: below the axis
+    local h = math.max(3, (row - 6) / 3)
+    for depth, span in ipairs{{2000, 12000}, {3000, 5000}} do
+      local s = by_depth[depth]
+      assert.equal(0, s.lane)
+      assert.near(x(span[1]), s.x0, 0.01)
+      assert.near(x(span[2]), s.x1, 0.01)
+      assert.is_true(s.x0 >= x(1000) and s.x1 <= x(21000)) -- inside A's slice
+      assert.near(top + 3 + depth * h, s.y0, 0.01) -- its row, under the job slice's top row
+      assert.is_true(s.y1 <= top + row - 3)
+    end
+  end)
+
+  it("show their own tooltip in their row (names as text), the job's in the top row", function()
+    local row = S.open_page(page).row
+    local h = math.max(3, (row - 6) / 3)
+    local function at(depth) return ("%.2f"):format(3 + (depth + 0.5) * h) end
+    local top = S.open_page(page, "#probe=0,4000," .. at(0)).probe
+    assert.matches("^" .. A_CAT:gsub("%p", "%%%0") .. "\n", top)
+    assert.matches("job      1", top, 1, true)
+    local parse = S.open_page(page, "#probe=0,8000," .. at(1)).probe
+    assert.matches("^parse  %(span%)\ncategory parse\n", parse)
+    local inner = S.open_page(page, "#probe=0,4000," .. at(2))
+    assert.matches(SPAN .. "  (span)\ncategory " .. SPAN, inner.probe, 1, true)
+    assert.matches('"span":2', inner.probe, 1, true)
+    assert.truthy(table.concat(inner.legendTitles, "|"):find(SPAN, 1, true))
+    assert.equal(1, S.open_page(page, "#hover=0,4000," .. at(2)).hover) -- a span's job: its arrows
+  end)
+
+  it("leave the busy time as it was (a span counts under its job's slice)", function()
+    local plain = S.open_page((ours(CHAIN, 60000))).whole
+    local parts = S.open_page(page).whole
+    assert.near(plain.busy, parts.busy, 1e-6)
+  end)
+end)

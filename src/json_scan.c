@@ -4,7 +4,8 @@
  * A flat pass over the bytes: strings are skipped (escapes included),
  * containers pushed onto a fixed stack that records what each one is (the
  * top object, the events array, an event, an event's "args"), and the
- * literal after "arg" in an event's "args" is read as a 64-bit integer.
+ * literal after "arg" (or "value", a counter's) in an event's "args" is
+ * read as a 64-bit integer.
  */
 #include "json_scan.h"
 
@@ -23,8 +24,8 @@ static unsigned char key_of(const char *s, size_t n) {
     return KEY_TRACE_EVENTS;
   if (n == 4 && memcmp(s, "args", 4) == 0)
     return KEY_ARGS;
-  if (n == 3 && memcmp(s, "arg", 3) == 0)
-    return KEY_ARG;
+  if ((n == 3 && memcmp(s, "arg", 3) == 0) || (n == 5 && memcmp(s, "value", 5) == 0))
+    return KEY_ARG; /* a marker's argument, a counter's value */
   return KEY_OTHER;
 }
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "file_replace.h"
+#include "spans.h"
 
 #if !defined(JQ_WRITE_BUFFER)
 #define JQ_WRITE_BUFFER (1048576)
@@ -218,10 +219,10 @@ typedef struct fragments {
   size_t *off; /* fragment i is text[off[i] .. off[i + 1]) */
 } fragments;
 
-static int marker_fragments(fragments *f, const jq_save_name *names, int n) {
-  size_t bytes = COPY_CHUNK;
+static int name_fragments(fragments *f, const jq_save_name *names, int n, const char *tail) {
+  size_t bytes = COPY_CHUNK, tlen = strlen(tail);
   for (int i = 0; i < n; i++)
-    bytes += ESCAPED_MAX(names[i].len) + sizeof(MARKER_TAIL);
+    bytes += ESCAPED_MAX(names[i].len) + tlen;
   f->text = malloc(bytes);
   f->off = malloc(sizeof(size_t) * ((size_t)n + 1));
   if (!f->text || !f->off)
@@ -230,7 +231,7 @@ static int marker_fragments(fragments *f, const jq_save_name *names, int n) {
   for (int i = 0; i < n; i++) {
     f->off[i] = (size_t)(p - f->text);
     p = json_escape(p, names[i].name, names[i].len);
-    p = LIT(p, MARKER_TAIL);
+    p = put_lit(p, tail, tlen);
   }
   f->off[n] = (size_t)(p - f->text);
   memset(p, 0, COPY_CHUNK);
@@ -312,6 +313,8 @@ typedef struct context {
   size_t ndeps;
   uint64_t *firsts;        /* job ids with a recorded first slice, sorted */
   size_t nfirsts;
+  fragments counters;      /* escaped counter names, by id - 1 */
+  jq_pieces pieces;        /* spans cut at slices (spans.c) */
 } context;
 
 static int cmp_u64(const void *a, const void *b) {
@@ -370,6 +373,9 @@ static int context_init(context *c, const jq_save_view *v, const fragments *mark
     c->cat_index[v->categories[i].id & 0xffff] = (uint16_t)(i + 1);
   }
   c->cats.off[v->ncategories] = (size_t)(p - c->cats.text);
+  if (name_fragments(&c->counters, v->counters, v->ncounters, "") != 0 ||
+      jq_pieces_build(&c->pieces, v) != 0)
+    return ENOMEM;
   for (int l = 0; l < v->nlanes && ns + nw > 0; l++) /* a marker-only trace skips this */
     for (uint64_t i = 0; i < v->lanes[l].count; i += jq_event_span(&v->lanes[l].events[i])) {
       const jq_event *e = &v->lanes[l].events[i];
@@ -397,6 +403,9 @@ static void context_free(context *c) {
   free(c->wakes);
   free(c->deps);
   free(c->firsts);
+  free(c->counters.text);
+  free(c->counters.off);
+  jq_pieces_free(&c->pieces);
 }
 
 /* The name of tag `cat`, escaped: its category's, "job" untagged, "tag N". */
@@ -463,6 +472,10 @@ typedef struct lane_out {
   const jq_save_lane *lane;
   char head[COPY_CHUNK];
   size_t headlen;
+  size_t piece; /* the next of c->pieces to write */
+  int index;    /* the lane's, in the view */
+  char heap[8 + ESCAPED_MAX(40)]; /* "heap <lane name>", escaped: its counter's name */
+  size_t heaplen;
 } lane_out;
 
 static inline char *put_head(char *p, const lane_out *o) {
@@ -711,12 +724,104 @@ static void put_lane_full(const lane_out *o) {
   o->b->p = LIT(p, "}}");
 }
 
+/* The pieces of spans written after event i of the lane (spans.c). */
+static void put_pieces(lane_out *o, uint64_t i) {
+  const jq_pieces *ps = &o->c->pieces;
+  for (; o->piece < ps->n && ps->p[o->piece].lane == o->index && ps->p[o->piece].anchor == i;
+       o->piece++) {
+    const jq_piece *pc = &ps->p[o->piece];
+    size_t clen = cat_len(o->c, pc->cat);
+    char *p = wbuf_room(o->b, EVENT_MAX + 2 * clen);
+    uint64_t a = ns_at(o, pc->t0), z = ns_at(o, pc->t1);
+    p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
+    p = put_us(p, a);
+    p = LIT(p, ",\"dur\":");
+    p = put_us(p, z > a ? z - a : 0);
+    p = put_head(p, o);
+    p = put_cat(p, o->c, pc->cat);
+    p = LIT(p, "\",\"cat\":\"");
+    p = put_cat(p, o->c, pc->cat);
+    p = LIT(p, "\",\"args\":{\"span\":");
+    p = put_u64(p, pc->span);
+    if (pc->job) {
+      p = LIT(p, ",\"job\":");
+      p = put_u64(p, pc->job);
+    }
+    p = LIT(p, ",\"piece\":");
+    p = put_u64(p, pc->piece);
+    if (pc->unclosed)
+      p = LIT(p, ",\"unclosed\":true");
+    o->b->p = LIT(p, "}}");
+  }
+}
+
+/* A double as JSON: the shortest of %.15g and %.17g that reads back the
+ * same (profile_counter refuses non-finite values). */
+static char *put_double(char *p, double x) {
+  char tmp[40];
+  int n = snprintf(tmp, sizeof tmp, "%.15g", x);
+  if (strtod(tmp, NULL) != x)
+    n = snprintf(tmp, sizeof tmp, "%.17g", x);
+  memcpy(p, tmp, (size_t)n);
+  return p + n;
+}
+
+/* The start of a counter event up to its name. */
+static char *put_counter_head(char *p, const lane_out *o, uint64_t ticks) {
+  p = LIT(p, ",\n{\"ph\":\"C\",\"ts\":");
+  p = put_us(p, ns_at(o, ticks));
+  return put_head(p, o);
+}
+
+/* profile_counter: track "<name> value". */
+static void put_counter(const lane_out *o, const jq_event *e) {
+  const fragments *f = &o->c->counters;
+  if (e->id == 0 || e->id > (uint32_t)o->c->v->ncounters)
+    return;
+  size_t flen = f->off[e->id] - f->off[e->id - 1];
+  char *p = wbuf_room(o->b, EVENT_MAX + flen);
+  p = put_counter_head(p, o, e->t0);
+  p = copy_fragment(p, f->text + f->off[e->id - 1], flen);
+  p = LIT(p, "\",\"args\":{\"value\":");
+  if (e->flags & JQ_COUNTER_DOUBLE) {
+    double x;
+    memcpy(&x, &e->arg, sizeof x);
+    p = put_double(p, x);
+  } else {
+    p = put_i64(p, e->arg);
+  }
+  o->b->p = LIT(p, "}}");
+}
+
+/* The queue's counts at a slice's end: "jobs" (ready, running, suspended)
+ * and "heap <lane>" (KB). */
+static void put_counts(const lane_out *o, const jq_event *e) {
+  char *p = wbuf_room(o->b, 2 * EVENT_MAX + o->heaplen);
+  static const char *const keys[3] = {"\"ready\":", ",\"running\":", ",\"suspended\":"};
+  p = put_counter_head(p, o, e->t0);
+  p = LIT(p, "jobs\",\"args\":{");
+  for (int k = 0; k < 3; k++) {
+    p = put_lit(p, keys[k], strlen(keys[k]));
+    p = put_u64(p, (uint64_t)jq_counts_field(e->arg, k));
+  }
+  p = LIT(p, "}}");
+  p = put_counter_head(p, o, e->t0);
+  p = put_lit(p, o->heap, o->heaplen);
+  p = LIT(p, "\",\"args\":{\"KB\":");
+  p = put_u64(p, e->id);
+  o->b->p = LIT(p, "}}");
+}
+
 static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane, int tid) {
-  lane_out o = {b, c, lane, {0}, 0};
+  lane_out o = {b, c, lane, {0}, 0, 0, tid - 1, {0}, 0};
+  char *hp = LIT(o.heap, "heap ");
+  o.heaplen = (size_t)(json_escape(hp, lane->name, strnlen(lane->name, sizeof lane->name)) - o.heap);
   char *h = LIT(o.head, ",\"pid\":1,\"tid\":");
   h = put_u64(h, (uint64_t)tid);
   h = LIT(h, ",\"name\":\"");
   o.headlen = (size_t)(h - o.head);
+  while (o.piece < c->pieces.n && c->pieces.p[o.piece].lane < o.index)
+    o.piece++;
   for (uint64_t i = 0; i < lane->count; i += jq_event_span(&lane->events[i])) {
     const jq_event *e = &lane->events[i];
     switch (e->kind) {
@@ -730,14 +835,20 @@ static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane,
     case JQ_EV_WAIT: put_wait(&o, e); break;
     case JQ_EV_PARK: put_park(&o, e); break;
     case JQ_EV_DEP: put_dep(&o, e); break;
-    default: break; /* JQ_EV_TEXT: written with the event before it */
+    case JQ_EV_COUNTER: put_counter(&o, e); break;
+    case JQ_EV_COUNTS: put_counts(&o, e); break;
+    default: break; /* JQ_EV_TEXT: written with the event before it; span ends: as pieces */
     }
+    if (o.piece < c->pieces.n && c->pieces.p[o.piece].lane == o.index &&
+        c->pieces.p[o.piece].anchor == i)
+      put_pieces(&o, i);
   }
   if (lane->dropped > 0)
     put_lane_full(&o);
 }
 
-static void put_profile(wbuf *b, const jq_save_view *v) {
+static void put_profile(wbuf *b, const context *ctx) {
+  const jq_save_view *v = ctx->v;
   PUT_LIT(b, "\n],\n\"jobqueProfile\":{\"version\":1,\"clock\":");
   put_string(b, v->clock, strlen(v->clock));
   PUT_LIT(b, ",\"pid\":");
@@ -772,6 +883,8 @@ static void put_profile(wbuf *b, const jq_save_view *v) {
     put_number(b, (int64_t)l->count);
     PUT_LIT(b, ",\"dropped\":");
     put_number(b, (int64_t)l->dropped);
+    PUT_LIT(b, ",\"unclosedSpans\":");
+    put_number(b, (int64_t)ctx->pieces.unclosed[i]);
     if (l->dropped) {
       p = wbuf_room(b, 64);
       p = LIT(p, ",\"fullAtUs\":");
@@ -812,7 +925,7 @@ static void write_trace(wbuf *b, const context *c) {
     put_lane_meta(b, &v->lanes[i], i + 1);
   for (int i = 0; i < v->nlanes && !b->err; i++)
     put_lane_events(b, c, &v->lanes[i], i + 1);
-  put_profile(b, v);
+  put_profile(b, c);
   wbuf_flush(b);
 }
 
@@ -823,7 +936,7 @@ int jq_json_save(const jq_save_view *v, const char *path, char *err, size_t errl
   wbuf b = {NULL, NULL, NULL, -1, 0};
   jq_replace file;
   int rc = ENOMEM;
-  if (marker_fragments(&marks, v->markers, v->nmarkers) != 0 ||
+  if (name_fragments(&marks, v->markers, v->nmarkers, MARKER_TAIL) != 0 ||
       context_init(&ctx, v, &marks) != 0 || !(b.base = malloc(JQ_WRITE_BUFFER))) {
     snprintf(err, errlen, "cannot save trace to '%s': out of memory", path);
     goto done;

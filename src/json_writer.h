@@ -42,6 +42,8 @@ typedef struct jq_save_view {
   int ncategories;
   const jq_save_name *markers; /* markers[i] has id i + 1 */
   int nmarkers;
+  const jq_save_name *counters; /* counters[i] has id i + 1 */
+  int ncounters;
   jq_clock_scale scale;      /* zero = session start */
   uint64_t stop_ticks;
   uint64_t events_per_lane;

@@ -195,6 +195,146 @@ static int l_profile_marker_id(lua_State *L) {
   return 1;
 }
 
+/* ---- spans and counters ---- */
+
+/* The category of a span, argument 1: an id, or a name registered on first
+ * use and then found in this state's cache (upvalue 1), so that a span by
+ * name takes no lock. */
+static uint16_t span_category(lua_State *L, const char *fn) {
+  int isnum;
+  if (JQ_LIKELY(lua_type(L, 1) == LUA_TNUMBER)) {
+    lua_Integer id = lua_tointegerx(L, 1, &isnum);
+    if (JQ_UNLIKELY(!isnum || id < 1 || id > (lua_Integer)JQ_MAX_TAG))
+      luaL_argerror(L, 1, isnum ? lua_pushfstring(L, "category id must be in 1..%d, got %I",
+                                                  (int)JQ_MAX_TAG, (LUAI_UACINT)id)
+                                : "number has no integer representation");
+    return (uint16_t)id;
+  }
+  if (lua_type(L, 1) != LUA_TSTRING)
+    return (uint16_t)luaL_typeerror(L, 1, "category id or name");
+  lua_pushvalue(L, 1);
+  lua_Integer id = lua_rawget(L, lua_upvalueindex(1)) == LUA_TNUMBER ? lua_tointeger(L, -1) : 0;
+  lua_pop(L, 1);
+  if (JQ_UNLIKELY(id == 0)) {
+    size_t len;
+    const char *name = check_name(L, 1, &len);
+    uint32_t got;
+    int rc = jq_category_intern(name, len, 0, &got);
+    if (rc != 0)
+      registry_error(L, fn, rc, "categories", JQ_MAX_CATEGORIES);
+    lua_pushvalue(L, 1);
+    lua_pushinteger(L, (lua_Integer)got);
+    lua_rawset(L, lua_upvalueindex(1));
+    id = (lua_Integer)got;
+  }
+  return (uint16_t)id;
+}
+
+/* Opens a span of the category at argument 1. Tracing off, it only counts
+ * (so that a profile_end later knows something is open). */
+static void span_begin(lua_State *L, const char *fn) {
+  jq_thread *self = &jq_self;
+  uint64_t *depth = jq_span_depth(self);
+  if (JQ_LIKELY(!jq_ring_armed())) {
+    (*depth)++;
+    return;
+  }
+  uint16_t cat = span_category(L, fn);
+  (*depth)++;
+  jq_ring_put(JQ_EV_SPAN_BEGIN, 0, cat, 0, (int64_t)self->job, 0, 0);
+}
+
+/* Closes the innermost open span; returns 0 when none was open. */
+static int span_end(void) {
+  jq_thread *self = &jq_self;
+  uint64_t *depth = jq_span_depth(self);
+  if (JQ_UNLIKELY(*depth == 0))
+    return 0;
+  (*depth)--;
+  if (jq_ring_armed())
+    jq_ring_put(JQ_EV_SPAN_END, 0, 0, 0, (int64_t)self->job, 0, 0);
+  return 1;
+}
+
+/* profile_begin(cat) */
+static int l_profile_begin(lua_State *L) {
+  span_begin(L, "profile_begin");
+  return 0;
+}
+
+/* profile_end(): raises while tracing when no span is open. */
+static int l_profile_end(lua_State *L) {
+  if (JQ_UNLIKELY(!span_end()) && jq_ring_armed())
+    return luaL_error(L, "profile_end: no span is open here (each profile_end needs a "
+                         "profile_begin before it, in the same job or, outside jobs, thread)");
+  return 0;
+}
+
+/* profile_zone(cat) -> the zone object (upvalue 2), whose __close ends it. */
+static int l_profile_zone(lua_State *L) {
+  span_begin(L, "profile_zone");
+  lua_pushvalue(L, lua_upvalueindex(2));
+  return 1;
+}
+
+/* The zone's __close: never raises (a close that raises hides the error
+ * that may be closing it). */
+static int l_zone_close(lua_State *L) {
+  (void)L;
+  span_end();
+  return 0;
+}
+
+/* profile_span's end: after fn returned (or raised, or after yields). */
+static int span_done(lua_State *L, int status, lua_KContext ctx) {
+  span_end();
+  if (status != LUA_OK && status != LUA_YIELD)
+    return lua_error(L); /* fn's error, unchanged */
+  return lua_gettop(L) - (int)ctx;
+}
+
+/* profile_span(cat, fn, ...) -> fn(...)'s results; fn may yield (await). */
+static int l_profile_span(lua_State *L) {
+  luaL_checkany(L, 2); /* before the span opens: a raise here leaves nothing open */
+  span_begin(L, "profile_span");
+  int status = lua_pcallk(L, lua_gettop(L) - 2, LUA_MULTRET, 0, 1, span_done);
+  return span_done(L, status, 1);
+}
+
+/* profile_counter(name, value): tracing off, returns before reading them. */
+static int l_profile_counter(lua_State *L) {
+  if (JQ_LIKELY(!jq_ring_armed()))
+    return 0;
+  size_t len;
+  const char *name = check_name(L, 1, &len);
+  int isnum;
+  int64_t arg;
+  uint8_t flags = 0;
+  lua_Integer i = lua_tointegerx(L, 2, &isnum);
+  if (isnum && lua_isinteger(L, 2)) {
+    arg = (int64_t)i;
+  } else {
+    lua_Number x = luaL_checknumber(L, 2);
+    if (!(x - x == 0))
+      return luaL_argerror(L, 2, "value must be a finite number");
+    double d = (double)x;
+    memcpy(&arg, &d, sizeof arg);
+    flags = JQ_COUNTER_DOUBLE;
+  }
+  uint32_t id;
+  int rc = jq_counter_intern(name, len, &id);
+  if (rc != 0)
+    return registry_error(L, "profile_counter", rc, "counters", JQ_MAX_MARKERS);
+  jq_ring_put(JQ_EV_COUNTER, flags, 0, id, arg, 0, 0);
+  return 0;
+}
+
+static const luaL_Reg span_funcs[] = {
+    {"profile_begin", l_profile_begin},
+    {"profile_zone", l_profile_zone},
+    {"profile_span", l_profile_span},
+    {NULL, NULL}};
+
 static const luaL_Reg profile_funcs[] = {
     {"profile_start", l_profile_start},
     {"profile_stop", l_profile_stop},
@@ -205,6 +345,8 @@ static const luaL_Reg profile_funcs[] = {
     {"profile_current_tag", l_profile_current_tag},
     {"profile_marker", l_profile_marker},
     {"profile_marker_id", l_profile_marker_id},
+    {"profile_end", l_profile_end},
+    {"profile_counter", l_profile_counter},
     {NULL, NULL}};
 
 static const char *const color_names[] = {"BLUE", "GREEN", "PURPLE", "AMBER",
@@ -212,6 +354,15 @@ static const char *const color_names[] = {"BLUE", "GREEN", "PURPLE", "AMBER",
 
 void jq_open_profile(lua_State *L) {
   luaL_newlib(L, profile_funcs);
+  lua_newtable(L); /* upvalue 1: category name -> id */
+  lua_newtable(L); /* upvalue 2: the zone object */
+  lua_createtable(L, 0, 2);
+  lua_pushcfunction(L, l_zone_close);
+  lua_setfield(L, -2, "__close");
+  lua_pushliteral(L, "profile_zone");
+  lua_setfield(L, -2, "__name");
+  lua_setmetatable(L, -2);
+  luaL_setfuncs(L, span_funcs, 2);
   for (int i = 0; i < 8; i++) {
     lua_pushfstring(L, "PROFILE_COLOR_%s", color_names[i]);
     lua_pushinteger(L, jq_palette[i]);

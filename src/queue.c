@@ -331,9 +331,23 @@ static void fifo_append(jq_job **head, jq_job **tail, jq_job *job) {
   *tail = job;
 }
 
+/* (mu) A job's state changes: the counts of waiting and started jobs follow. */
+static void set_state(jq_queue *q, jq_job *job, int state) {
+  q->deps_waiting -= job->state == JQ_JOB_WAITING;
+  q->live += (state == JQ_JOB_RUNNING) - (job->state == JQ_JOB_RUNNING);
+  job->state = state;
+}
+
+void jq_queue_counts(jq_queue *q, int self_running, long *ready, long *running, long *suspended) {
+  long on = atomic_load_explicit(&q->running, memory_order_relaxed) - self_running;
+  *running = on < 0 ? 0 : on;
+  *suspended = q->live - *running;
+  *ready = jq_queue_unfinished(q) - q->deps_waiting - q->live;
+}
+
 /* (mu) Appends to the ready list. */
 static void append_ready(jq_queue *q, jq_job *job) {
-  job->state = JQ_JOB_READY;
+  set_state(q, job, JQ_JOB_READY);
   fifo_append(&q->ready_head, &q->ready_tail, job);
   atomic_store_explicit(&q->ready_hint, 1, memory_order_relaxed);
 }
@@ -455,6 +469,7 @@ int jq_queue_publish(jq_queue *q, jq_job *job, jq_job **deps, int ndeps) {
   atomic_fetch_add_explicit(&q->submitted, 1, memory_order_relaxed);
   link_unfinished(q, job);
   job->state = JQ_JOB_WAITING;
+  q->deps_waiting++; /* until set_state moves it on */
   for (int i = 0; i < ndeps; i++) {
     jq_job *d = deps[i];
     if (d->state == JQ_JOB_DONE)
@@ -508,7 +523,7 @@ jq_job *jq_queue_take(jq_queue *q, jq_worker *w, int *resume) {
       q->ready_tail = NULL;
       atomic_store_explicit(&q->ready_hint, 0, memory_order_relaxed);
     }
-    job->state = JQ_JOB_RUNNING;
+    set_state(q, job, JQ_JOB_RUNNING);
     job->worker = w->index;
     w->took_yielded = 0;
     *resume = 0;
@@ -529,7 +544,7 @@ static int finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int *
 #endif
     return -1;
   }
-  job->state = state;
+  set_state(q, job, state);
   if (state == JQ_JOB_FAILED)
     note_failure(q, job);
   atomic_store_explicit(&q->finished, atomic_load_explicit(&q->finished, memory_order_relaxed) + 1,
@@ -562,7 +577,7 @@ static int finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int *
     if (state == JQ_JOB_FAILED) {
       jq_job_set_cause(d, job, JQ_FAIL_DEPENDENCY);
       if (jq_array_push((void **)work, nwork, capwork, sizeof d, &d) != 0)
-        d->state = JQ_JOB_FAILED; /* no memory for the worklist: at least never runs */
+        set_state(q, d, JQ_JOB_FAILED); /* no memory for the worklist: at least never runs */
       else
         continue; /* the worklist owns the reference now */
     } else {
@@ -581,7 +596,7 @@ static int finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int *
         mark_cancelled(q, d); /* ready only now that its queue closes */
         if (jq_array_push((void **)work, nwork, capwork, sizeof d, &d) == 0)
           continue;
-        d->state = JQ_JOB_FAILED;
+        set_state(q, d, JQ_JOB_FAILED);
       }
     }
     jq_job_unref(d);

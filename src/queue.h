@@ -91,6 +91,7 @@ typedef struct jq_job {
   struct jq_job *raised_dep; /* the failed job whose error it last got from a wait or pwait
                               * (holds a reference), and a hash of that message */
   uint64_t raised_hash;
+  uint64_t span_depth;   /* spans open in it (profile_begin), by the thread running it */
   char inline_payload[]; /* a small payload lives in the job's own block */
 } jq_job;
 
@@ -138,6 +139,8 @@ typedef struct jq_queue {
   _Atomic int closing;   /* written under mu; read without it too */
   _Atomic long finished; /* jobs finished (written under mu): submitted - finished are unfinished */
   int waiting_all;       /* threads blocked in wait_all */
+  long deps_waiting;     /* jobs published that wait for dependencies (JQ_JOB_WAITING) */
+  long live;             /* jobs started and not finished (JQ_JOB_RUNNING) */
   /* Jobs that failed with an error of their own (or one they let escape
    * from a wait) that nobody observed yet, oldest first; each holds a
    * reference. wait_all and pwait_all report and empty it, close drops it. */
@@ -256,6 +259,14 @@ void jq_test_set_next_queue_seq(int seq);
  * giving the core away) for up to JQ_SPIN_NS. Returns whether it became
  * ready. Saves a futex sleep and wake-up when the answer comes quickly. */
 int jq_spin_until(int (*ready)(void *), void *arg, int yield_core);
+
+/* (mu) The queue's counts for a trace: jobs ready (published, dependencies
+ * done, not started; those being submitted right now included), running
+ * (a slice of theirs runs, the calling thread's excluded: it has just
+ * ended one) and suspended (started, not running: awaiting, or after a
+ * cooperative yield). `self_running` is 1 when the caller is a worker
+ * counted in q->running. */
+void jq_queue_counts(jq_queue *q, int self_running, long *ready, long *running, long *suspended);
 
 /* Jobs published and not finished yet: exact under mu, a hint without. */
 static inline long jq_queue_unfinished(jq_queue *q) {

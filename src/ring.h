@@ -50,13 +50,46 @@ enum {
                        JQ_COPY_IN/OUT/RESULT, arg = job id, id = bytes
                        (saturated at UINT32_MAX), cat = the job's tag */
   /* Job graph (issue 11, sections 3-4): kept in a block of their own. */
-  JQ_EV_DEP = 32    /* instant: a finished job released a dependant (an `after`
+  JQ_EV_DEP = 32,   /* instant: a finished job released a dependant (an `after`
                        dependency done), recorded where it finished; arg = the
                        dependant's id, id = flow edge (from the await edges'
                        counter), t1 = the finished job's id (not a time: this
                        instant has no end), cat = the finished job's tag,
                        flags JQ_DEP_READY when it was the last dependency */
+  /* Spans and counters (issue 11, sections 1-2). */
+  JQ_EV_SPAN_BEGIN = 33, /* instant: profile_begin; cat = the span's category,
+                            arg = the job it ran in (0: outside jobs). The
+                            writer pairs begins and ends per job (or per lane
+                            outside jobs) and cuts them at the job's slices */
+  JQ_EV_SPAN_END,        /* instant: profile_end; arg as for the begin */
+  JQ_EV_COUNTER,         /* instant: profile_counter; id = counter name id,
+                            arg = the value (a double's bits with
+                            JQ_COUNTER_DOUBLE) */
+  JQ_EV_COUNTS           /* instant: the queue's counts at the end of a slice,
+                            on the lane that ran it: arg = jq_counts_pack(ready,
+                            running, suspended), id = the state's Lua heap, KB */
 };
+
+/* Flags of JQ_EV_COUNTER. */
+enum {
+  JQ_COUNTER_DOUBLE = 1 /* arg holds the bits of a double */
+};
+
+/* The queue's counts as one JQ_EV_COUNTS arg: 21 bits each, saturated. */
+#define JQ_COUNT_BITS 21
+#define JQ_COUNT_MAX ((1L << JQ_COUNT_BITS) - 1)
+static inline int64_t jq_counts_pack(long ready, long running, long suspended) {
+  long v[3] = {ready, running, suspended};
+  int64_t packed = 0;
+  for (int i = 0; i < 3; i++) {
+    long x = v[i] < 0 ? 0 : v[i] > JQ_COUNT_MAX ? JQ_COUNT_MAX : v[i];
+    packed |= (int64_t)x << (JQ_COUNT_BITS * i);
+  }
+  return packed;
+}
+static inline long jq_counts_field(int64_t packed, int i) {
+  return (long)(((uint64_t)packed >> (JQ_COUNT_BITS * i)) & (uint64_t)JQ_COUNT_MAX);
+}
 
 /* Flags of JQ_EV_DEP. */
 enum {
@@ -125,7 +158,19 @@ typedef struct jq_thread {
   uint16_t tag;
   int sort_key;  /* lane order; 0: not named (a "thread N" lane) */
   char name[40]; /* lane name set by jq_trace_name_thread */
+  /* Spans: the job running on this thread now (0: none), and the open-span
+   * count of whatever runs (the job's, set by the runner around each
+   * resume; NULL: the thread's own, own_depth). Counted whether tracing is
+   * on or not, so that profile_end knows whether anything is open. */
+  uint64_t job;
+  uint64_t *span_depth;
+  uint64_t own_depth;
 } jq_thread;
+
+/* The open-span count of the code running on this thread. */
+static inline uint64_t *jq_span_depth(jq_thread *self) {
+  return self->span_depth ? self->span_depth : &self->own_depth;
+}
 
 /* initial-exec: a plain %fs-relative access instead of a __tls_get_addr
  * call on every event. A dlopen'ed library may use it for a few bytes: glibc

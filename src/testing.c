@@ -208,6 +208,24 @@ static int l_lanes_full(lua_State *L) {
   return 0;
 }
 
+/* ticks() -> the record path's clock now. */
+static int l_ticks(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)jq_clock_ticks());
+  return 1;
+}
+
+/* put_event(kind, flags, cat, id, arg, t0, t1): one raw event on the calling
+ * thread's lane (t0 0: now), for specs that build what the queue cannot
+ * (a job's slices on two lanes). */
+static int l_put_event(lua_State *L) {
+  lua_Integer v[7];
+  for (int i = 0; i < 7; i++)
+    v[i] = luaL_optinteger(L, i + 1, 0);
+  jq_ring_put((uint8_t)v[0], (uint8_t)v[1], (uint16_t)v[2], (uint32_t)v[3], (int64_t)v[4],
+              (uint64_t)v[5], (uint64_t)v[6]);
+  return 0;
+}
+
 void jq_open_testing(lua_State *L, lua_CFunction open_core) {
   if (luaL_newmetatable(L, HANDLE)) {
     lua_pushcfunction(L, l_gc);
@@ -228,8 +246,21 @@ void jq_open_testing(lua_State *L, lua_CFunction open_core) {
                                    {"hang_after_write", l_hang_after_write},
                                    {"set_next_queue_seq", l_set_next_queue_seq},
                                    {"lanes_full", l_lanes_full},
+                                   {"ticks", l_ticks},
+                                   {"put_event", l_put_event},
                                    {NULL, NULL}};
   luaL_newlib(L, funcs);
+  static const struct {
+    const char *name;
+    int value;
+  } ev[] = {{"SLICE", JQ_EV_SLICE}, {"SPAN_BEGIN", JQ_EV_SPAN_BEGIN}, {"SPAN_END", JQ_EV_SPAN_END},
+            {"SLICE_FIRST", JQ_SLICE_FIRST}, {"SLICE_LAST", JQ_SLICE_LAST}};
+  lua_createtable(L, 0, 5);
+  for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) {
+    lua_pushinteger(L, ev[i].value);
+    lua_setfield(L, -2, ev[i].name);
+  }
+  lua_setfield(L, -2, "ev");
   lua_pushcfunction(L, open_core);
   lua_pushcclosure(L, l_spawn, 1);
   lua_setfield(L, -2, "spawn");

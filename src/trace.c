@@ -37,7 +37,7 @@ const uint32_t jq_palette[JQ_PALETTE_SIZE] = {
     0xd678b4, 0x8385e8, 0x9bb54a, 0xd9675e, 0x5aa6a0, 0xb58f6b};
 
 _Atomic uint32_t jq_session_state = 0;
-_Thread_local jq_thread jq_self JQ_TLS_MODEL = {NULL, 0, 0, {0}};
+_Thread_local jq_thread jq_self JQ_TLS_MODEL = {NULL, 0, 0, {0}, 0, NULL, 0};
 int jq_need_fence = 0;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -81,9 +81,17 @@ typedef struct jq_category {
 #define LANE_CALLER INT32_MAX
 
 static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
-static jq_str *markers[JQ_MAX_MARKERS + 1]; /* by id; immutable once published */
+/* A registry of names (marker kinds, counters): ids from 1 in order of
+ * registration, found lock-free. */
+typedef struct name_table {
+  jq_str *strs[JQ_MAX_MARKERS + 1];     /* by id; immutable once published */
+  _Atomic uint32_t *total;              /* names registered */
+  _Atomic uint32_t slots[MARKER_SLOTS]; /* open addressing: ids, 0 = empty */
+} name_table;
 _Atomic uint32_t jq_marker_total; /* marker kinds registered */
-static _Atomic uint32_t marker_slots[MARKER_SLOTS]; /* open addressing: ids, 0 = empty */
+static _Atomic uint32_t counter_total;
+static name_table marker_names = {{NULL}, &jq_marker_total, {0}};
+static name_table counter_names = {{NULL}, &counter_total, {0}};
 static jq_category *categories; /* JQ_MAX_TAG + 1 entries, made on first use */
 static uint16_t category_ids[JQ_MAX_CATEGORIES]; /* registration order */
 static int category_count;
@@ -132,8 +140,10 @@ __attribute__((destructor)) static void fini(void) {
     free(all_lanes[i]);
   }
   all_count = 0;
-  for (uint32_t i = 1; i <= JQ_MAX_MARKERS; i++)
-    free(markers[i]);
+  for (uint32_t i = 1; i <= JQ_MAX_MARKERS; i++) {
+    free(marker_names.strs[i]);
+    free(counter_names.strs[i]);
+  }
   if (categories) {
     for (uint32_t i = 0; i <= JQ_MAX_TAG; i++)
       free(categories[i].name);
@@ -354,30 +364,30 @@ static int str_eq(const jq_str *p, const char *s, size_t len, uint32_t hash) {
 }
 
 /* Lock-free: readers see a slot only after the name it points to. */
-static uint32_t marker_find(const char *name, size_t len, uint32_t hash) {
+static uint32_t name_find(const name_table *t, const char *name, size_t len, uint32_t hash) {
   for (uint32_t i = hash % MARKER_SLOTS;; i = (i + 1) % MARKER_SLOTS) {
-    uint32_t id = atomic_load_explicit(&marker_slots[i], memory_order_acquire);
-    if (id == 0 || str_eq(markers[id], name, len, hash))
+    uint32_t id = atomic_load_explicit(&t->slots[i], memory_order_acquire);
+    if (id == 0 || str_eq(t->strs[id], name, len, hash))
       return id;
   }
 }
 
-int jq_marker_intern(const char *name, size_t len, uint32_t *id) {
+static int name_intern(name_table *t, const char *name, size_t len, uint32_t *id) {
   uint32_t hash = hash_name(name, len);
-  if ((*id = marker_find(name, len, hash)) != 0)
+  if ((*id = name_find(t, name, len, hash)) != 0)
     return 0;
   int rc = 0;
   pthread_mutex_lock(&reg_mu);
-  if ((*id = marker_find(name, len, hash)) == 0) {
-    uint32_t n = atomic_load_explicit(&jq_marker_total, memory_order_relaxed);
+  if ((*id = name_find(t, name, len, hash)) == 0) {
+    uint32_t n = atomic_load_explicit(t->total, memory_order_relaxed);
     jq_str *s = n < JQ_MAX_MARKERS ? str_new(name, len, hash) : NULL;
     if (s) {
       uint32_t i = hash % MARKER_SLOTS;
-      while (atomic_load_explicit(&marker_slots[i], memory_order_relaxed) != 0)
+      while (atomic_load_explicit(&t->slots[i], memory_order_relaxed) != 0)
         i = (i + 1) % MARKER_SLOTS;
-      markers[n + 1] = s;
-      atomic_store_explicit(&jq_marker_total, n + 1, memory_order_release);
-      atomic_store_explicit(&marker_slots[i], n + 1, memory_order_release);
+      t->strs[n + 1] = s;
+      atomic_store_explicit(t->total, n + 1, memory_order_release);
+      atomic_store_explicit(&t->slots[i], n + 1, memory_order_release);
       *id = n + 1;
     } else {
       rc = n < JQ_MAX_MARKERS ? ENOMEM : ENOSPC;
@@ -385,6 +395,14 @@ int jq_marker_intern(const char *name, size_t len, uint32_t *id) {
   }
   pthread_mutex_unlock(&reg_mu);
   return rc;
+}
+
+int jq_marker_intern(const char *name, size_t len, uint32_t *id) {
+  return name_intern(&marker_names, name, len, id);
+}
+
+int jq_counter_intern(const char *name, size_t len, uint32_t *id) {
+  return name_intern(&counter_names, name, len, id);
 }
 
 /* reg_mu held. */
@@ -474,20 +492,21 @@ _Static_assert(sizeof(jq_save_name) <= SORT_ITEM_MAX && sizeof(jq_save_lane) <= 
  * one block, so a rename during the save cannot free what it reads. */
 static int snapshot_registries(jq_save_view *v, void **block) {
   uint32_t nm = atomic_load_explicit(&jq_marker_total, memory_order_relaxed);
-  size_t bytes = (nm + (size_t)category_count) * sizeof(jq_save_name);
+  uint32_t nc = atomic_load_explicit(&counter_total, memory_order_relaxed);
+  size_t bytes = (nm + nc + (size_t)category_count) * sizeof(jq_save_name);
   for (int i = 0; i < category_count; i++)
     bytes += categories[category_ids[i]].name->len + 1;
   char *mem = malloc(bytes ? bytes : 1);
   if (!mem)
     return ENOMEM;
   jq_save_name *marks = (jq_save_name *)mem;
-  jq_save_name *cats = marks + nm;
+  jq_save_name *counters = marks + nm;
+  jq_save_name *cats = counters + nc;
   char *text = (char *)(cats + category_count);
-  for (uint32_t i = 0; i < nm; i++) {
-    marks[i].id = i + 1;
-    marks[i].color = 0;
-    marks[i].name = markers[i + 1]->s; /* immutable until the library unloads */
-    marks[i].len = markers[i + 1]->len;
+  for (uint32_t i = 0; i < nm + nc; i++) { /* names immutable until the library unloads */
+    const jq_str *s = i < nm ? marker_names.strs[i + 1] : counter_names.strs[i - nm + 1];
+    jq_save_name e = {i < nm ? i + 1 : i - nm + 1, 0, s->s, s->len};
+    marks[i] = e;
   }
   int n = 0;
   for (int i = 0; i < category_count; i++) {
@@ -501,6 +520,8 @@ static int snapshot_registries(jq_save_view *v, void **block) {
   sort_stable(cats, n, sizeof *cats, name_after); /* in id order */
   v->markers = marks;
   v->nmarkers = (int)nm;
+  v->counters = counters;
+  v->ncounters = (int)nc;
   v->categories = cats;
   v->ncategories = n;
   *block = mem;

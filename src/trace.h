@@ -61,6 +61,8 @@ extern _Atomic uint32_t jq_marker_total;
 static inline uint32_t jq_marker_count(void) {
   return atomic_load_explicit(&jq_marker_total, memory_order_relaxed);
 }
+/* Counter names (profile_counter), ids from 1, as many as marker kinds. */
+int jq_counter_intern(const char *name, size_t len, uint32_t *id);
 int jq_category_set(uint32_t id, const char *name, size_t len, uint32_t color);
 int jq_category_intern(const char *name, size_t len, uint32_t color, uint32_t *id);
 

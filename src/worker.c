@@ -231,11 +231,39 @@ static void put_error_text(lua_State *co, jq_job *job) {
   jq_ring_put_text(job->tag, (int64_t)job->id, msg, len);
 }
 
+/* Whose spans profile_begin/profile_end count on this thread (ring.h). */
+typedef struct span_context {
+  uint64_t job;
+  uint64_t *depth;
+} span_context;
+
+/* Makes the spans opened on this thread the job's (its id and count);
+ * returns what was there. */
+static span_context enter_spans(uint64_t id, uint64_t *depth) {
+  span_context outer = {jq_self.job, jq_self.span_depth};
+  jq_self.job = id;
+  jq_self.span_depth = depth;
+  return outer;
+}
+
+static span_context enter_job(jq_job *job) {
+  return enter_spans(job->id, &job->span_depth);
+}
+
+static void leave_job(span_context outer) {
+  jq_self.job = outer.job;
+  jq_self.span_depth = outer.depth;
+}
+
 /* A job's coroutine is done: back to the pool, and its registry reference
- * (held only while it was suspended) dropped. */
+ * (held only while it was suspended) dropped. The to-be-closed variables it
+ * left open (it failed, or was cancelled) close in the pool's reset: a
+ * profile_zone among them ends the job's span. */
 static void drop_coroutine(lua_State *L, jq_job *job, lua_State *co) {
+  span_context outer = enter_job(job);
   if (co)
     pool_coroutine(L, co);
+  leave_job(outer);
   if (job->coref != LUA_NOREF) {
     luaL_unref(L, LUA_REGISTRYINDEX, job->coref);
     job->coref = LUA_NOREF;
@@ -261,12 +289,15 @@ static void cancel_suspended(jq_runner *r, jq_job *job) {
   jq_worker *w = r->w;
   lua_State *L = r->L;
   int coref = job->coref;
+  uint64_t id = job->id, depth = job->span_depth; /* its spans, for its closes */
   job->coref = LUA_NOREF;
   jq_queue_cancel(w->q, job); /* may free it */
   pthread_mutex_unlock(&w->q->mu);
   lua_rawgeti(L, LUA_REGISTRYINDEX, coref);
+  span_context outer = enter_spans(id, &depth);
   if (lua_isthread(L, -1))
     pool_coroutine(L, lua_tothread(L, -1));
+  leave_job(outer);
   lua_pop(L, 1);
   luaL_unref(L, LUA_REGISTRYINDEX, coref);
   pthread_mutex_lock(&w->q->mu);
@@ -321,7 +352,9 @@ static int resume_job(jq_runner *r, jq_job *job, lua_State *co, int nargs, int *
   r->awaiting = NULL;
   uint16_t outer_tag = jq_self.tag; /* work a job submits carries its category */
   jq_self.tag = job->tag;
+  span_context outer_spans = enter_job(job);
   int status = lua_resume(co, L, nargs, nres);
+  leave_job(outer_spans);
   jq_self.tag = outer_tag;
   *awaiting = r->awaiting;
   r->current = NULL;
@@ -461,6 +494,17 @@ static void spin_for_work(jq_worker *w) {
   q->spinning = 0;
 }
 
+/* (mu) The queue's counts and the state's heap, at the start and the end of
+ * a slice: one event, no allocation (lua_gc's count only reads). `self`: 1
+ * when this lane's own slice, just ended, is still in the running count. */
+static void put_counts(jq_runner *r, int self) {
+  long ready, running, suspended;
+  jq_queue_counts(r->w->q, self, &ready, &running, &suspended);
+  int kb = lua_gc(r->L, LUA_GCCOUNT);
+  jq_ring_put(JQ_EV_COUNTS, 0, 0, (uint32_t)(kb < 0 ? 0 : kb),
+              jq_counts_pack(ready, running, suspended), 0, 0);
+}
+
 /* Takes and runs one thing for w; with `block`, parks until there is one.
  * Called and returns with mu held. Returns 0 when w should stop (closing
  * and nothing of its own left), or when not blocking and nothing was
@@ -513,8 +557,12 @@ static int step(jq_runner *r, int block) {
   if (counted)
     atomic_fetch_add(&q->running, 1);
   job->on_cpu = 1;
+  if (jq_ring_armed()) /* a step up in `running` is drawn where it happens */
+    put_counts(r, 0);
   pthread_mutex_unlock(&q->mu);
   run_slice(r, job, resume);
+  if (jq_ring_armed())
+    put_counts(r, counted);
   if (counted)
     atomic_fetch_sub(&q->running, 1);
   return 1;

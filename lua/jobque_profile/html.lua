@@ -13,9 +13,14 @@
 -- range, and selected. Names are cut (an ellipsis, line breaks as U+23CE)
 -- to NAME_WIDTH characters in the legend and to the room there is on the
 -- canvas; tooltips and the legend's titles show them whole. The specs'
--- hooks (timeline/hooks.js: #do=, #probe=, #bench) are in the page only
--- with options.test_hooks (the command's hidden --test-hooks).
+-- hooks (timeline/hooks.js: #do=, #hover=, #probe=, #cprobe=, #bench) are in
+-- the page only with options.test_hooks (the command's hidden --test-hooks).
+-- From issue 11, each in a JSON element of its own: the job graph (every
+-- job's slices, latencies and neighbours, and the critical path, from
+-- jobque_profile.graph), model.counters, and the depth of each span.
 local report = require "jobque_profile.report"
+local graph = require "jobque_profile.graph"
+local util = require "jobque_profile.util"
 
 local M = {}
 
@@ -137,6 +142,152 @@ local function data(model)
   return (text:gsub("[<>]", INERT):gsub("\226\128[\168\169]", INERT))
 end
 
+-- A number for the page's JSON: integers as they are, finite floats to 17
+-- digits, anything else null.
+local function number(v)
+  if math.tointeger(v) then return ("%d"):format(math.tointeger(v)) end
+  if type(v) == "number" and v - v == 0 then return ("%.17g"):format(v) end
+  return "null"
+end
+
+local function list(t) return "[" .. table.concat(t, ",") .. "]" end
+
+-- Each job's slices on the page, in time order: job id -> {lane index,
+-- slice index, ...} (0-based), from the lanes' job slices.
+local function job_slices(model)
+  local where = {}
+  for li, lane in ipairs(model.lanes) do
+    for i = 1, lane.n do
+      local id = lane.kind[i] == "job" and lane.job[i] -- as jobque_profile.graph keys it
+      if type(id) == "number" then
+        local w = where[id]
+        if not w then
+          w = {}
+          where[id] = w
+        end
+        w[#w + 1] = {li - 1, i - 1, lane.ts[i]}
+      end
+    end
+  end
+  for _, w in pairs(where) do
+    table.sort(w, function(a, b) return a[3] < b[3] end)
+  end
+  return where
+end
+
+-- The job graph's part of the page (issue 11), in columns (a page may hold
+-- a million jobs), k the job's index: id[k], c[k] (category index), its
+-- slices s[2 * so[k] ..] (lane, slice index pairs, 0-based, by time; so has
+-- one entry more than id), ready[k] (its ready latency in ns, -1 unknown),
+-- sl[k], st[k] (its submit: lane (-1 none) and end, ns from t0); sparse, as
+-- flat lists: by (k, the job that submitted it), deps (k, an after
+-- dependency's id), aw (k, the id of a job it awaited, the index of its
+-- slice that resumed), rs (k, resume latency summed in ns, how many), sp
+-- (k, suspended ns); and the critical path. "null" without jobs.
+local function graph_data(model)
+  local g = graph.build(model)
+  if #g.order == 0 then return "null" end
+  local where, t0 = job_slices(model), model.t0
+  local cat_index = {}
+  for i, c in ipairs(model.categories) do cat_index[c.name] = i - 1 end
+  local col = {id = {}, c = {}, so = {"0"}, s = {}, ready = {}, sl = {}, st = {}, by = {}, deps = {}, aw = {},
+               rs = {}, sp = {}}
+  local function add(name, ...)
+    local t = col[name]
+    for k = 1, select("#", ...) do t[#t + 1] = select(k, ...) end
+  end
+  local n, npos = 0, 0
+  for _, j in ipairs(g.order) do
+    local w = where[j.id] or {}
+    if #w == 0 then goto next end -- an id that is no number (a hand-made file): not drawn as a job
+    for _, p in ipairs(w) do add("s", p[1], p[2]) end
+    npos = npos + #w
+    add("id", number(j.id))
+    add("c", cat_index[j.category] or -1)
+    add("so", npos)
+    add("ready", j.ready_latency and ns(j.ready_latency) or -1)
+    local sub = j.submit
+    add("sl", sub and sub.lane.index - 1 or -1)
+    add("st", sub and ns(sub.ts + sub.dur - t0) or 0)
+    if sub and sub.parent and g.jobs[sub.parent] then add("by", n, number(sub.parent)) end
+    for _, d in ipairs(j.deps) do
+      if d.job and g.jobs[d.job] then add("deps", n, number(d.job)) end
+    end
+    for _, a in ipairs(j.awaits) do
+      local k = 1
+      while w[k] and w[k][3] <= a.ts do k = k + 1 end
+      if a.awaits and g.jobs[a.awaits] and w[k] then add("aw", n, number(a.awaits), k - 1) end
+    end
+    if #j.resumes > 0 then
+      local resume = 0
+      for _, r in ipairs(j.resumes) do resume = resume + r end
+      add("rs", n, ns(resume), #j.resumes)
+    end
+    if j.suspended > 0 then add("sp", n, ns(j.suspended)) end
+    n = n + 1
+    ::next::
+  end
+  local cp = graph.critical_path(g)
+  local ids = {}
+  for i, id in ipairs(cp.jobs) do ids[i] = number(id) end
+  local path = ('{"jobs":%s,"dur":%d,"share":%s,"start":%d,"finish":%d,"run":%d,"ready":%d,"resume":%d,'
+                .. '"copy":%d,"caller":%d,"bound":%s}')
+    :format(list(ids), ns(cp.duration_us), number(cp.share), ns(cp.start_us - t0), ns(cp.finish_us - t0),
+            ns(cp.run_us), ns(cp.ready_us), ns(cp.resume_us), ns(cp.copy_us), ns(cp.caller_us), number(cp.bound))
+  local parts = {}
+  for _, name in ipairs{"id", "c", "so", "s", "ready", "sl", "st", "by", "deps", "aw", "rs", "sp"} do
+    parts[#parts + 1] = ('"%s":%s'):format(name, list(col[name]))
+  end
+  return ("{%s,\n\"path\":%s}"):format(table.concat(parts, ",\n"), path)
+end
+
+-- The counters' part of the page (issue 11): model.counters as
+-- {name, pid, ts (ns from t0), v, min, max}.
+local function counter_data(model)
+  local out, t0 = {}, model.t0
+  for _, c in ipairs(model.counters or {}) do
+    local ts, v, lo, hi = {}, {}, math.huge, -math.huge
+    for i = 1, c.n do
+      local x = c.value[i]
+      ts[i], v[i] = ns(c.ts[i] - t0), number(x)
+      if x < lo then lo = x end
+      if x > hi then hi = x end
+    end
+    if c.n > 0 then
+      out[#out + 1] = ('{"name":%s,"pid":%s,"ts":%s,"v":%s,"min":%s,"max":%s}')
+        :format(quote(c.name), quote(tostring(c.pid)), list(ts), list(v), number(lo), number(hi))
+    end
+  end
+  return list(out)
+end
+
+-- The spans' part of the page (issue 11): per lane, {slice index, depth,
+-- ...} of its "span" slices; depth 1 + the spans around it (its job's
+-- slice is depth 0). A loop over a stack of ends: no recursion.
+local function span_data(model)
+  local out = {}
+  for li, lane in ipairs(model.lanes) do
+    local idx = {}
+    for i = 1, lane.n do
+      if lane.kind[i] == "span" then idx[#idx + 1] = i end
+    end
+    local ts, dur = lane.ts, lane.dur
+    table.sort(idx, function(a, b) -- the outer of two spans that start together first
+      if ts[a] ~= ts[b] then return ts[a] < ts[b] end
+      if dur[a] ~= dur[b] then return dur[a] > dur[b] end
+      return a < b
+    end)
+    local pairs_, ends = {}, {}
+    for _, i in ipairs(idx) do
+      while #ends > 0 and ends[#ends] <= ts[i] do ends[#ends] = nil end
+      pairs_[#pairs_ + 1] = ("%d,%d"):format(i - 1, #ends + 1)
+      ends[#ends + 1] = ts[i] + dur[i]
+    end
+    out[li] = "[" .. table.concat(pairs_, ",") .. "]"
+  end
+  return list(out)
+end
+
 -- The page's files (timeline/page.html, page.css, page.js, and hooks.js
 -- for the specs) sit beside this module: found where it was loaded from
 -- (require passes that path), else on package.path.
@@ -185,12 +336,18 @@ end
 function M.render(model, options)
   local page, err = template(options and options.test_hooks)
   if not page then return nil, err end
-  local title = (model.path or "trace"):gsub("[&<>\"]", {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;",
-                                                         ['"'] = "&quot;"})
+  local title = (model.path or "trace"):gsub("[&<>\"@]", {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;",
+                                                          ['"'] = "&quot;", ["@"] = "&#64;"})
   page = page:gsub("@TITLE@", function() return title end)
     :gsub("@NAME_WIDTH@", function() return tostring(report.NAME_WIDTH) end)
     :gsub("@MAX_US@", function() return ("%.17g"):format(require("jobque_profile.trace").MAX_US) end)
-  return (page:gsub("@DATA@", function() return data(model) end))
+  -- One pass, so that no name in what is filled in is taken for a placeholder.
+  local function inert(text) return (text:gsub("[<>]", INERT):gsub("\226\128[\168\169]", INERT)) end
+  local fill = {DATA = function() return data(model) end,
+                GRAPH = function() return inert(util.without_gc(graph_data, model)) end,
+                COUNTERS = function() return inert(counter_data(model)) end,
+                SPANS = function() return inert(span_data(model)) end}
+  return (page:gsub("@(%u+)@", function(key) return fill[key] and fill[key]() end))
 end
 
 --- Writes the page for a model to `path`: true, or nil and a message.

@@ -125,20 +125,52 @@ local function bytes_text(n)
   return ("%d B"):format(n)
 end
 
+-- A section of rows: `title`, a header, and a line per item of `list`, the
+-- first column its name, as wide as the widest (at least `w`); hfmt and
+-- heads are the other columns' header, rfmt and cells(item) their values.
+-- Empty without items.
+local function table_lines(list, title, first, w, hfmt, heads, rfmt, cells)
+  local out = {}
+  if not list or #list == 0 then return out end
+  for _, c in ipairs(list) do w = math.max(w, width_of(M.shown(c.name))) end
+  out[1] = title
+  out[2] = ("%s  " .. hfmt):format(pad(first, w), table.unpack(heads))
+  for _, c in ipairs(list) do
+    out[#out + 1] = ("%s  " .. rfmt):format(pad(M.shown(c.name), w), cells(c))
+  end
+  return out
+end
+
 --- The copies section of a report: time spent copying values between states
 -- (copy in / out / result) by the job's category (lines; empty without copies).
 function M.copies_lines(f)
-  local out = {}
-  if not f.copies or #f.copies == 0 then return out end
-  local w = 8
-  for _, c in ipairs(f.copies) do w = math.max(w, #M.shown(c.name)) end
-  out[#out + 1] = "copy time by category (values copied between states; counted as busy)"
-  out[#out + 1] = ("%s  %7s  %10s  %10s"):format(pad("category", w), "copies", "time", "bytes")
-  for _, c in ipairs(f.copies) do
-    out[#out + 1] = ("%s  %7d  %10s  %10s"):format(pad(M.shown(c.name), w), c.count, M.us(c.time),
-                                                   bytes_text(c.bytes))
-  end
-  return out
+  return table_lines(f.copies, "copy time by category (values copied between states; counted as busy)",
+                     "category", 8, "%7s  %10s  %10s", {"copies", "time", "bytes"}, "%7d  %10s  %10s",
+                     function(c) return c.count, M.us(c.time), bytes_text(c.bytes) end)
+end
+
+--- The spans section: per span category, how many spans had a piece in
+-- the range, their run time (pieces summed), wall time (open to close) and
+-- how many were closed by their job's end or the stop (lines; empty without).
+function M.spans_lines(f)
+  return table_lines(f.spans, "spans by category (run: their pieces summed; wall: open to close, suspensions "
+                     .. "included)", "span category", 13, "%7s  %10s  %10s  %8s",
+                     {"spans", "run", "wall", "unclosed"}, "%7d  %10s  %10s  %8d",
+                     function(c) return c.count, M.us(c.run_us), M.us(c.wall_us), c.unclosed end)
+end
+
+-- A counter's value for the text report: integers exact, others to 6 digits.
+local function value_text(x)
+  if math.type(x) == "integer" then return tostring(x) end
+  return ("%.6g"):format(x)
+end
+
+--- The counters section: each counter track's min / mean / max over the
+-- range, the mean time-weighted (lines; empty without counters).
+function M.counters_lines(f)
+  return table_lines(f.counters, "counters (mean: weighted by the time each value held)", "counter", 7,
+                     "%8s  %12s  %12s  %12s", {"samples", "min", "mean", "max"}, "%8d  %12s  %12s  %12s",
+                     function(c) return c.samples, value_text(c.min), ("%.6g"):format(c.mean), value_text(c.max) end)
 end
 
 -- The warnings of a truncated trace: lanes that filled, events of threads
@@ -337,7 +369,8 @@ function M.text(f, model)
       end
     end
   end
-  for _, section in ipairs{M.latency_lines(f), M.critical_path_lines(f), M.copies_lines(f), M.failures_lines(f)} do
+  for _, section in ipairs{M.spans_lines(f), M.counters_lines(f), M.latency_lines(f), M.critical_path_lines(f),
+                           M.copies_lines(f), M.failures_lines(f)} do
     if #section > 0 then
       say("")
       for _, line in ipairs(section) do out[#out + 1] = line end

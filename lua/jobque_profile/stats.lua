@@ -30,6 +30,19 @@
 --             max_us, by_category) and top_ready, the `top` longest ready waits
 --   critical_path  nil without jobs, else jobque_profile.graph.critical_path
 --             (duration_us, share, jobs, by_category, its make-up and bound)
+--   spans[i]  { name, count, run_us, wall_us, unclosed } per span category, in
+--             order of first appearance, of the spans with a piece in the
+--             range: run_us sums their pieces, wall_us their first start to
+--             last end (suspensions included), both cut at the range;
+--             unclosed counts those closed by their job's end or the stop
+--   counters[i] { name, pid, samples, min, mean, max } per counter track, of
+--             the values in effect in the range (a sample holds until the
+--             next one of its track; the last to the range's end): mean is
+--             time-weighted over the part of the range after the first
+--             sample (the plain mean of the samples when that is no time);
+--             min and max are samples, integers exact
+-- Spans never add busy time: they lie inside the slices they were recorded
+-- in (or, outside jobs, are the thread's own bracketing of its time).
 -- Copies are busy time of the lane that copied, under the job's category.
 -- Busy time is the time a lane spent in slices other than waits (job runs
 -- and submits, for our traces), counted once where slices nest; idle is
@@ -134,7 +147,7 @@ local function largest(d, n, k)
 end
 
 local function sweep_lane(lane, a, b, acc, span)
-  local ts, dur, cat = lane.ts, lane.dur, lane.cat
+  local ts, dur, cat, kind = lane.ts, lane.dur, lane.cat, lane.kind
   local busy, wait, events = 0, 0, 0
   -- First slice that can reach a: binary search on start >= a - maxdur.
   local lo, hi = 1, lane.n + 1
@@ -149,7 +162,7 @@ local function sweep_lane(lane, a, b, acc, span)
     if s > b then break end
     if s >= a then events = events + 1 end -- closed: a slice starting at b counts
     local e = s + dur[i]
-    if e > a and s < b then
+    if e > a and s < b and kind[i] ~= "span" then
       local x, y = s < a and a or s, e > b and b or e
       if cat[i] == "wait" then -- the category waits count under (the page does the same)
         if y > wait_end then
@@ -353,6 +366,59 @@ local function group_of(list, duration)
           parallelism = duration > 0 and busy / duration or 0}
 end
 
+-- The spans with a piece in [a, b], per category (see the header).
+local function span_stats(model, a, b)
+  local by_cat, list, seen = {}, {}, {}
+  for _, p in ipairs(model.span_pieces or {}) do
+    local x, y = math.max(p.ts, a), math.min(p.ts + p.dur, b)
+    if p.ts <= b and p.ts + p.dur >= a then
+      local c = by_cat[p.cat]
+      if not c then
+        c = {name = p.cat, count = 0, run_us = 0, wall_us = 0, unclosed = 0}
+        by_cat[p.cat], list[#list + 1] = c, c
+      end
+      c.run_us = c.run_us + math.max(0, y - x)
+      local key = p.span or p
+      local sp = seen[key]
+      if not sp then
+        sp = {from = x, to = y, c = c}
+        seen[key] = sp
+        c.count = c.count + 1
+      else
+        sp.from, sp.to = math.min(sp.from, x), math.max(sp.to, y)
+      end
+      if p.unclosed then c.unclosed = c.unclosed + 1 end
+    end
+  end
+  for _, sp in pairs(seen) do sp.c.wall_us = sp.c.wall_us + math.max(0, sp.to - sp.from) end
+  return list
+end
+
+-- Each counter track's values in effect in [a, b] (see the header).
+local function counter_stats(model, a, b)
+  local out = {}
+  for _, c in ipairs(model.counters or {}) do
+    local ts, v = c.ts, c.value
+    local min, max, area, covered, count, sum
+    for i = 1, c.n do
+      local s, e = ts[i], ts[i + 1] or b
+      if s <= b and (e > a or s >= a) then
+        local x = v[i]
+        if not min or x < min then min = x end
+        if not max or x > max then max = x end
+        count, sum = (count or 0) + 1, (sum or 0) + x
+        local t = math.min(e, b) - math.max(s, a)
+        if t > 0 then area, covered = (area or 0) + x * t, (covered or 0) + t end
+      end
+    end
+    if count then
+      out[#out + 1] = {name = c.name, pid = c.pid, samples = count, min = min, max = max,
+                       mean = covered and area / covered or sum / count}
+    end
+  end
+  return out
+end
+
 local function compute(model, from, to, top)
   local a = from or model.t0
   local b = to or model.t1
@@ -437,6 +503,8 @@ local function compute(model, from, to, top)
     copies = copies(model, a, b),
     latency = latency,
     critical_path = critical_path,
+    spans = span_stats(model, a, b),
+    counters = counter_stats(model, a, b),
   }
 end
 

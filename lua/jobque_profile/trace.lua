@@ -22,7 +22,8 @@
 --                       args.job: a table as decoded; for a copy's args that
 --                       are just { job, bytes, category }, the copy's index
 --                       in model.copy_*; else false),
---                       instants[], recorded, dropped, full_at }
+--                       instants[], recorded, dropped, full_at,
+--                       unclosed_spans (laneInfo's unclosedSpans, when the file has it) }
 --   model.categories  list of { name, color = "#RRGGBB" }, and by_name
 --   model.markers     list of { ts, kind, arg }, by time (an integer arg is
 --                     exact to 64 bits, though cjson reads doubles; also as columns:
@@ -41,9 +42,21 @@
 --                     name ("copy in", "copy out", "copy result"), job, bytes }
 --                     (a view of the columns copy_ts[], copy_dur[], copy_lane[],
 --                     copy_category[], copy_name[], copy_job[] (false: none), copy_bytes[])
---   model.counters    the counter tracks ("C" events): list, in order of first
---                     appearance, of { name = event name .. " " .. key, pid, n,
---                     ts[], value[] }; model.counter_by_name[name] (first pid)
+--   model.span_pieces the pieces of spans (ours: complete events with args.span),
+--                     by time: { ts, dur, lane, cat, span, piece, job, unclosed }
+--   model.spans       per span category, in order of first appearance:
+--                     { cat, count, run_us, wall_us, unclosed }: count logical
+--                     spans (distinct args.span), run_us the sum of their pieces,
+--                     wall_us the sum of first start to last end of each (its
+--                     suspensions included), unclosed those closed by their
+--                     job's end or profile_stop (args.unclosed on a piece)
+--   model.counters    counter tracks ("C" events), in order of first appearance:
+--                     { name, pid, n, ts = {...}, value = {...} }, one per numeric
+--                     key K of an event named N, named N .. " " .. K (Perfetto's
+--                     naming); values as numbers, integers exact to 64 bits
+--                     (args.value and args.arg beyond 2^53 are read from the
+--                     text, as marker args are); model.counter_by_name[name]
+--                     (the first pid's track)
 --   model.dropped     events dropped in all; model.lost, events never recorded
 --   model.skipped     events we could not read, and model.skips why: a list
 --                     of { why, n } ("ts is not a number", "unknown ph", ...)
@@ -53,7 +66,9 @@
 -- finite, makes the file unreadable (nil and a message naming the event and
 -- field): such a file is corrupt, and its figures would overflow.
 --
--- A slice's kind is "job" (a job's run), "copy" (values copied for a job),
+-- A slice's kind is "span" (a piece of a span of ours: args.span; its cat is
+-- the span's category; spans never add busy time, see jobque_profile.stats),
+-- "job" (a job's run), "copy" (values copied for a job),
 -- "submit", "wait" (the thread was
 -- blocked on a result) or "slice" (any other complete event); its cat is the
 -- name its time is counted under: the job's category for "job" and "copy", "submit" for
@@ -161,12 +176,14 @@ local function classify(e, ours)
   if type(cat) ~= "string" then cat = nil end
   if type(name) ~= "string" then name = "?" end
   if ours then
+    local args = e.args
+    if type(args) == "table" and math.type(args.span) then return "span", cat or name end
     if cat == "job" then return "job", name end
     if cat == "submit" then return "submit", "submit" end
     if cat == "wait" then return "wait", "wait" end
     if cat == "flow" then return nil end -- the zero-length end of a wake-up arrow
     if cat == "copy" then -- values copied for a job: its time is the job's category's
-      local args = e.args
+      args = e.args
       local c = type(args) == "table" and str(args.category)
       return "copy", c or "job"
     end
@@ -366,11 +383,11 @@ local function new_model(meta)
   return {format = meta and "jobque" or "chrome", lanes = {}, lane_by_key = {}, lane_cache = {},
           categories = {by_name = {}}, category_by_id = {}, marker_kinds = {}, kind_seen = {},
           marker_ts = {}, marker_kind = {}, marker_arg = {}, marker_pid = {}, marker_tid = {},
-          awaits = {}, flows = {}, extra_ts = {}, dropped = 0, lost = 0, skipped = 0, skips = {}, nevents = 0,
-          failures = {}, failure_by_job = {}, cancels = {}, counters = {}, counter_by_name = {},
+          awaits = {}, flows = {}, extra_ts = {}, span_pieces = {}, counters = {}, counter_by_name = {},
+          counter_key = {}, dropped = 0, lost = 0, skipped = 0, skips = {}, nevents = 0,
+          failures = {}, failure_by_job = {}, cancels = {},
           copy_ts = {}, copy_dur = {}, copy_lane = {}, copy_category = {}, copy_name = {}, copy_job = {},
-          copy_bytes = {},
-          counter_index = {}}
+          copy_bytes = {}}
 end
 
 -- Every category a slice is counted under gets an entry and a colour.
@@ -481,37 +498,56 @@ local function read_await(model, async, e, ph, ts)
   end
 end
 
--- contract (issue 11): a "C" event named N: each numeric key K of its args
--- is a value of the track "N K" of its pid (model.counters, counter_by_name).
--- Keys are taken in sorted order, so that the tracks' order does not hang
--- on how a table was built.
+-- A piece of a span of ours (classify said "span").
+local function add_piece(model, lane, ts, dur, cat, e)
+  local args = e.args
+  local p = model.span_pieces
+  p[#p + 1] = {ts = ts, dur = dur, lane = lane, cat = cat, span = math.tointeger(args.span),
+               piece = math.tointeger(args.piece), job = math.tointeger(args.job), unclosed = args.unclosed == true}
+end
+
+-- The keys of a "C" event's args in a stable order (pairs has none).
+local function sorted_keys(args)
+  local keys = {}
+  for k in pairs(args) do
+    if type(k) == "string" then keys[#keys + 1] = k end
+  end
+  table.sort(keys)
+  return keys
+end
+
+--- Reads a "C" event (its time ts, read): every numeric key K of args is a
+-- sample of track "<name> K", scoped by pid. Returns the tracks' entries
+-- and sample numbers of the values a double may have rounded (args.value
+-- or args.arg, integral, beyond 2^53), for the exact pass.
 local function read_counter(model, e, ts)
   local args = e.args
   if type(args) ~= "table" then return end
-  local keys = {}
-  for k, v in pairs(args) do
-    if type(k) == "string" and type(v) == "number" then keys[#keys + 1] = k end
-  end
-  table.sort(keys)
-  local pid, index = e.pid == nil and 0 or e.pid, model.counter_index
-  local by_name = index[pid]
-  if not by_name then
-    by_name = {}
-    index[pid] = by_name
-  end
-  for _, k in ipairs(keys) do
-    local name = (str(e.name) or "?") .. " " .. k
-    local c = by_name[name]
-    if not c then
-      c = {name = name, pid = e.pid, n = 0, ts = {}, value = {}}
-      by_name[name] = c
-      model.counters[#model.counters + 1] = c
-      if not model.counter_by_name[name] then model.counter_by_name[name] = c end
-    end
+  local name = str(e.name) or "?"
+  local pid = e.pid or 0
+  local rounded
+  for _, k in ipairs(sorted_keys(args)) do
     local v = args[k]
-    c.n = c.n + 1
-    c.ts[c.n], c.value[c.n] = ts, math.tointeger(v) or v
+    if type(v) == "string" then v = tonumber(v) end
+    if type(v) == "number" and v == v then
+      local track = name .. " " .. k
+      local key = tostring(pid) .. "\0" .. track
+      local c = model.counter_key[key]
+      if not c then
+        c = {name = track, pid = math.tointeger(e.pid) or e.pid, n = 0, ts = {}, value = {}}
+        model.counter_key[key] = c
+        model.counters[#model.counters + 1] = c
+        if not model.counter_by_name[track] then model.counter_by_name[track] = c end
+      end
+      local n = c.n + 1
+      c.n = n
+      if math.type(v) == "float" and (v >= TWO53 or v <= -TWO53) and v == v // 1 and (k == "value" or k == "arg") then
+        rounded = {c, n}
+      end
+      c.ts[n], c.value[n] = ts, math.tointeger(v) or v
+    end
   end
+  return rounded
 end
 
 -- A reading's state: the trace's bounds so far (t0, t1), the events read
@@ -521,7 +557,7 @@ end
 -- native loader has none, and hands such a file to the cjson path).
 local function new_state(model, ours, events)
   return {model = model, ours = ours, events = events, t0 = math.huge, t1 = -math.huge, nev = 0, nextra = 0,
-          nmarkers = 0, open_b = {}, async = {}, rounded = {}, skip_entry = {}}
+          nmarkers = 0, open_b = {}, async = {}, rounded = {}, counter_rounded = {}, skip_entry = {}}
 end
 
 M.FALLBACK = "fallback"
@@ -566,7 +602,11 @@ local function read_complete(st, e, ts, dur, i)
       st.last_cat = cat
       add_category(model.categories, cat)
     end
-    if st.ours and kind ~= "slice" then note_outcome(model, lane, ts, dur, cat, kind, e) end
+    if kind == "span" then
+      add_piece(model, lane, ts, dur, cat, e)
+    elseif st.ours and kind ~= "slice" then
+      note_outcome(model, lane, ts, dur, cat, kind, e)
+    end
   else
     st.nextra = st.nextra + 1
     model.extra_ts[st.nextra] = ts
@@ -613,7 +653,10 @@ local function read_one(st, e, i)
       st.nextra = st.nextra + 1 -- b/e, flows, counters, objects: counted, not drawn
       model.extra_ts[st.nextra] = ts
       if (ph == "b" or ph == "e") and st.ours and e.cat == "await" then read_await(model, st.async, e, ph, ts) end
-      if ph == "C" then read_counter(model, e, ts) end
+      if ph == "C" then
+        local r = read_counter(model, e, ts)
+        if r then st.counter_rounded[i] = r end
+      end
     end
   end
   return true
@@ -633,15 +676,51 @@ end
 -- lua-cjson reads every number as a double: the marker args it may have
 -- rounded (beyond 2^53) are taken exactly from the text, by the native
 -- core's scan (loaded only for such files; without it they stay as read).
-local function exact_marker_args(model, rounded, text)
-  if not (next(rounded) and text) then return end
+local function exact_marker_args(model, rounded, counter_rounded, text)
+  if not ((next(rounded) or next(counter_rounded)) and text) then return end
   local found, core = pcall(require, "jobque.core")
   local exact = found and core.exact_marker_args(text)
+  if not exact then return end
   local m_arg = model.marker_arg
-  for k, i in pairs(exact and rounded or {}) do
+  for k, i in pairs(rounded) do
     local v = exact[i]
     if v and v + 0.0 == m_arg[k] + 0.0 then m_arg[k] = v end
   end
+  for i, r in pairs(counter_rounded) do
+    local v, values = exact[i], r[1].value
+    if v and v + 0.0 == values[r[2]] + 0.0 then values[r[2]] = v end
+  end
+end
+
+-- model.spans from the pieces: per category, in order of first appearance.
+local function span_totals(model)
+  local pieces = model.span_pieces
+  table.sort(pieces, function(x, y)
+    if x.ts ~= y.ts then return x.ts < y.ts end
+    return (x.span or 0) < (y.span or 0)
+  end)
+  local by_cat, list, seen = {}, {}, {}
+  for _, p in ipairs(pieces) do
+    local c = by_cat[p.cat]
+    if not c then
+      c = {cat = p.cat, name = p.cat, count = 0, run_us = 0, wall_us = 0, unclosed = 0}
+      by_cat[p.cat] = c
+      list[#list + 1] = c
+    end
+    c.run_us = c.run_us + p.dur
+    local key = p.span or p
+    local s = seen[key]
+    if not s then
+      s = {from = p.ts, to = p.ts + p.dur, c = c}
+      seen[key] = s
+      c.count = c.count + 1
+    elseif p.ts + p.dur > s.to then
+      s.to = p.ts + p.dur
+    end
+    if p.unclosed then c.unclosed = c.unclosed + 1 end
+  end
+  for _, s in pairs(seen) do s.c.wall_us = s.c.wall_us + (s.to - s.from) end
+  model.spans = list
 end
 
 -- Lane counts from jobqueProfile, by name: in "laneInfo" (and "lanes" is
@@ -659,6 +738,7 @@ local function read_lane_info(model, meta)
     local lane = type(l) == "table" and by_name[l.name]
     if lane then
       lane.recorded = math.tointeger(l.recorded)
+      lane.unclosed_spans = math.tointeger(l.unclosedSpans) -- spans its job's end or the stop closed
       lane.dropped = math.tointeger(l.dropped) or lane.dropped
       local full = l.fullAtUs
       if type(full) == "number" then
@@ -730,7 +810,7 @@ end
 local function finish(st, meta, text)
   local model, ours = st.model, st.ours
   local t0, t1, nev = st.t0, st.t1, st.nev
-  exact_marker_args(model, st.rounded, text)
+  exact_marker_args(model, st.rounded, st.counter_rounded, text)
   if nev == 0 then t0, t1 = 0, 0 end
   if model.session then -- the session's bounds, never hiding an event
     if nev == 0 or model.session.start < t0 then t0 = model.session.start end
@@ -757,8 +837,11 @@ local function finish(st, meta, text)
   local function by_ts(x, y) return x.ts < y.ts end
   table.sort(model.failures, by_ts)
   table.sort(model.cancels, by_ts)
+  span_totals(model)
+  for _, c in ipairs(model.counters) do sort_columns(c, {"ts", "value"}, c.n) end
+  model.counter_key = nil
   model.kind_seen, model.lane_by_key, model.lane_cache, model.failure_by_job,
-    model.category_by_id, model.counter_index = nil, nil, nil, nil, nil, nil
+    model.category_by_id = nil, nil, nil, nil, nil
   return model
 end
 

@@ -1,0 +1,557 @@
+-- Spans inside jobs, correct across awaits, and counters (issue 11,
+-- sections 1 and 2). Figures are checked against the trace's own times.
+local S = require "support"
+local p = require "jobque_profile"
+local jobque = require "jobque"
+local trace = require "jobque_profile.trace"
+local stats = require "jobque_profile.stats"
+local report = require "jobque_profile.report"
+
+-- Saves the session; returns the decoded file, the model and the text.
+local function saved()
+  local doc, text, path = S.save(p)
+  return doc, assert(trace.load(path)), text, path
+end
+
+local function spans_of(doc, pred)
+  return S.events(doc, function(e) return e.ph == "X" and type(e.args) == "table" and e.args.span ~= nil
+                                      and (pred == nil or pred(e)) end)
+end
+
+-- Every complete event of each lane nests: no two overlap partly (what
+-- Perfetto's importer needs to draw them on the lane, not an overflow track).
+local function assert_nests(doc)
+  local by_tid = {}
+  for _, e in ipairs(doc.traceEvents) do
+    if e.ph == "X" then
+      by_tid[e.tid] = by_tid[e.tid] or {}
+      table.insert(by_tid[e.tid], e)
+    end
+  end
+  for tid, list in pairs(by_tid) do
+    table.sort(list, function(x, y)
+      if x.ts ~= y.ts then return x.ts < y.ts end
+      return x.dur > y.dur
+    end)
+    local open = {}
+    for _, e in ipairs(list) do
+      local function ends(x) return x.ts + x.dur end
+      -- the slices that ended before e starts (and do not hold it) are done with
+      while #open > 0 and ends(open[#open]) <= e.ts + 1e-6 and ends(open[#open]) < ends(e) - 1e-6 do
+        open[#open] = nil
+      end
+      local top = open[#open]
+      if top then
+        assert(e.ts + e.dur <= top.ts + top.dur + 1e-6,
+               ("lane %s: %s at %.3f+%.3f overlaps %s at %.3f+%.3f"):format(tid, e.name, e.ts, e.dur, top.name,
+                                                                            top.ts, top.dur))
+      end
+      open[#open + 1] = e
+    end
+  end
+end
+
+-- Work of about `us` microseconds, by the clock (a job's own work, not a wait).
+local function spin_us(us)
+  local core = require "jobque.core"
+  local t = core.monotonic_ns()
+  while core.monotonic_ns() - t < us * 1000 do end
+end
+
+describe("spans", function()
+  it("(the nesting check refuses a partial overlap, and takes touching and nested slices)", function()
+    local x = {ph = "X", tid = 1, name = "a", ts = 0, dur = 10}
+    assert.has_error(function()
+      assert_nests{traceEvents = {x, {ph = "X", tid = 1, name = "b", ts = 5, dur = 10}}}
+    end)
+    assert_nests{traceEvents = {x, {ph = "X", tid = 1, name = "b", ts = 10, dur = 5},
+                                {ph = "X", tid = 1, name = "c", ts = 0, dur = 10}}}
+  end)
+
+  after_each(function()
+    p.profile_stop()
+  end)
+
+  it("cut at an await continue when the job resumes: pieces nest in its slices, run ~ work, wall = run + await",
+     function()
+    -- One worker: the job it awaits runs between the two pieces, on the same
+    -- lane (a job's coroutine lives in its worker's state: it resumes there).
+    local q = jobque.new{workers = 1}
+    p.profile_start()
+    local b = q:submit(function(us)
+      local P = require "jobque_profile"
+      local core = require "jobque.core"
+      local function work(n)
+        local t = core.monotonic_ns()
+        while core.monotonic_ns() - t < n * 1000 do end
+        return (core.monotonic_ns() - t) / 1000
+      end
+      P.profile_begin("across")
+      local done = work(1000)
+      require("jobque").current():submit(work, us):wait() -- it cannot start before this yields
+      done = done + work(1000)
+      P.profile_end()
+      return done
+    end, 3000)
+    local work_us = b:wait()
+    q:close()
+    p.profile_stop()
+    local doc, model = saved()
+    assert_nests(doc)
+    local pieces = spans_of(doc, function(e) return e.name == "across" end)
+    assert.are.equal(2, #pieces)
+    local slices = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" and e.args.job == pieces[1].args.job end)
+    local other = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" and e.args.job ~= pieces[1].args.job end)
+    assert.is_true(other[1].ts >= slices[1].ts + slices[1].dur and other[1].ts <= slices[2].ts) -- ran between
+    assert.are.equal(2, #slices)
+    for k, pc in ipairs(pieces) do
+      assert.are.equal(k, pc.args.piece)
+      assert.are.equal(pieces[1].args.span, pc.args.span)
+      assert.is_nil(pc.args.unclosed)
+      local s = slices[k]
+      assert.are.equal(s.tid, pc.tid)
+      assert.is_true(pc.ts >= s.ts and pc.ts + pc.dur <= s.ts + s.dur + 1e-6)
+    end
+    -- the first piece runs to its slice's end (the yield), the second from the resume
+    assert.near(slices[1].ts + slices[1].dur, pieces[1].ts + pieces[1].dur, 1e-6)
+    assert.are.equal(slices[2].ts, pieces[2].ts)
+    local s = model.spans[1]
+    assert.are.equal("across", s.cat)
+    assert.are.equal(1, s.count)
+    assert.are.equal(0, s.unclosed)
+    assert.near(pieces[1].dur + pieces[2].dur, s.run_us, 1e-6)
+    assert.is_true(s.run_us >= work_us, ("run %.1f us < the work %.1f us"):format(s.run_us, work_us))
+    assert.is_true(s.run_us <= slices[1].dur + slices[2].dur + 1e-6)
+    -- wall: open to close, the await between the pieces included
+    local aw = model.awaits[1]
+    assert.near(s.run_us + aw.dur, s.wall_us, 1e-3)
+    assert.is_true(s.wall_us >= s.run_us + aw.dur - 1e-3)
+    -- and the report says so, counted once
+    local f = stats.compute(model)
+    assert.are.equal(1, f.spans[1].count)
+    assert.near(s.wall_us, f.spans[1].wall_us, 1e-6)
+    assert.matches("spans by category", report.text(f, model), 1, true)
+  end)
+
+  it("of a job whose slices lie on two lanes nest on both (the writer pairs them across lanes)", function()
+    -- Built by hand: the queue resumes a job where it started, so a thread of
+    -- the specs' records job 99's first slice with a begin in it, the caller
+    -- its last slice with the end in it.
+    local T = require("jobque.core")._test
+    local path, cpath = S.paths()
+    p.profile_start()
+    T.spawn(1, [[
+      local T = require("jobque.core")._test
+      local ev = T.ev
+      local t0 = T.ticks()
+      T.put_event(ev.SPAN_BEGIN, 0, 7, 0, 99)
+      T.put_event(ev.SPAN_BEGIN, 0, 7, 0, 99)
+      local t1 = T.ticks()
+      T.put_event(ev.SLICE, ev.SLICE_FIRST, 0, 0, 99, t0, t1)
+      return "ok"
+    ]], path, cpath):join()
+    local ev = T.ev
+    local t0 = T.ticks()
+    T.put_event(ev.SPAN_END, 0, 0, 0, 99)
+    local t1 = T.ticks()
+    T.put_event(ev.SLICE, ev.SLICE_LAST, 0, 0, 99, t0, t1)
+    p.profile_stop()
+    local doc, model = saved()
+    assert_nests(doc)
+    local slices = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" end)
+    local pieces = spans_of(doc)
+    assert.are.equal(2, #slices)
+    assert.are.equal(4, #pieces) -- two spans, each cut in two
+    local by_span = {}
+    for _, pc in ipairs(pieces) do
+      by_span[pc.args.span] = by_span[pc.args.span] or {}
+      by_span[pc.args.span][pc.args.piece] = pc
+    end
+    local closed = 0
+    for _, list in pairs(by_span) do
+      assert.are.equal(slices[1].tid, list[1].tid)
+      assert.are.equal(slices[2].tid, list[2].tid)
+      assert.are_not.equal(list[1].tid, list[2].tid)
+      assert.near(slices[1].ts + slices[1].dur, list[1].ts + list[1].dur, 1e-6) -- cut at the slice's end
+      assert.are.equal(slices[2].ts, list[2].ts) -- continued at the next slice's start
+      if not list[2].args.unclosed then closed = closed + 1 end
+    end
+    assert.are.equal(1, closed) -- the inner one; the outer one its job's end closed
+    assert.are.equal(2, model.spans[1].count)
+    assert.are.equal(1, model.spans[1].unclosed)
+  end)
+
+  it("add no busy time: a lane's busy time is that of its outermost slices", function()
+    local q = jobque.new{workers = 1}
+    p.profile_start()
+    q:submit(function()
+      local P = require "jobque_profile"
+      P.profile_span("inner", function()
+        local z <close> = P.profile_zone("zone") -- luacheck: ignore z
+        local core = require "jobque.core"
+        local t = core.monotonic_ns()
+        while core.monotonic_ns() - t < 500000 do end
+      end)
+    end):wait()
+    q:close()
+    p.profile_stop()
+    local doc, model = saved()
+    local slice = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" end)[1]
+    local f = stats.compute(model)
+    local busy = 0
+    for _, l in ipairs(f.lanes) do if l.role == "worker" then busy = l.busy end end
+    local copies = 0
+    for _, e in ipairs(S.events(doc, function(e) return e.cat == "copy" and e.tid == slice.tid end)) do
+      copies = copies + e.dur
+    end
+    assert.near(slice.dur + copies, busy, 1e-3)
+    assert.are.equal(2, #spans_of(doc))
+  end)
+
+  it("profile_span returns fn's results, closes when fn raises, and re-raises the same error", function()
+    p.profile_start()
+    local a, b, c = p.profile_span("ok", function(x, y) return x, nil, y end, 1, 2)
+    assert.are.same({1, nil, 2}, {a, b, c})
+    local boom = setmetatable({}, {__tostring = function() return "boom" end})
+    local ok, err = pcall(p.profile_span, "raises", function() error(boom) end)
+    assert.is_false(ok)
+    assert.are.equal(boom, err)
+    -- nothing is left open: profile_end raises
+    assert.matches("no span is open", S.err_of(p.profile_end), 1, true)
+    p.profile_stop()
+    local doc = saved()
+    local names = {}
+    for _, e in ipairs(spans_of(doc)) do names[e.name] = e end
+    assert.is_not_nil(names.ok)
+    assert.is_not_nil(names.raises)
+    assert.is_nil(names.raises.args.unclosed)
+  end)
+
+  it("profile_span without a function raises and leaves nothing open; a bad category opens nothing", function()
+    p.profile_start()
+    assert.matches("bad argument #2 to 'jobque_profile.profile_span' (value expected)", S.err_of(p.profile_span, "x"), 1, true)
+    assert.matches("attempt to call a nil value", S.err_of(p.profile_span, "x", nil), 1, true)
+    assert.matches("category id or name", S.err_of(p.profile_begin, {}), 1, true)
+    assert.matches("category id or name", S.err_of(p.profile_zone, true), 1, true)
+    assert.matches("name must not be empty", S.err_of(p.profile_span, "", print), 1, true)
+    assert.matches("no span is open", S.err_of(p.profile_end), 1, true)
+  end)
+
+  it("a job that leaves 10,000 spans open saves a file that nests, each span closed once", function()
+    local q = jobque.new{workers = 1}
+    p.profile_start()
+    q:submit(function(n)
+      local P = require "jobque_profile"
+      for _ = 1, n do P.profile_begin("deep") end
+      coroutine.yield() -- cut them all once
+    end, 10000):wait()
+    q:close()
+    p.profile_stop()
+    local doc, model = saved()
+    assert_nests(doc)
+    assert.are.equal(20000, #spans_of(doc))
+    assert.are.same({cat = "deep", name = "deep", count = 10000, unclosed = 10000},
+                    {cat = model.spans[1].cat, name = model.spans[1].name, count = model.spans[1].count,
+                     unclosed = model.spans[1].unclosed})
+  end)
+
+  it("profile_zone ends its span when the variable goes out of scope, on error too", function()
+    p.profile_start()
+    do
+      local z <close> = p.profile_zone("scoped") -- luacheck: ignore z
+      p.profile_marker("inside", 1)
+    end
+    pcall(function()
+      local z <close> = p.profile_zone("failing") -- luacheck: ignore z
+      error("x")
+    end)
+    assert.matches("no span is open", S.err_of(p.profile_end), 1, true)
+    p.profile_stop()
+    local doc = saved()
+    local zone = spans_of(doc, function(e) return e.name == "scoped" end)[1]
+    local mark = S.markers(doc, "inside")[1]
+    assert.is_true(zone.ts <= mark.ts and mark.ts <= zone.ts + zone.dur)
+    assert.are.equal(1, #spans_of(doc, function(e) return e.name == "failing" end))
+  end)
+
+  it("take a category id or a name (interned once: one category, its colour)", function()
+    local id = p.profile_category("by-id", 0x123456)
+    p.profile_start()
+    p.profile_begin(id)
+    p.profile_end()
+    for _ = 1, 3 do
+      p.profile_begin("dyn-" .. "name")
+      p.profile_end()
+    end
+    p.profile_stop()
+    local doc = saved()
+    local n = 0
+    for _, c in ipairs(doc.jobqueProfile.categories) do
+      if c.name == "dyn-name" then n = n + 1 end
+    end
+    assert.are.equal(1, n)
+    assert.are.equal(1, #spans_of(doc, function(e) return e.name == "by-id" and e.cat == "by-id" end))
+    assert.are.equal(3, #spans_of(doc, function(e) return e.name == "dyn-name" end))
+    assert.matches("category id must be in 1..65535", S.err_of(function()
+      p.profile_start()
+      p.profile_begin(0)
+    end), 1, true)
+  end)
+
+  it("misuse: profile_end with nothing open raises while tracing, is a no-op while off", function()
+    p.profile_stop()
+    p.profile_end() -- off: nothing happens
+    p.profile_begin("opened-off")
+    p.profile_start()
+    p.profile_end() -- closes the span opened while off: no error, no event
+    assert.matches("profile_end: no span is open", S.err_of(p.profile_end), 1, true)
+    p.profile_marker("m", 1)
+    p.profile_stop()
+    local doc = saved()
+    assert.are.equal(0, #spans_of(doc))
+  end)
+
+  it("a job that ends with spans open has them closed at its end, counted unclosed in its lane", function()
+    local q = jobque.new{workers = 1}
+    p.profile_start()
+    q:submit(function()
+      local P = require "jobque_profile"
+      P.profile_begin("left-open")
+      P.profile_begin("inner-left")
+    end):wait()
+    q:close()
+    p.profile_stop()
+    local doc, model = saved()
+    assert_nests(doc)
+    local slice = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" end)[1]
+    local open = spans_of(doc)
+    assert.are.equal(2, #open)
+    for _, e in ipairs(open) do
+      assert.is_true(e.args.unclosed)
+      assert.near(slice.ts + slice.dur, e.ts + e.dur, 1e-6)
+    end
+    local info
+    for _, l in ipairs(doc.jobqueProfile.laneInfo) do
+      if l.tid == slice.tid then info = l end
+    end
+    assert.are.equal(2, info.unclosedSpans)
+    assert.are.equal(1, model.spans[1].unclosed)
+    for _, lane in ipairs(model.lanes) do
+      if lane.name == info.name then assert.are.equal(2, lane.unclosed_spans) end
+    end
+  end)
+
+  it("a zone in a job that fails closes with the job's coroutine, at its last slice's end, not unclosed", function()
+    local q = jobque.new{workers = 1}
+    p.profile_start()
+    local ok = q:submit(function()
+      local P = require "jobque_profile"
+      local z <close> = P.profile_zone("failing zone") -- luacheck: ignore z
+      error("fails")
+    end):pwait()
+    assert.is_false(ok)
+    q:close()
+    p.profile_stop()
+    local doc, model = saved()
+    assert_nests(doc)
+    local slice = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" end)[1]
+    local zone = spans_of(doc)[1]
+    assert.is_nil(zone.args.unclosed)
+    assert.near(slice.ts + slice.dur, zone.ts + zone.dur, 1e-6)
+    assert.are.equal(0, model.spans[1].unclosed)
+  end)
+
+  it("spans open at profile_stop are closed there", function()
+    p.profile_start()
+    p.profile_begin("at-stop")
+    p.profile_stop()
+    p.profile_end() -- off: closes it in this thread's count, records nothing
+    local doc = saved()
+    local e = spans_of(doc)[1]
+    assert.is_true(e.args.unclosed)
+    assert.near(doc.jobqueProfile.stopUs, e.ts + e.dur, 1e-3)
+    local caller
+    for _, l in ipairs(doc.jobqueProfile.laneInfo) do
+      if l.role == "caller" then caller = l end
+    end
+    assert.are.equal(1, caller.unclosedSpans)
+  end)
+
+  it("survive a close racing jobs that hold spans open across awaits", function()
+    for _ = 1, S.sanitized and 2 or 5 do
+      local q = jobque.new{workers = 2}
+      p.profile_start()
+      local first = q:submit(spin_us, 200)
+      for _ = 1, 20 do
+        q:submit(function(dep)
+          local P = require "jobque_profile"
+          local z <close> = P.profile_zone("racing") -- luacheck: ignore z
+          P.profile_begin("open")
+          dep:wait()
+          coroutine.yield()
+        end, first)
+      end
+      q:close()
+      p.profile_stop()
+      local doc = saved()
+      assert_nests(doc)
+    end
+  end)
+end)
+
+describe("counters", function()
+  after_each(function()
+    p.profile_stop()
+  end)
+
+  it("are C events with non-empty numeric args; integers stay exact beyond 2^53", function()
+    p.profile_start()
+    local values = {0, 1, -7, (1 << 53) + 1, math.maxinteger, math.mininteger}
+    for _, v in ipairs(values) do p.profile_counter("big", v) end
+    p.profile_counter("ratio", 0.1)
+    p.profile_counter("ratio", -2.5e300)
+    assert.matches("finite", S.err_of(p.profile_counter, "ratio", 0 / 0), 1, true)
+    assert.matches("finite", S.err_of(p.profile_counter, "ratio", math.huge), 1, true)
+    assert.matches("number expected", S.err_of(p.profile_counter, "ratio", "x"), 1, true)
+    p.profile_stop()
+    local doc, model, text = saved()
+    local cs = S.events(doc, function(e) return e.ph == "C" end)
+    assert.are.equal(8, #cs)
+    for _, e in ipairs(cs) do
+      assert.is_not_nil(next(e.args))
+      for _, v in pairs(e.args) do assert.are.equal("number", type(v)) end
+    end
+    assert.matches('"args":{"value":9223372036854775807}', text, 1, true)
+    assert.matches('"args":{"value":-9223372036854775808}', text, 1, true)
+    assert.matches('"args":{"value":9007199254740993}', text, 1, true)
+    local big = model.counter_by_name["big value"]
+    assert.are.same(values, big.value)
+    for _, v in ipairs(big.value) do assert.are.equal("integer", math.type(v)) end
+    assert.are.same({0.1, -2.5e300}, model.counter_by_name["ratio value"].value)
+    local f = stats.compute(model)
+    local row
+    for _, c in ipairs(f.counters) do if c.name == "big value" then row = c end end
+    assert.are.equal(math.mininteger, row.min)
+    assert.are.equal(math.maxinteger, row.max)
+    local out = report.text(f, model)
+    assert.matches("9223372036854775807", out, 1, true)
+    assert.matches("-9223372036854775808", out, 1, true)
+  end)
+
+  it("have a time-weighted mean over the range", function()
+    -- value 0 for 1 us, 10 for 3 us: mean 7.5, not the samples' 5
+    local path = S.tmpfile()
+    S.write(path, [[{"traceEvents":[
+{"ph":"C","ts":0,"pid":1,"name":"n","args":{"v":0}},
+{"ph":"C","ts":1,"pid":1,"name":"n","args":{"v":10}},
+{"ph":"X","ts":0,"dur":4,"pid":1,"tid":1,"name":"x"}]}]])
+    local model = assert(trace.load(path))
+    local c = stats.compute(model).counters[1]
+    assert.are.equal("n v", c.name)
+    assert.are.equal(0, c.min)
+    assert.are.equal(10, c.max)
+    assert.near(7.5, c.mean, 1e-9)
+    -- over [2, 4] only the value in effect counts
+    c = stats.compute(model, 2, 4).counters[1]
+    assert.are.same({10, 10, 10}, {c.min, c.mean, c.max})
+  end)
+
+  it("keep names with markup and line breaks (the file stays JSON, the report stays on one line)", function()
+    local name = '<b>"q"</b>\n&amp;\tend'
+    p.profile_start()
+    p.profile_counter(name, 3)
+    p.profile_begin(name)
+    p.profile_end()
+    p.profile_stop()
+    local doc, model = saved()
+    assert.are.equal(name, S.events(doc, function(e) return e.ph == "C" end)[1].name)
+    assert.are.equal(name, spans_of(doc)[1].name)
+    assert.is_not_nil(model.counter_by_name[name .. " value"])
+    local out = report.text(stats.compute(model), model)
+    assert.is_nil(out:find(name, 1, true))
+    assert.matches('<b>"q"</b>\u{23CE}&amp;\\tend value', out, 1, true)
+  end)
+
+  it("the queue's running count is the other workers' slices; suspended leaves them out", function()
+    local T = require("jobque.core")._test
+    local q = jobque.new{workers = 2}
+    T.stop(false)
+    p.profile_start()
+    local held = q:submit(function() -- runs on one worker until the caller lets it go
+      local flag = require("jobque.core")._test
+      while not flag.stopping() do end
+    end)
+    local quick = q:submit(function() return 1 end) -- the other worker: its slice ends while `held` runs
+    assert.are.equal(1, quick:wait())
+    T.stop()
+    held:wait()
+    q:close()
+    p.profile_stop()
+    local doc = saved()
+    local quick_slice = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" and e.args.job == quick:id() end)[1]
+    local on_lane = S.events(doc, function(e) return e.ph == "C" and e.name == "jobs" and e.tid == quick_slice.tid end)
+    table.sort(on_lane, function(x, y) return x.ts < y.ts end)
+    -- the quick job's lane samples at its slice's start (both running) and end (`held` only)
+    assert.are.equal(2, #on_lane)
+    assert.are.same({ready = 0, running = 2, suspended = 0}, on_lane[1].args)
+    assert.are.same({ready = 0, running = 1, suspended = 0}, on_lane[2].args)
+  end)
+
+  it("the queue's ready count: dependencies done, not started; jobs still waiting for one are not ready", function()
+    local T = require("jobque.core")._test
+    local q = jobque.new{workers = 1}
+    T.stop(false)
+    p.profile_start()
+    local held = q:submit(function() -- the one worker runs it until the caller lets it go
+      local flag = require("jobque.core")._test
+      while not flag.stopping() do end
+    end)
+    local ys = {}
+    for i = 1, 3 do ys[i] = q:submit(function() end) end
+    q:after({held}, function() end) -- ready once `held` ends: before its slice's sample
+    q:after({ys[3]}, function() end) -- still waiting then
+    T.stop()
+    q:wait_all()
+    q:close()
+    p.profile_stop()
+    local doc = saved()
+    local jobs = S.events(doc, function(e) return e.ph == "C" and e.name == "jobs" end)
+    table.sort(jobs, function(x, y) return x.ts < y.ts end)
+    -- held's start: itself running; ready, the submits the worker took it after (0 to 3)
+    assert.are.same({1, 0}, {jobs[1].args.running, jobs[1].args.suspended})
+    assert.is_true(jobs[1].args.ready >= 0 and jobs[1].args.ready <= 3)
+    assert.are.same({ready = 4, running = 0, suspended = 0}, jobs[2].args) -- held's end
+    assert.are.same({ready = 0, running = 0, suspended = 0}, jobs[#jobs].args)
+  end)
+
+  it("the queue's own: jobs ready / running / suspended and each lane's Lua heap, at slice starts and ends", function()
+    local q = jobque.new{workers = 1}
+    p.profile_start()
+    q:submit(function(fn) require("jobque").current():submit(fn, 100):wait() end, spin_us):wait()
+    q:close()
+    p.profile_stop()
+    local doc, model = saved()
+    local jobs = S.events(doc, function(e) return e.ph == "C" and e.name == "jobs" end)
+    local slices = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" end)
+    assert.are.equal(2 * #slices, #jobs) -- one sample at each slice's start and one at its end
+    local suspended = 0
+    for _, e in ipairs(jobs) do
+      for _, k in ipairs{"ready", "running", "suspended"} do
+        assert.are.equal("number", type(e.args[k]))
+        assert.is_true(e.args[k] >= 0)
+      end
+      suspended = math.max(suspended, e.args.suspended)
+    end
+    assert.are.equal(1, suspended) -- b, after the slice that awaits a
+    local names = S.lane_names(doc)
+    for _, e in ipairs(slices) do
+      local heap = model.counter_by_name["heap " .. names[e.tid] .. " KB"]
+      assert.is_not_nil(heap)
+      assert.is_true(heap.value[1] > 0)
+    end
+    assert.is_not_nil(model.counter_by_name["jobs ready"])
+    assert.is_not_nil(model.counter_by_name["jobs running"])
+    local f = stats.compute(model)
+    assert.matches("jobs suspended", report.text(f, model), 1, true)
+  end)
+end)
