@@ -122,6 +122,8 @@ describe("trace.load", function()
     assert.matches('"traceEvents" is not an array', err('{"traceEvents":3}'), 1, true)
     assert.matches('"traceEvents" is not an array (it is an object)', err('{"traceEvents":{"x":{"ts":1}}}'), 1, true)
     assert.matches("not JSON", err('{"traceEvents":['))
+    assert.matches("not a trace: the file is empty$", err(''))
+    assert.matches("not a trace: the file is empty %(only white space%)$", err(' \n\t '))
     assert.matches("not a trace: the JSON is a string", err('"hello"'), 1, true)
     assert.matches('bad "jobqueProfile.categories[1]"', err('{"traceEvents":[],"jobqueProfile":{"categories":[{}]}}'),
                    1, true)

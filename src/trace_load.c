@@ -1203,6 +1203,11 @@ static int load(lua_State *L, loader *ldp) {
   loader ld = *ldp;
   size_t events, meta;
   int odd, fallback = 0;
+  if (ws(&ld.t, 0) == ld.t.n) { /* the cjson path's words, for the same file */
+    luaL_pushfail(L);
+    lua_pushstring(L, ld.t.n ? "not a trace: the file is empty (only white space)" : "not a trace: the file is empty");
+    return 2;
+  }
   if (!outline(&ld.t, &events, &meta, &odd)) {
     luaL_pushfail(L);
     lua_pushfstring(L, "offset %I: %s", (LUAI_UACINT)ld.t.err_at, ld.t.err);

@@ -869,6 +869,9 @@ M.without_gc = util.without_gc
 
 local function decode(text, name)
   name = name or "trace"
+  if not text:find("%S") then
+    return nil, ("%s: not a trace: the file is empty%s"):format(name, text == "" and "" or " (only white space)")
+  end
   local doc, err = json.decode(text)
   if doc == nil then
     return nil, ("%s: not JSON (%s)"):format(name, tostring(err))
