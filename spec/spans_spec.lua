@@ -548,4 +548,31 @@ describe("counters", function()
     local f = stats.compute(model)
     assert.matches("jobs suspended", report.text(f, model), 1, true)
   end)
+
+  it("a lane's heap track is its own, even when two queues' workers share a lane name", function()
+    -- two unnamed queues both have a "worker 0": one track for both would mix two states' heaps
+    p.profile_start()
+    local q1, q2 = jobque.new{workers = 1}, jobque.new{workers = 1}
+    for _ = 1, 3 do
+      q1:submit(function() return 1 end):wait()
+      q2:submit(function() local t = {} for k = 1, 1e5 do t[k] = k end return #t end):wait()
+    end
+    q1:close()
+    q2:close()
+    p.profile_stop()
+    local doc, model = saved()
+    local names, tid_of, lanes = S.lane_names(doc), {}, 0
+    for _, e in ipairs(S.events(doc, function(x) return x.ph == "C" and x.name:find("^heap ") end)) do
+      if not tid_of[e.name] then
+        tid_of[e.name] = e.tid
+        lanes = lanes + 1
+        assert.is_truthy(e.name:find("heap " .. names[e.tid], 1, true)) -- still names its lane
+      end
+      assert.are.equal(tid_of[e.name], e.tid, e.name .. " holds samples of two lanes")
+    end
+    assert.are.equal(2, lanes)
+    local n = 0
+    for _, c in ipairs(model.counters) do n = n + (c.name:find("^heap ") and 1 or 0) end
+    assert.are.equal(2, n)
+  end)
 end)

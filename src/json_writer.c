@@ -474,7 +474,7 @@ typedef struct lane_out {
   size_t headlen;
   size_t piece; /* the next of c->pieces to write */
   int index;    /* the lane's, in the view */
-  char heap[8 + ESCAPED_MAX(40)]; /* "heap <lane name>", escaped: its counter's name */
+  char heap[40 + ESCAPED_MAX(40)]; /* "heap <lane name>[ (tid N)]", escaped: its counter's name */
   size_t heaplen;
 } lane_out;
 
@@ -812,10 +812,26 @@ static void put_counts(const lane_out *o, const jq_event *e) {
   o->b->p = LIT(p, "}}");
 }
 
+/* Whether another lane of the view has lane `index`'s name (two unnamed
+ * queues both have a "worker 0"). */
+static int lane_name_shared(const jq_save_view *v, int index) {
+  const char *name = v->lanes[index].name;
+  for (int i = 0; i < v->nlanes; i++)
+    if (i != index && strncmp(v->lanes[i].name, name, sizeof v->lanes[i].name) == 0)
+      return 1;
+  return 0;
+}
+
 static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane, int tid) {
   lane_out o = {b, c, lane, {0}, 0, 0, tid - 1, {0}, 0};
   char *hp = LIT(o.heap, "heap ");
-  o.heaplen = (size_t)(json_escape(hp, lane->name, strnlen(lane->name, sizeof lane->name)) - o.heap);
+  hp = json_escape(hp, lane->name, strnlen(lane->name, sizeof lane->name));
+  if (lane_name_shared(c->v, o.index)) { /* a track per lane: "heap worker 0 (tid 3)" */
+    hp = LIT(hp, " (tid ");
+    hp = put_u64(hp, (uint64_t)tid);
+    hp = LIT(hp, ")");
+  }
+  o.heaplen = (size_t)(hp - o.heap);
   char *h = LIT(o.head, ",\"pid\":1,\"tid\":");
   h = put_u64(h, (uint64_t)tid);
   h = LIT(h, ",\"name\":\"");
