@@ -341,6 +341,47 @@ describe("spans", function()
     end
   end)
 
+  it("belong to the coroutine that opened them: a generator's span inside a job is closed by its own end", function()
+    -- the generator (coroutine.wrap) opens "child" and yields; the job opens "outer"; the
+    -- generator's profile_end closes "child", not "outer" (the innermost open in the job)
+    local q = jobque.new{workers = 1}
+    p.profile_start()
+    q:submit(function()
+      local P = require "jobque_profile"
+      local core = require "jobque.core"
+      local function work(us) local t = core.monotonic_ns() while core.monotonic_ns() - t < us * 1000 do end end
+      local gen = coroutine.wrap(function()
+        P.profile_begin("child")
+        work(500)
+        coroutine.yield()
+        work(500)
+        P.profile_end()
+      end)
+      gen()
+      P.profile_begin("outer")
+      work(2000)
+      gen()
+      work(4000)
+      P.profile_end()
+    end):wait()
+    q:close()
+    p.profile_stop()
+    local doc, model = saved()
+    assert_nests(doc)
+    local first, last = {}, {}
+    for _, e in ipairs(spans_of(doc)) do
+      first[e.name] = math.min(first[e.name] or math.huge, e.ts)
+      last[e.name] = math.max(last[e.name] or -math.huge, e.ts + e.dur)
+    end
+    assert.is_true(first.child < first.outer)
+    assert.is_true(last.child < last.outer, "child ends at its own profile_end, before outer's")
+    assert.is_true(last.outer - last.child >= 4000, "outer holds the last 4 ms of work")
+    for _, s in ipairs(model.spans) do
+      assert.are.equal(1, s.count)
+      assert.are.equal(0, s.unclosed)
+    end
+  end)
+
   it("a zone in a job that fails closes with the job's coroutine, at its last slice's end, not unclosed", function()
     local q = jobque.new{workers = 1}
     p.profile_start()

@@ -58,10 +58,12 @@ enum {
                        flags JQ_DEP_READY when it was the last dependency */
   /* Spans and counters (issue 11, sections 1-2). */
   JQ_EV_SPAN_BEGIN = 33, /* instant: profile_begin; cat = the span's category,
-                            arg = the job it ran in (0: outside jobs). The
+                            arg = the job it ran in (0: outside jobs), t1 =
+                            the lua_State (coroutine) that called it. The
                             writer pairs begins and ends per job (or per lane
-                            outside jobs) and cuts them at the job's slices */
-  JQ_EV_SPAN_END,        /* instant: profile_end; arg as for the begin */
+                            outside jobs), an end with its coroutine's
+                            innermost begin, and cuts them at the job's slices */
+  JQ_EV_SPAN_END,        /* instant: profile_end; arg and t1 as for the begin */
   JQ_EV_COUNTER,         /* instant: profile_counter; id = counter name id,
                             arg = the value (a double's bits with
                             JQ_COUNTER_DOUBLE) */

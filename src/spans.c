@@ -18,6 +18,7 @@ enum { ITEM_SLICE, ITEM_BEGIN, ITEM_END };
 
 typedef struct item {
   uint64_t job, t0, t1, idx;
+  uint64_t co; /* a span event's coroutine (ring.h); 0 for slices */
   int lane;
   uint16_t cat;
   uint8_t type, last;
@@ -27,6 +28,7 @@ typedef struct open_span {
   uint64_t start;  /* of its current piece */
   uint64_t anchor; /* outside jobs: its begin's event, which its piece follows */
   uint64_t id;
+  uint64_t co;     /* the coroutine that opened it */
   uint32_t piece;
   uint16_t cat;
 } open_span;
@@ -105,8 +107,32 @@ static void push_span(builder *b, const item *it) {
     b->stack = s;
     b->stack_cap = cap;
   }
-  open_span s = {it->t0, it->idx, ++b->next_id, 0, it->cat};
+  open_span s = {it->t0, it->idx, ++b->next_id, it->co, 0, it->cat};
   b->stack[b->depth++] = s;
+}
+
+/* The end `it` closes the innermost span its coroutine opened (the
+ * innermost of all when its coroutine has none open: one opened while
+ * tracing was off, or in another coroutine), at t, on `lane` after
+ * `anchor` (outside jobs, `job` 0: each after its own begin). The spans opened above it (by other coroutines of the job,
+ * e.g. a generator's that yielded) are cut there and continue from t, so
+ * that the pieces still nest. */
+static void close_span(builder *b, const item *it, int lane, uint64_t anchor, uint64_t job,
+                       uint64_t t) {
+  size_t d = b->depth - 1;
+  while (d > 0 && b->stack[d].co != it->co)
+    d--;
+  if (b->stack[d].co != it->co)
+    d = b->depth - 1;
+  for (size_t k = b->depth - 1; k > d && !b->err; k--) {
+    add_piece(b, k, lane, job ? anchor : b->stack[k].anchor, job, t, 0);
+    b->stack[k].start = t;
+    if (!job)
+      b->stack[k].anchor = it->idx; /* outside jobs: the next piece follows this end */
+  }
+  add_piece(b, d, lane, job ? anchor : b->stack[d].anchor, job, t, 0);
+  memmove(&b->stack[d], &b->stack[d + 1], (b->depth - d - 1) * sizeof b->stack[0]);
+  b->depth--;
 }
 
 /* Every span still open gets a piece up to t1 on `at`'s lane (the last
@@ -127,8 +153,7 @@ static void build_thread(builder *b, const item *items, size_t n) {
     if (it->type == ITEM_BEGIN) {
       push_span(b, it);
     } else if (b->depth > 0) {
-      b->depth--;
-      add_piece(b, b->depth, it->lane, b->stack[b->depth].anchor, 0, it->t0, 0);
+      close_span(b, it, it->lane, 0, 0, it->t0);
     }
   }
   while (b->depth > 0 && !b->err) { /* open at the stop */
@@ -141,7 +166,7 @@ static void build_thread(builder *b, const item *items, size_t n) {
  * a recorded slice, or, for events outside any (the slice was running at
  * the stop, or dropped), from the event to the stop on its lane. */
 static void build_job(builder *b, const item *items, size_t n) {
-  item cur = {0, 0, 0, 0, 0, 0, 0, 0};
+  item cur = {0, 0, 0, 0, 0, 0, 0, 0, 0};
   int have = 0;
   b->depth = 0;
   for (size_t i = 0; i < n && !b->err; i++) {
@@ -165,9 +190,7 @@ static void build_job(builder *b, const item *items, size_t n) {
       }
       push_span(b, it);
     } else if (b->depth > 0) { /* an end after the slice (a to-be-closed close): at its end */
-      uint64_t t = it->t0 < cur.t1 ? it->t0 : cur.t1;
-      b->depth--;
-      add_piece(b, b->depth, cur.lane, cur.idx, cur.job, t, 0);
+      close_span(b, it, cur.lane, cur.idx, cur.job, it->t0 < cur.t1 ? it->t0 : cur.t1);
     }
   }
   if (have && !b->err)
@@ -211,7 +234,7 @@ static item *collect(const jq_save_view *v, size_t *count, int *err) {
       int span = e->kind == JQ_EV_SPAN_BEGIN || e->kind == JQ_EV_SPAN_END;
       if (!span && !(e->kind == JQ_EV_SLICE && njobs && bsearch(&job, jobs, njobs, sizeof job, cmp_u64)))
         continue;
-      item it = {job, e->t0, e->t1, i, l, e->cat,
+      item it = {job, e->t0, span ? e->t0 : e->t1, i, span ? e->t1 : 0, l, e->cat,
                  (uint8_t)(e->kind == JQ_EV_SLICE ? ITEM_SLICE
                            : e->kind == JQ_EV_SPAN_BEGIN ? ITEM_BEGIN : ITEM_END),
                  (uint8_t)((e->flags & JQ_SLICE_LAST) != 0)};
