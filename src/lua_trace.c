@@ -301,10 +301,16 @@ static int l_profile_span(lua_State *L) {
   return span_done(L, status, 1);
 }
 
-/* profile_counter(name, value): tracing off, returns before reading them. */
+/* profile_counter(name, value): tracing off, returns before reading them.
+ * The name must be a string and the value a number: Lua would convert
+ * others (a number name to a new string: an allocation on every call). */
 static int l_profile_counter(lua_State *L) {
   if (JQ_LIKELY(!jq_ring_armed()))
     return 0;
+  if (JQ_UNLIKELY(lua_type(L, 1) != LUA_TSTRING))
+    return luaL_typeerror(L, 1, "string");
+  if (JQ_UNLIKELY(lua_type(L, 2) != LUA_TNUMBER))
+    return luaL_typeerror(L, 2, "number");
   size_t len;
   const char *name = check_name(L, 1, &len);
   int isnum;
