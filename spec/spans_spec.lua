@@ -593,6 +593,32 @@ describe("counters", function()
     assert.matches("jobs suspended", report.text(f, model), 1, true)
   end)
 
+  it("the jobs tracks of two queues traced at once are apart (one track would mix their counts)", function()
+    p.profile_start()
+    local io_q, cpu_q = jobque.new{workers = 1, name = "io"}, jobque.new{workers = 1, name = "cpu"}
+    -- cpu's worker is held by its first job while 5 more wait: its samples show them ready
+    local gate = cpu_q:submit(spin_us, 20000)
+    for _ = 1, 5 do cpu_q:submit(spin_us, 100) end
+    for _ = 1, 3 do io_q:submit(function() return 1 end):wait() end
+    cpu_q:wait_all()
+    io_q:close()
+    cpu_q:close()
+    p.profile_stop()
+    assert.is_not_nil(gate)
+    local doc = saved()
+    local names, queue_of_track = S.lane_names(doc), {}
+    local tracks = 0
+    for _, e in ipairs(S.events(doc, function(x) return x.ph == "C" and x.name:find("^jobs") end)) do
+      local q = names[e.tid]:match("^(%a+) ")
+      if not queue_of_track[e.name] then
+        queue_of_track[e.name] = q
+        tracks = tracks + 1
+      end
+      assert.are.equal(queue_of_track[e.name], q, e.name .. " holds samples of two queues")
+    end
+    assert.are.equal(2, tracks)
+  end)
+
   it("a lane's heap track is its own, even when two queues' workers share a lane name", function()
     -- two unnamed queues both have a "worker 0": one track for both would mix two states' heaps
     p.profile_start()

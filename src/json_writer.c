@@ -314,6 +314,8 @@ typedef struct context {
   uint64_t *firsts;        /* job ids with a recorded first slice, sorted */
   size_t nfirsts;
   fragments counters;      /* escaped counter names, by id - 1 */
+  uint16_t counts_queue;   /* the queue of the first JQ_EV_COUNTS */
+  uint8_t counts_queues;   /* several queues recorded counts: a "jobs" track each */
   jq_pieces pieces;        /* spans cut at slices (spans.c) */
 } context;
 
@@ -358,6 +360,10 @@ static int context_init(context *c, const jq_save_view *v, const fragments *mark
       nw += e->kind == JQ_EV_FLOW;
       nd += e->kind == JQ_EV_DEP;
       nf += e->kind == JQ_EV_SLICE && (e->flags & JQ_SLICE_FIRST);
+      if (e->kind == JQ_EV_COUNTS && !c->counts_queues) {
+        c->counts_queues = c->counts_queue && c->counts_queue != e->cat;
+        c->counts_queue = e->cat;
+      }
     }
   c->submits = malloc(sizeof(uint64_t) * (ns ? ns : 1));
   c->wakes = malloc(sizeof(uint64_t) * (nw ? nw : 1));
@@ -793,13 +799,20 @@ static void put_counter(const lane_out *o, const jq_event *e) {
   o->b->p = LIT(p, "}}");
 }
 
-/* The queue's counts at a slice's end: "jobs" (ready, running, suspended)
- * and "heap <lane>" (KB). */
+/* The queue's counts at a slice's end: "jobs" (ready, running, suspended;
+ * "jobs (queue N)" when several queues recorded them) and "heap <lane>"
+ * (KB). */
 static void put_counts(const lane_out *o, const jq_event *e) {
   char *p = wbuf_room(o->b, 2 * EVENT_MAX + o->heaplen);
   static const char *const keys[3] = {"\"ready\":", ",\"running\":", ",\"suspended\":"};
   p = put_counter_head(p, o, e->t0);
-  p = LIT(p, "jobs\",\"args\":{");
+  p = LIT(p, "jobs");
+  if (o->c->counts_queues) {
+    p = LIT(p, " (queue ");
+    p = put_u64(p, e->cat);
+    p = LIT(p, ")");
+  }
+  p = LIT(p, "\",\"args\":{");
   for (int k = 0; k < 3; k++) {
     p = put_lit(p, keys[k], strlen(keys[k]));
     p = put_u64(p, (uint64_t)jq_counts_field(e->arg, k));

@@ -69,7 +69,9 @@ enum {
                             JQ_COUNTER_DOUBLE) */
   JQ_EV_COUNTS           /* instant: the queue's counts at the end of a slice,
                             on the lane that ran it: arg = jq_counts_pack(ready,
-                            running, suspended), id = the state's Lua heap, KB */
+                            running, suspended), id = the state's Lua heap, KB,
+                            cat = the queue's number (creation order, from 1,
+                            saturated at 65535) */
 };
 
 /* Flags of JQ_EV_COUNTER. */

@@ -495,12 +495,15 @@ static void spin_for_work(jq_worker *w) {
 }
 
 /* (mu) The queue's counts and the state's heap, at the end of a slice:
- * one event, no allocation (lua_gc's count only reads). */
+ * one event, no allocation (lua_gc's count only reads). It carries the
+ * queue's number, so that two queues traced at once get a track each. */
 static void put_counts(jq_runner *r, int counted) {
   long ready, running, suspended;
   jq_queue_counts(r->w->q, counted, &ready, &running, &suspended);
   int kb = lua_gc(r->L, LUA_GCCOUNT);
-  jq_ring_put(JQ_EV_COUNTS, 0, 0, (uint32_t)(kb < 0 ? 0 : kb),
+  int seq = r->w->q->seq;
+  uint16_t qno = (uint16_t)(seq < 1 ? 1 : seq > 0xffff ? 0xffff : seq);
+  jq_ring_put(JQ_EV_COUNTS, 0, qno, (uint32_t)(kb < 0 ? 0 : kb),
               jq_counts_pack(ready, running, suspended), 0, 0);
 }
 
