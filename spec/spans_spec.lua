@@ -482,6 +482,19 @@ describe("counters", function()
     assert.matches("-9223372036854775808", out, 1, true)
   end)
 
+  it("near the largest doubles have a finite mean", function()
+    p.profile_start()
+    p.profile_counter("huge", 1.5e308)
+    p.profile_counter("huge", 1.7e308)
+    p.profile_counter("huge", -1.6e308)
+    p.profile_stop()
+    local _, model = saved()
+    local c = stats.compute(model).counters[1]
+    assert.are.equal("huge value", c.name)
+    assert.is_true(c.mean > -1.6e308 and c.mean < 1.7e308, "mean " .. tostring(c.mean))
+    assert.are.same({-1.6e308, 1.7e308}, {c.min, c.max})
+  end)
+
   it("have a time-weighted mean over the range", function()
     -- value 0 for 1 us, 10 for 3 us: mean 7.5, not the samples' 5
     local path = S.tmpfile()
