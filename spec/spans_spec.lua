@@ -495,6 +495,17 @@ describe("counters", function()
     assert.are.same({-1.6e308, 1.7e308}, {c.min, c.max})
   end)
 
+  it("in a file: a non-finite value (a numeric string like \"1e999\") is no sample", function()
+    local path = S.tmpfile()
+    S.write(path, [[{"traceEvents":[
+{"ph":"C","ts":0,"pid":1,"name":"n","args":{"v":"1e999"}},
+{"ph":"C","ts":1,"pid":1,"name":"n","args":{"v":"-1e999"}},
+{"ph":"C","ts":2,"pid":1,"name":"n","args":{"v":4}},
+{"ph":"X","ts":0,"dur":4,"pid":1,"tid":1,"name":"x"}]}]])
+    local c = stats.compute(assert(trace.load(path))).counters[1]
+    assert.are.same({1, 4, 4, 4}, {c.samples, c.min, c.mean, c.max})
+  end)
+
   it("have a time-weighted mean over the range", function()
     -- value 0 for 1 us, 10 for 3 us: mean 7.5, not the samples' 5
     local path = S.tmpfile()
