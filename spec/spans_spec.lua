@@ -402,6 +402,29 @@ describe("spans", function()
     assert.are.equal(0, model.spans[1].unclosed)
   end)
 
+  it("a span a failed job's close handler opens ends at the job's last slice, not at the stop", function()
+    local q = jobque.new{workers = 1}
+    p.profile_start()
+    local ok = q:submit(function()
+      local P = require "jobque_profile"
+      local guard <close> = setmetatable({}, {__close = function() P.profile_begin("in close") end}) -- luacheck: ignore guard
+      error("fails")
+    end):pwait()
+    assert.is_false(ok)
+    for _ = 1, 3 do q:submit(spin_us, 300):wait() end -- later jobs on that lane
+    q:close()
+    p.profile_stop()
+    local doc, model = saved()
+    assert_nests(doc)
+    local slices = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" end)
+    local piece = spans_of(doc)[1]
+    assert.is_true(piece.args.unclosed)
+    assert.is_true(piece.ts + piece.dur <= slices[1].ts + slices[1].dur + 1e-6,
+                   "the span lies after its job's end, over the later jobs")
+    assert.are.equal(1, model.spans[1].unclosed)
+    assert.is_true(model.spans[1].run_us <= slices[1].dur)
+  end)
+
   it("spans open at profile_stop are closed there", function()
     p.profile_start()
     p.profile_begin("at-stop")

@@ -241,7 +241,7 @@ static void span_begin(lua_State *L, const char *fn) {
   }
   uint16_t cat = span_category(L, fn);
   (*depth)++;
-  jq_ring_put(JQ_EV_SPAN_BEGIN, 0, cat, 0, (int64_t)self->job, 0, (uint64_t)(uintptr_t)L);
+  jq_ring_put(JQ_EV_SPAN_BEGIN, self->span_flags, cat, 0, (int64_t)self->job, 0, (uint64_t)(uintptr_t)L);
 }
 
 /* Closes a span of the coroutine L (the innermost it opened: spans.c
@@ -253,7 +253,7 @@ static int span_end(lua_State *L) {
     return 0;
   (*depth)--;
   if (jq_ring_armed())
-    jq_ring_put(JQ_EV_SPAN_END, 0, 0, 0, (int64_t)self->job, 0, (uint64_t)(uintptr_t)L);
+    jq_ring_put(JQ_EV_SPAN_END, self->span_flags, 0, 0, (int64_t)self->job, 0, (uint64_t)(uintptr_t)L);
   return 1;
 }
 

@@ -74,6 +74,12 @@ enum {
                             saturated at 65535) */
 };
 
+/* Flags of JQ_EV_SPAN_BEGIN/END. */
+enum {
+  JQ_SPAN_AFTER_END = 1 /* recorded by a close handler run after the job's end
+                           (its coroutine's reset: it failed, or was cancelled) */
+};
+
 /* Flags of JQ_EV_COUNTER. */
 enum {
   JQ_COUNTER_DOUBLE = 1 /* arg holds the bits of a double */
@@ -169,6 +175,7 @@ typedef struct jq_thread {
   uint64_t job;
   uint64_t *span_depth;
   uint64_t own_depth;
+  uint8_t span_flags; /* of the span events it records (JQ_SPAN_AFTER_END) */
 } jq_thread;
 
 /* The open-span count of the code running on this thread. */

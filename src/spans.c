@@ -22,6 +22,7 @@ typedef struct item {
   int lane;
   uint16_t cat;
   uint8_t type, last;
+  uint8_t after; /* a span event of a close handler run after its job's end */
 } item;
 
 typedef struct open_span {
@@ -164,9 +165,10 @@ static void build_thread(builder *b, const item *items, size_t n) {
 
 /* One job's items[0..n), by time. `cur` is the segment its events lie in:
  * a recorded slice, or, for events outside any (the slice was running at
- * the stop, or dropped), from the event to the stop on its lane. */
+ * the stop, or dropped), from the event to the stop on its lane; the
+ * events of close handlers run after the job's end stay in the last one. */
 static void build_job(builder *b, const item *items, size_t n) {
-  item cur = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+  item cur = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   int have = 0;
   b->depth = 0;
   for (size_t i = 0; i < n && !b->err; i++) {
@@ -179,11 +181,13 @@ static void build_job(builder *b, const item *items, size_t n) {
       for (size_t d = 0; d < b->depth; d++)
         b->stack[d].start = cur.t0;
     } else if (it->type == ITEM_BEGIN) {
-      if (!have || it->lane != cur.lane || it->t0 > cur.t1) {
+      /* a close handler's begin, after the job's end, stays in the last
+       * segment (its pieces end there); others outside it start one */
+      if (!have || (!it->after && (it->lane != cur.lane || it->t0 > cur.t1))) {
         if (have)
           cut_all(b, &cur, cur.t1, 0);
         cur = *it;
-        cur.t1 = b->stop;
+        cur.t1 = it->after ? it->t0 : b->stop;
         have = 1;
         for (size_t d = 0; d < b->depth; d++)
           b->stack[d].start = cur.t0;
@@ -237,7 +241,8 @@ static item *collect(const jq_save_view *v, size_t *count, int *err) {
       item it = {job, e->t0, span ? e->t0 : e->t1, i, span ? e->t1 : 0, l, e->cat,
                  (uint8_t)(e->kind == JQ_EV_SLICE ? ITEM_SLICE
                            : e->kind == JQ_EV_SPAN_BEGIN ? ITEM_BEGIN : ITEM_END),
-                 (uint8_t)((e->flags & JQ_SLICE_LAST) != 0)};
+                 (uint8_t)((e->flags & JQ_SLICE_LAST) != 0),
+                 (uint8_t)(span && (e->flags & JQ_SPAN_AFTER_END))};
       items[(*count)++] = it;
     }
   free(jobs);

@@ -235,24 +235,28 @@ static void put_error_text(lua_State *co, jq_job *job) {
 typedef struct span_context {
   uint64_t job;
   uint64_t *depth;
+  uint8_t flags;
 } span_context;
 
-/* Makes the spans opened on this thread the job's (its id and count);
- * returns what was there. */
-static span_context enter_spans(uint64_t id, uint64_t *depth) {
-  span_context outer = {jq_self.job, jq_self.span_depth};
+/* Makes the spans opened on this thread the job's (its id and count; flags
+ * JQ_SPAN_AFTER_END for its close handlers run after its end); returns what
+ * was there. */
+static span_context enter_spans(uint64_t id, uint64_t *depth, uint8_t flags) {
+  span_context outer = {jq_self.job, jq_self.span_depth, jq_self.span_flags};
   jq_self.job = id;
   jq_self.span_depth = depth;
+  jq_self.span_flags = flags;
   return outer;
 }
 
 static span_context enter_job(jq_job *job) {
-  return enter_spans(job->id, &job->span_depth);
+  return enter_spans(job->id, &job->span_depth, 0);
 }
 
 static void leave_job(span_context outer) {
   jq_self.job = outer.job;
   jq_self.span_depth = outer.depth;
+  jq_self.span_flags = outer.flags;
 }
 
 /* A job's coroutine is done: back to the pool, and its registry reference
@@ -260,7 +264,7 @@ static void leave_job(span_context outer) {
  * left open (it failed, or was cancelled) close in the pool's reset: a
  * profile_zone among them ends the job's span. */
 static void drop_coroutine(lua_State *L, jq_job *job, lua_State *co) {
-  span_context outer = enter_job(job);
+  span_context outer = enter_spans(job->id, &job->span_depth, JQ_SPAN_AFTER_END);
   if (co)
     pool_coroutine(L, co);
   leave_job(outer);
@@ -294,7 +298,7 @@ static void cancel_suspended(jq_runner *r, jq_job *job) {
   jq_queue_cancel(w->q, job); /* may free it */
   pthread_mutex_unlock(&w->q->mu);
   lua_rawgeti(L, LUA_REGISTRYINDEX, coref);
-  span_context outer = enter_spans(id, &depth);
+  span_context outer = enter_spans(id, &depth, JQ_SPAN_AFTER_END);
   if (lua_isthread(L, -1))
     pool_coroutine(L, lua_tothread(L, -1));
   leave_job(outer);
