@@ -51,6 +51,17 @@ local function assert_nests(doc)
   end
 end
 
+-- The queue's "jobs" samples taken at slice ends (the heap's go with them), by time.
+local function end_samples(doc)
+  local heap = {}
+  for _, e in ipairs(S.events(doc, function(x) return x.ph == "C" and x.name:find("^heap ") end)) do
+    heap[e.tid .. "@" .. e.ts] = true
+  end
+  local out = S.events(doc, function(e) return e.ph == "C" and e.name == "jobs" and heap[e.tid .. "@" .. e.ts] end)
+  table.sort(out, function(x, y) return x.ts < y.ts end)
+  return out
+end
+
 -- Work of about `us` microseconds, by the clock (a job's own work, not a wait).
 local function spin_us(us)
   local core = require "jobque.core"
@@ -563,6 +574,25 @@ describe("counters", function()
     assert.matches('<b>"q"</b>\u{23CE}&amp;\\tend value', out, 1, true)
   end)
 
+  it("the queue's running count in effect while a slice runs counts it (one worker: 1, not 0)", function()
+    local q = jobque.new{workers = 1}
+    p.profile_start()
+    for _ = 1, 3 do q:submit(spin_us, 1000):wait() end
+    q:close()
+    p.profile_stop()
+    local doc, model = saved()
+    local running = model.counter_by_name["jobs running"]
+    local function at(t) -- the value in effect at t: the last sample at or before it
+      local v
+      for i = 1, running.n do if running.ts[i] <= t then v = running.value[i] end end
+      return v
+    end
+    local slices = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" end)
+    assert.are.equal(3, #slices)
+    for _, e in ipairs(slices) do assert.are.equal(1, at(e.ts + e.dur / 2)) end
+    assert.are.equal(0, at(slices[3].ts + slices[3].dur + 1e6)) -- and none after the last
+  end)
+
   it("the queue's running count is the other workers' slices; suspended leaves them out", function()
     local T = require("jobque.core")._test
     local q = jobque.new{workers = 2}
@@ -579,9 +609,8 @@ describe("counters", function()
     q:close()
     p.profile_stop()
     local doc = saved()
-    local first = S.events(doc, function(e) return e.ph == "C" and e.name == "jobs" end)
-    table.sort(first, function(x, y) return x.ts < y.ts end)
-    -- the first sample is the quick job's, taken while `held` runs on the other worker
+    local first = end_samples(doc)
+    -- the first end sample is the quick job's, taken while `held` runs on the other worker
     assert.are.same({ready = 0, running = 1, suspended = 0}, first[1].args)
   end)
 
@@ -603,13 +632,12 @@ describe("counters", function()
     q:close()
     p.profile_stop()
     local doc = saved()
-    local jobs = S.events(doc, function(e) return e.ph == "C" and e.name == "jobs" end)
-    table.sort(jobs, function(x, y) return x.ts < y.ts end)
+    local jobs = end_samples(doc)
     assert.are.same({ready = 4, running = 0, suspended = 0}, jobs[1].args)
     assert.are.same({ready = 0, running = 0, suspended = 0}, jobs[#jobs].args)
   end)
 
-  it("the queue's own: jobs ready / running / suspended and each lane's Lua heap, at slice ends", function()
+  it("the queue's own: jobs ready / running / suspended at slice starts and ends, each lane's Lua heap at ends", function()
     local q = jobque.new{workers = 1}
     p.profile_start()
     q:submit(function(fn) require("jobque").current():submit(fn, 100):wait() end, spin_us):wait()
@@ -618,7 +646,8 @@ describe("counters", function()
     local doc, model = saved()
     local jobs = S.events(doc, function(e) return e.ph == "C" and e.name == "jobs" end)
     local slices = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" end)
-    assert.are.equal(#slices, #jobs) -- one sample per slice end
+    assert.are.equal(2 * #slices, #jobs) -- a sample at each slice's start and end
+    assert.are.equal(#slices, #end_samples(doc)) -- the heap's at its end
     local suspended = 0
     for _, e in ipairs(jobs) do
       for _, k in ipairs{"ready", "running", "suspended"} do

@@ -799,7 +799,7 @@ static void put_counter(const lane_out *o, const jq_event *e) {
   o->b->p = LIT(p, "}}");
 }
 
-/* The queue's counts at a slice's end: "jobs" (ready, running, suspended;
+/* The queue's counts at a slice's start or end: "jobs" (ready, running, suspended;
  * "jobs (queue N)" when several queues recorded them) and "heap <lane>"
  * (KB). */
 static void put_counts(const lane_out *o, const jq_event *e) {
@@ -818,6 +818,10 @@ static void put_counts(const lane_out *o, const jq_event *e) {
     p = put_u64(p, (uint64_t)jq_counts_field(e->arg, k));
   }
   p = LIT(p, "}}");
+  if (e->flags & JQ_COUNTS_START) { /* the heap is sampled at slice ends */
+    o->b->p = p;
+    return;
+  }
   p = put_counter_head(p, o, e->t0);
   p = put_lit(p, o->heap, o->heaplen);
   p = LIT(p, "\",\"args\":{\"KB\":");

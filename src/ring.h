@@ -67,9 +67,11 @@ enum {
   JQ_EV_COUNTER,         /* instant: profile_counter; id = counter name id,
                             arg = the value (a double's bits with
                             JQ_COUNTER_DOUBLE) */
-  JQ_EV_COUNTS           /* instant: the queue's counts at the end of a slice,
-                            on the lane that ran it: arg = jq_counts_pack(ready,
-                            running, suspended), id = the state's Lua heap, KB,
+  JQ_EV_COUNTS           /* instant: the queue's counts at the start (flag
+                            JQ_COUNTS_START) and at the end of a slice, on the
+                            lane that ran it: arg = jq_counts_pack(ready,
+                            running, suspended), id = the state's Lua heap, KB
+                            (at the end only),
                             cat = the queue's number (creation order, from 1,
                             saturated at 65535) */
 };
@@ -78,6 +80,11 @@ enum {
 enum {
   JQ_SPAN_AFTER_END = 1 /* recorded by a close handler run after the job's end
                            (its coroutine's reset: it failed, or was cancelled) */
+};
+
+/* Flags of JQ_EV_COUNTS. */
+enum {
+  JQ_COUNTS_START = 1 /* taken as a slice starts: no heap sample */
 };
 
 /* Flags of JQ_EV_COUNTER. */

@@ -498,16 +498,18 @@ static void spin_for_work(jq_worker *w) {
   q->spinning = 0;
 }
 
-/* (mu) The queue's counts and the state's heap, at the end of a slice:
- * one event, no allocation (lua_gc's count only reads). It carries the
- * queue's number, so that two queues traced at once get a track each. */
-static void put_counts(jq_runner *r, int counted) {
+/* (mu) The queue's counts, at the start of a slice (`end` 0: the slice
+ * counts as running) and at its end (`end` 1: it no longer does, and the
+ * state's heap goes with them): one event, no allocation (lua_gc's count
+ * only reads). It carries the queue's number, so that two queues traced at
+ * once get a track each. */
+static void put_counts(jq_runner *r, int counted, int end) {
   long ready, running, suspended;
-  jq_queue_counts(r->w->q, counted, &ready, &running, &suspended);
-  int kb = lua_gc(r->L, LUA_GCCOUNT);
+  jq_queue_counts(r->w->q, end ? counted : 0, &ready, &running, &suspended);
+  int kb = end ? lua_gc(r->L, LUA_GCCOUNT) : 0;
   int seq = r->w->q->seq;
   uint16_t qno = (uint16_t)(seq < 1 ? 1 : seq > 0xffff ? 0xffff : seq);
-  jq_ring_put(JQ_EV_COUNTS, 0, qno, (uint32_t)(kb < 0 ? 0 : kb),
+  jq_ring_put(JQ_EV_COUNTS, end ? 0 : JQ_COUNTS_START, qno, (uint32_t)(kb < 0 ? 0 : kb),
               jq_counts_pack(ready, running, suspended), 0, 0);
 }
 
@@ -563,10 +565,12 @@ static int step(jq_runner *r, int block) {
   if (counted)
     atomic_fetch_add(&q->running, 1);
   job->on_cpu = 1;
+  if (jq_ring_armed())
+    put_counts(r, counted, 0);
   pthread_mutex_unlock(&q->mu);
   run_slice(r, job, resume);
   if (jq_ring_armed())
-    put_counts(r, counted);
+    put_counts(r, counted, 1);
   if (counted)
     atomic_fetch_sub(&q->running, 1);
   return 1;
