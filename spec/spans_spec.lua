@@ -593,6 +593,25 @@ describe("counters", function()
     assert.are.equal(0, at(slices[3].ts + slices[3].dur + 1e6)) -- and none after the last
   end)
 
+  it("a queue without workers: the caller's slice counts as running while it runs, not suspended", function()
+    local q = jobque.new{workers = 0}
+    p.profile_start()
+    for _ = 1, 3 do q:submit(spin_us, 1000):wait() end
+    q:close()
+    p.profile_stop()
+    local doc, model = saved()
+    local function at(name, t)
+      local c, v = model.counter_by_name[name], nil
+      for i = 1, c.n do if c.ts[i] <= t then v = c.value[i] end end
+      return v
+    end
+    local slices = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" end)
+    assert.are.equal(3, #slices)
+    for _, e in ipairs(slices) do
+      assert.are.same({1, 0}, {at("jobs running", e.ts + e.dur / 2), at("jobs suspended", e.ts + e.dur / 2)})
+    end
+  end)
+
   it("the queue's running count is the other workers' slices; suspended leaves them out", function()
     local T = require("jobque.core")._test
     local q = jobque.new{workers = 2}

@@ -502,10 +502,11 @@ static void spin_for_work(jq_worker *w) {
  * counts as running) and at its end (`end` 1: it no longer does, and the
  * state's heap goes with them): one event, no allocation (lua_gc's count
  * only reads). It carries the queue's number, so that two queues traced at
- * once get a track each. */
+ * once get a track each. q->running leaves out the caller's slices
+ * (`counted` 0): at a start the caller's counts as one more. */
 static void put_counts(jq_runner *r, int counted, int end) {
   long ready, running, suspended;
-  jq_queue_counts(r->w->q, end ? counted : 0, &ready, &running, &suspended);
+  jq_queue_counts(r->w->q, end ? counted : counted - 1, &ready, &running, &suspended);
   int kb = end ? lua_gc(r->L, LUA_GCCOUNT) : 0;
   int seq = r->w->q->seq;
   uint16_t qno = (uint16_t)(seq < 1 ? 1 : seq > 0xffff ? 0xffff : seq);
