@@ -192,6 +192,20 @@ describe("spans", function()
     assert.are.equal(1, model.spans[1].unclosed)
   end)
 
+  it("the demo's span has a colour of its own, not one of its job categories' (it nests in their slices)", function()
+    local path = S.tmpfile("demo.json")
+    local cmd = ("LUA_PATH='lua/?.lua;;' LUA_CPATH='%s' %s examples/tokens.lua '%s' >/dev/null"):format(
+      package.cpath, S.lua, path)
+    assert.is_true(os.execute(cmd))
+    local model = assert(trace.load(path))
+    local by_color = {}
+    for _, c in ipairs(model.categories) do
+      assert.is_nil(by_color[c.color], c.name .. " has the colour of " .. tostring(by_color[c.color]))
+      by_color[c.color] = c.name
+    end
+    assert.is_not_nil(model.categories.by_name["sample + decode"])
+  end)
+
   it("add no busy time: a lane's busy time is that of its outermost slices", function()
     local q = jobque.new{workers = 1}
     p.profile_start()
