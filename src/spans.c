@@ -112,16 +112,21 @@ static void push_span(builder *b, const item *it) {
   b->stack[b->depth++] = s;
 }
 
+/* How deep below the innermost span an end looks for its coroutine's:
+ * bounds the pairing at save to SCAN_MAX steps an end, whatever a job's
+ * ends from coroutines without spans of their own. */
+#define SCAN_MAX 256
+
 /* The end `it` closes the innermost span its coroutine opened (the
- * innermost of all when its coroutine has none open: one opened while
- * tracing was off, or in another coroutine), at t, on `lane` after
+ * innermost of all when its coroutine has none open among the SCAN_MAX
+ * innermost: one opened while tracing was off, or in another coroutine), at t, on `lane` after
  * `anchor` (outside jobs, `job` 0: each after its own begin). The spans opened above it (by other coroutines of the job,
  * e.g. a generator's that yielded) are cut there and continue from t, so
  * that the pieces still nest. */
 static void close_span(builder *b, const item *it, int lane, uint64_t anchor, uint64_t job,
                        uint64_t t) {
-  size_t d = b->depth - 1;
-  while (d > 0 && b->stack[d].co != it->co)
+  size_t d = b->depth - 1, floor = b->depth > SCAN_MAX ? b->depth - SCAN_MAX : 0;
+  while (d > floor && b->stack[d].co != it->co)
     d--;
   if (b->stack[d].co != it->co)
     d = b->depth - 1;
