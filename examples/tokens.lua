@@ -20,7 +20,9 @@ local embed = p.profile_category("embed", p.PROFILE_COLOR_BLUE)
 local attention = p.profile_category("attention", p.PROFILE_COLOR_CORAL)
 local mlp = p.profile_category("mlp", p.PROFILE_COLOR_GREEN)
 local sample = p.profile_category("sample", p.PROFILE_COLOR_PURPLE)
-p.profile_category("sample + decode", p.PROFILE_COLOR_AMBER) -- the span's, which the job names
+-- the span's category, named with its colour: by its name's hash alone it
+-- would be coral, attention's, and not stand out in the sample slices
+p.profile_category("sample + decode", p.PROFILE_COLOR_AMBER)
 local tok = p.profile_marker_id("token")
 
 -- Some arithmetic standing in for real work: about `units` thousand steps.

@@ -51,6 +51,17 @@ local function assert_nests(doc)
   end
 end
 
+-- The queue's "jobs" samples taken at slice ends (the heap's go with them), by time.
+local function end_samples(doc)
+  local heap = {}
+  for _, e in ipairs(S.events(doc, function(x) return x.ph == "C" and x.name:find("^heap ") end)) do
+    heap[e.tid .. "@" .. e.ts] = true
+  end
+  local out = S.events(doc, function(e) return e.ph == "C" and e.name == "jobs" and heap[e.tid .. "@" .. e.ts] end)
+  table.sort(out, function(x, y) return x.ts < y.ts end)
+  return out
+end
+
 -- Work of about `us` microseconds, by the clock (a job's own work, not a wait).
 local function spin_us(us)
   local core = require "jobque.core"
@@ -179,6 +190,20 @@ describe("spans", function()
     assert.are.equal(1, closed) -- the inner one; the outer one its job's end closed
     assert.are.equal(2, model.spans[1].count)
     assert.are.equal(1, model.spans[1].unclosed)
+  end)
+
+  it("the demo's span has a colour of its own, not one of its job categories' (it nests in their slices)", function()
+    local path = S.tmpfile("demo.json")
+    local cmd = ("LUA_PATH='lua/?.lua;;' LUA_CPATH='%s' %s examples/tokens.lua '%s' >/dev/null"):format(
+      package.cpath, S.lua, path)
+    assert.is_true(os.execute(cmd))
+    local model = assert(trace.load(path))
+    local by_color = {}
+    for _, c in ipairs(model.categories) do
+      assert.is_nil(by_color[c.color], c.name .. " has the colour of " .. tostring(by_color[c.color]))
+      by_color[c.color] = c.name
+    end
+    assert.is_not_nil(model.categories.by_name["sample + decode"])
   end)
 
   it("add no busy time: a lane's busy time is that of its outermost slices", function()
@@ -341,6 +366,47 @@ describe("spans", function()
     end
   end)
 
+  it("belong to the coroutine that opened them: a generator's span inside a job is closed by its own end", function()
+    -- the generator (coroutine.wrap) opens "child" and yields; the job opens "outer"; the
+    -- generator's profile_end closes "child", not "outer" (the innermost open in the job)
+    local q = jobque.new{workers = 1}
+    p.profile_start()
+    q:submit(function()
+      local P = require "jobque_profile"
+      local core = require "jobque.core"
+      local function work(us) local t = core.monotonic_ns() while core.monotonic_ns() - t < us * 1000 do end end
+      local gen = coroutine.wrap(function()
+        P.profile_begin("child")
+        work(500)
+        coroutine.yield()
+        work(500)
+        P.profile_end()
+      end)
+      gen()
+      P.profile_begin("outer")
+      work(2000)
+      gen()
+      work(4000)
+      P.profile_end()
+    end):wait()
+    q:close()
+    p.profile_stop()
+    local doc, model = saved()
+    assert_nests(doc)
+    local first, last = {}, {}
+    for _, e in ipairs(spans_of(doc)) do
+      first[e.name] = math.min(first[e.name] or math.huge, e.ts)
+      last[e.name] = math.max(last[e.name] or -math.huge, e.ts + e.dur)
+    end
+    assert.is_true(first.child < first.outer)
+    assert.is_true(last.child < last.outer, "child ends at its own profile_end, before outer's")
+    assert.is_true(last.outer - last.child >= 4000, "outer holds the last 4 ms of work")
+    for _, s in ipairs(model.spans) do
+      assert.are.equal(1, s.count)
+      assert.are.equal(0, s.unclosed)
+    end
+  end)
+
   it("a zone in a job that fails closes with the job's coroutine, at its last slice's end, not unclosed", function()
     local q = jobque.new{workers = 1}
     p.profile_start()
@@ -359,6 +425,29 @@ describe("spans", function()
     assert.is_nil(zone.args.unclosed)
     assert.near(slice.ts + slice.dur, zone.ts + zone.dur, 1e-6)
     assert.are.equal(0, model.spans[1].unclosed)
+  end)
+
+  it("a span a failed job's close handler opens ends at the job's last slice, not at the stop", function()
+    local q = jobque.new{workers = 1}
+    p.profile_start()
+    local ok = q:submit(function()
+      local P = require "jobque_profile"
+      local guard <close> = setmetatable({}, {__close = function() P.profile_begin("in close") end}) -- luacheck: ignore guard
+      error("fails")
+    end):pwait()
+    assert.is_false(ok)
+    for _ = 1, 3 do q:submit(spin_us, 300):wait() end -- later jobs on that lane
+    q:close()
+    p.profile_stop()
+    local doc, model = saved()
+    assert_nests(doc)
+    local slices = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" end)
+    local piece = spans_of(doc)[1]
+    assert.is_true(piece.args.unclosed)
+    assert.is_true(piece.ts + piece.dur <= slices[1].ts + slices[1].dur + 1e-6,
+                   "the span lies after its job's end, over the later jobs")
+    assert.are.equal(1, model.spans[1].unclosed)
+    assert.is_true(model.spans[1].run_us <= slices[1].dur)
   end)
 
   it("spans open at profile_stop are closed there", function()
@@ -413,6 +502,9 @@ describe("counters", function()
     assert.matches("finite", S.err_of(p.profile_counter, "ratio", 0 / 0), 1, true)
     assert.matches("finite", S.err_of(p.profile_counter, "ratio", math.huge), 1, true)
     assert.matches("number expected", S.err_of(p.profile_counter, "ratio", "x"), 1, true)
+    -- a number as name (Lua would make a string of it: an allocation per call), a numeric string as value
+    assert.matches("string expected, got number", S.err_of(p.profile_counter, 7, 1), 1, true)
+    assert.matches("number expected, got string", S.err_of(p.profile_counter, "ratio", "12"), 1, true)
     p.profile_stop()
     local doc, model, text = saved()
     local cs = S.events(doc, function(e) return e.ph == "C" end)
@@ -436,6 +528,30 @@ describe("counters", function()
     local out = report.text(f, model)
     assert.matches("9223372036854775807", out, 1, true)
     assert.matches("-9223372036854775808", out, 1, true)
+  end)
+
+  it("near the largest doubles have a finite mean", function()
+    p.profile_start()
+    p.profile_counter("huge", 1.5e308)
+    p.profile_counter("huge", 1.7e308)
+    p.profile_counter("huge", -1.6e308)
+    p.profile_stop()
+    local _, model = saved()
+    local c = stats.compute(model).counters[1]
+    assert.are.equal("huge value", c.name)
+    assert.is_true(c.mean > -1.6e308 and c.mean < 1.7e308, "mean " .. tostring(c.mean))
+    assert.are.same({-1.6e308, 1.7e308}, {c.min, c.max})
+  end)
+
+  it("in a file: a non-finite value (a numeric string like \"1e999\") is no sample", function()
+    local path = S.tmpfile()
+    S.write(path, [[{"traceEvents":[
+{"ph":"C","ts":0,"pid":1,"name":"n","args":{"v":"1e999"}},
+{"ph":"C","ts":1,"pid":1,"name":"n","args":{"v":"-1e999"}},
+{"ph":"C","ts":2,"pid":1,"name":"n","args":{"v":4}},
+{"ph":"X","ts":0,"dur":4,"pid":1,"tid":1,"name":"x"}]}]])
+    local c = stats.compute(assert(trace.load(path))).counters[1]
+    assert.are.same({1, 4, 4, 4}, {c.samples, c.min, c.mean, c.max})
   end)
 
   it("have a time-weighted mean over the range", function()
@@ -472,6 +588,44 @@ describe("counters", function()
     assert.matches('<b>"q"</b>\u{23CE}&amp;\\tend value', out, 1, true)
   end)
 
+  it("the queue's running count in effect while a slice runs counts it (one worker: 1, not 0)", function()
+    local q = jobque.new{workers = 1}
+    p.profile_start()
+    for _ = 1, 3 do q:submit(spin_us, 1000):wait() end
+    q:close()
+    p.profile_stop()
+    local doc, model = saved()
+    local running = model.counter_by_name["jobs running"]
+    local function at(t) -- the value in effect at t: the last sample at or before it
+      local v
+      for i = 1, running.n do if running.ts[i] <= t then v = running.value[i] end end
+      return v
+    end
+    local slices = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" end)
+    assert.are.equal(3, #slices)
+    for _, e in ipairs(slices) do assert.are.equal(1, at(e.ts + e.dur / 2)) end
+    assert.are.equal(0, at(slices[3].ts + slices[3].dur + 1e6)) -- and none after the last
+  end)
+
+  it("a queue without workers: the caller's slice counts as running while it runs, not suspended", function()
+    local q = jobque.new{workers = 0}
+    p.profile_start()
+    for _ = 1, 3 do q:submit(spin_us, 1000):wait() end
+    q:close()
+    p.profile_stop()
+    local doc, model = saved()
+    local function at(name, t)
+      local c, v = model.counter_by_name[name], nil
+      for i = 1, c.n do if c.ts[i] <= t then v = c.value[i] end end
+      return v
+    end
+    local slices = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" end)
+    assert.are.equal(3, #slices)
+    for _, e in ipairs(slices) do
+      assert.are.same({1, 0}, {at("jobs running", e.ts + e.dur / 2), at("jobs suspended", e.ts + e.dur / 2)})
+    end
+  end)
+
   it("the queue's running count is the other workers' slices; suspended leaves them out", function()
     local T = require("jobque.core")._test
     local q = jobque.new{workers = 2}
@@ -488,13 +642,9 @@ describe("counters", function()
     q:close()
     p.profile_stop()
     local doc = saved()
-    local quick_slice = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" and e.args.job == quick:id() end)[1]
-    local on_lane = S.events(doc, function(e) return e.ph == "C" and e.name == "jobs" and e.tid == quick_slice.tid end)
-    table.sort(on_lane, function(x, y) return x.ts < y.ts end)
-    -- the quick job's lane samples at its slice's start (both running) and end (`held` only)
-    assert.are.equal(2, #on_lane)
-    assert.are.same({ready = 0, running = 2, suspended = 0}, on_lane[1].args)
-    assert.are.same({ready = 0, running = 1, suspended = 0}, on_lane[2].args)
+    local first = end_samples(doc)
+    -- the first end sample is the quick job's, taken while `held` runs on the other worker
+    assert.are.same({ready = 0, running = 1, suspended = 0}, first[1].args)
   end)
 
   it("the queue's ready count: dependencies done, not started; jobs still waiting for one are not ready", function()
@@ -515,16 +665,12 @@ describe("counters", function()
     q:close()
     p.profile_stop()
     local doc = saved()
-    local jobs = S.events(doc, function(e) return e.ph == "C" and e.name == "jobs" end)
-    table.sort(jobs, function(x, y) return x.ts < y.ts end)
-    -- held's start: itself running; ready, the submits the worker took it after (0 to 3)
-    assert.are.same({1, 0}, {jobs[1].args.running, jobs[1].args.suspended})
-    assert.is_true(jobs[1].args.ready >= 0 and jobs[1].args.ready <= 3)
-    assert.are.same({ready = 4, running = 0, suspended = 0}, jobs[2].args) -- held's end
+    local jobs = end_samples(doc)
+    assert.are.same({ready = 4, running = 0, suspended = 0}, jobs[1].args)
     assert.are.same({ready = 0, running = 0, suspended = 0}, jobs[#jobs].args)
   end)
 
-  it("the queue's own: jobs ready / running / suspended and each lane's Lua heap, at slice starts and ends", function()
+  it("the queue's own: jobs ready / running / suspended at slice starts and ends, each lane's Lua heap at ends", function()
     local q = jobque.new{workers = 1}
     p.profile_start()
     q:submit(function(fn) require("jobque").current():submit(fn, 100):wait() end, spin_us):wait()
@@ -533,7 +679,8 @@ describe("counters", function()
     local doc, model = saved()
     local jobs = S.events(doc, function(e) return e.ph == "C" and e.name == "jobs" end)
     local slices = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" end)
-    assert.are.equal(2 * #slices, #jobs) -- one sample at each slice's start and one at its end
+    assert.are.equal(2 * #slices, #jobs) -- a sample at each slice's start and end
+    assert.are.equal(#slices, #end_samples(doc)) -- the heap's at its end
     local suspended = 0
     for _, e in ipairs(jobs) do
       for _, k in ipairs{"ready", "running", "suspended"} do
@@ -553,5 +700,58 @@ describe("counters", function()
     assert.is_not_nil(model.counter_by_name["jobs running"])
     local f = stats.compute(model)
     assert.matches("jobs suspended", report.text(f, model), 1, true)
+  end)
+
+  it("the jobs tracks of two queues traced at once are apart (one track would mix their counts)", function()
+    p.profile_start()
+    local io_q, cpu_q = jobque.new{workers = 1, name = "io"}, jobque.new{workers = 1, name = "cpu"}
+    -- cpu's worker is held by its first job while 5 more wait: its samples show them ready
+    local gate = cpu_q:submit(spin_us, 20000)
+    for _ = 1, 5 do cpu_q:submit(spin_us, 100) end
+    for _ = 1, 3 do io_q:submit(function() return 1 end):wait() end
+    cpu_q:wait_all()
+    io_q:close()
+    cpu_q:close()
+    p.profile_stop()
+    assert.is_not_nil(gate)
+    local doc = saved()
+    local names, queue_of_track = S.lane_names(doc), {}
+    local tracks = 0
+    for _, e in ipairs(S.events(doc, function(x) return x.ph == "C" and x.name:find("^jobs") end)) do
+      local q = names[e.tid]:match("^(%a+) ")
+      if not queue_of_track[e.name] then
+        queue_of_track[e.name] = q
+        tracks = tracks + 1
+      end
+      assert.are.equal(queue_of_track[e.name], q, e.name .. " holds samples of two queues")
+    end
+    assert.are.equal(2, tracks)
+  end)
+
+  it("a lane's heap track is its own, even when two queues' workers share a lane name", function()
+    -- two unnamed queues both have a "worker 0": one track for both would mix two states' heaps
+    p.profile_start()
+    local q1, q2 = jobque.new{workers = 1}, jobque.new{workers = 1}
+    for _ = 1, 3 do
+      q1:submit(function() return 1 end):wait()
+      q2:submit(function() local t = {} for k = 1, 1e5 do t[k] = k end return #t end):wait()
+    end
+    q1:close()
+    q2:close()
+    p.profile_stop()
+    local doc, model = saved()
+    local names, tid_of, lanes = S.lane_names(doc), {}, 0
+    for _, e in ipairs(S.events(doc, function(x) return x.ph == "C" and x.name:find("^heap ") end)) do
+      if not tid_of[e.name] then
+        tid_of[e.name] = e.tid
+        lanes = lanes + 1
+        assert.is_truthy(e.name:find("heap " .. names[e.tid], 1, true)) -- still names its lane
+      end
+      assert.are.equal(tid_of[e.name], e.tid, e.name .. " holds samples of two lanes")
+    end
+    assert.are.equal(2, lanes)
+    local n = 0
+    for _, c in ipairs(model.counters) do n = n + (c.name:find("^heap ") and 1 or 0) end
+    assert.are.equal(2, n)
   end)
 end)

@@ -314,6 +314,8 @@ typedef struct context {
   uint64_t *firsts;        /* job ids with a recorded first slice, sorted */
   size_t nfirsts;
   fragments counters;      /* escaped counter names, by id - 1 */
+  uint16_t counts_queue;   /* the queue of the first JQ_EV_COUNTS */
+  uint8_t counts_queues;   /* several queues recorded counts: a "jobs" track each */
   jq_pieces pieces;        /* spans cut at slices (spans.c) */
 } context;
 
@@ -358,6 +360,10 @@ static int context_init(context *c, const jq_save_view *v, const fragments *mark
       nw += e->kind == JQ_EV_FLOW;
       nd += e->kind == JQ_EV_DEP;
       nf += e->kind == JQ_EV_SLICE && (e->flags & JQ_SLICE_FIRST);
+      if (e->kind == JQ_EV_COUNTS && !c->counts_queues) {
+        c->counts_queues = c->counts_queue && c->counts_queue != e->cat;
+        c->counts_queue = e->cat;
+      }
     }
   c->submits = malloc(sizeof(uint64_t) * (ns ? ns : 1));
   c->wakes = malloc(sizeof(uint64_t) * (nw ? nw : 1));
@@ -474,7 +480,7 @@ typedef struct lane_out {
   size_t headlen;
   size_t piece; /* the next of c->pieces to write */
   int index;    /* the lane's, in the view */
-  char heap[8 + ESCAPED_MAX(40)]; /* "heap <lane name>", escaped: its counter's name */
+  char heap[40 + ESCAPED_MAX(40)]; /* "heap <lane name>[ (tid N)]", escaped: its counter's name */
   size_t heaplen;
 } lane_out;
 
@@ -793,18 +799,29 @@ static void put_counter(const lane_out *o, const jq_event *e) {
   o->b->p = LIT(p, "}}");
 }
 
-/* The queue's counts at a slice's end: "jobs" (ready, running, suspended)
- * and "heap <lane>" (KB). */
+/* The queue's counts at a slice's start or end: "jobs" (ready, running, suspended;
+ * "jobs (queue N)" when several queues recorded them) and "heap <lane>"
+ * (KB). */
 static void put_counts(const lane_out *o, const jq_event *e) {
   char *p = wbuf_room(o->b, 2 * EVENT_MAX + o->heaplen);
   static const char *const keys[3] = {"\"ready\":", ",\"running\":", ",\"suspended\":"};
   p = put_counter_head(p, o, e->t0);
-  p = LIT(p, "jobs\",\"args\":{");
+  p = LIT(p, "jobs");
+  if (o->c->counts_queues) {
+    p = LIT(p, " (queue ");
+    p = put_u64(p, e->cat);
+    p = LIT(p, ")");
+  }
+  p = LIT(p, "\",\"args\":{");
   for (int k = 0; k < 3; k++) {
     p = put_lit(p, keys[k], strlen(keys[k]));
     p = put_u64(p, (uint64_t)jq_counts_field(e->arg, k));
   }
   p = LIT(p, "}}");
+  if (e->flags & JQ_COUNTS_START) { /* the heap is sampled at slice ends */
+    o->b->p = p;
+    return;
+  }
   p = put_counter_head(p, o, e->t0);
   p = put_lit(p, o->heap, o->heaplen);
   p = LIT(p, "\",\"args\":{\"KB\":");
@@ -812,10 +829,26 @@ static void put_counts(const lane_out *o, const jq_event *e) {
   o->b->p = LIT(p, "}}");
 }
 
+/* Whether another lane of the view has lane `index`'s name (two unnamed
+ * queues both have a "worker 0"). */
+static int lane_name_shared(const jq_save_view *v, int index) {
+  const char *name = v->lanes[index].name;
+  for (int i = 0; i < v->nlanes; i++)
+    if (i != index && strncmp(v->lanes[i].name, name, sizeof v->lanes[i].name) == 0)
+      return 1;
+  return 0;
+}
+
 static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane, int tid) {
   lane_out o = {b, c, lane, {0}, 0, 0, tid - 1, {0}, 0};
   char *hp = LIT(o.heap, "heap ");
-  o.heaplen = (size_t)(json_escape(hp, lane->name, strnlen(lane->name, sizeof lane->name)) - o.heap);
+  hp = json_escape(hp, lane->name, strnlen(lane->name, sizeof lane->name));
+  if (lane_name_shared(c->v, o.index)) { /* a track per lane: "heap worker 0 (tid 3)" */
+    hp = LIT(hp, " (tid ");
+    hp = put_u64(hp, (uint64_t)tid);
+    hp = LIT(hp, ")");
+  }
+  o.heaplen = (size_t)(hp - o.heap);
   char *h = LIT(o.head, ",\"pid\":1,\"tid\":");
   h = put_u64(h, (uint64_t)tid);
   h = LIT(h, ",\"name\":\"");

@@ -241,18 +241,19 @@ static void span_begin(lua_State *L, const char *fn) {
   }
   uint16_t cat = span_category(L, fn);
   (*depth)++;
-  jq_ring_put(JQ_EV_SPAN_BEGIN, 0, cat, 0, (int64_t)self->job, 0, 0);
+  jq_ring_put(JQ_EV_SPAN_BEGIN, self->span_flags, cat, 0, (int64_t)self->job, 0, (uint64_t)(uintptr_t)L);
 }
 
-/* Closes the innermost open span; returns 0 when none was open. */
-static int span_end(void) {
+/* Closes a span of the coroutine L (the innermost it opened: spans.c
+ * pairs them); returns 0 when none was open in the job (or thread). */
+static int span_end(lua_State *L) {
   jq_thread *self = &jq_self;
   uint64_t *depth = jq_span_depth(self);
   if (JQ_UNLIKELY(*depth == 0))
     return 0;
   (*depth)--;
   if (jq_ring_armed())
-    jq_ring_put(JQ_EV_SPAN_END, 0, 0, 0, (int64_t)self->job, 0, 0);
+    jq_ring_put(JQ_EV_SPAN_END, self->span_flags, 0, 0, (int64_t)self->job, 0, (uint64_t)(uintptr_t)L);
   return 1;
 }
 
@@ -264,7 +265,7 @@ static int l_profile_begin(lua_State *L) {
 
 /* profile_end(): raises while tracing when no span is open. */
 static int l_profile_end(lua_State *L) {
-  if (JQ_UNLIKELY(!span_end()) && jq_ring_armed())
+  if (JQ_UNLIKELY(!span_end(L)) && jq_ring_armed())
     return luaL_error(L, "profile_end: no span is open here (each profile_end needs a "
                          "profile_begin before it, in the same job or, outside jobs, thread)");
   return 0;
@@ -280,14 +281,13 @@ static int l_profile_zone(lua_State *L) {
 /* The zone's __close: never raises (a close that raises hides the error
  * that may be closing it). */
 static int l_zone_close(lua_State *L) {
-  (void)L;
-  span_end();
+  span_end(L);
   return 0;
 }
 
 /* profile_span's end: after fn returned (or raised, or after yields). */
 static int span_done(lua_State *L, int status, lua_KContext ctx) {
-  span_end();
+  span_end(L);
   if (status != LUA_OK && status != LUA_YIELD)
     return lua_error(L); /* fn's error, unchanged */
   return lua_gettop(L) - (int)ctx;
@@ -301,10 +301,16 @@ static int l_profile_span(lua_State *L) {
   return span_done(L, status, 1);
 }
 
-/* profile_counter(name, value): tracing off, returns before reading them. */
+/* profile_counter(name, value): tracing off, returns before reading them.
+ * The name must be a string and the value a number: Lua would convert
+ * others (a number name to a new string: an allocation on every call). */
 static int l_profile_counter(lua_State *L) {
   if (JQ_LIKELY(!jq_ring_armed()))
     return 0;
+  if (JQ_UNLIKELY(lua_type(L, 1) != LUA_TSTRING))
+    return luaL_typeerror(L, 1, "string");
+  if (JQ_UNLIKELY(lua_type(L, 2) != LUA_TNUMBER))
+    return luaL_typeerror(L, 2, "number");
   size_t len;
   const char *name = check_name(L, 1, &len);
   int isnum;

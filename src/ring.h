@@ -58,16 +58,33 @@ enum {
                        flags JQ_DEP_READY when it was the last dependency */
   /* Spans and counters (issue 11, sections 1-2). */
   JQ_EV_SPAN_BEGIN = 33, /* instant: profile_begin; cat = the span's category,
-                            arg = the job it ran in (0: outside jobs). The
+                            arg = the job it ran in (0: outside jobs), t1 =
+                            the lua_State (coroutine) that called it. The
                             writer pairs begins and ends per job (or per lane
-                            outside jobs) and cuts them at the job's slices */
-  JQ_EV_SPAN_END,        /* instant: profile_end; arg as for the begin */
+                            outside jobs), an end with its coroutine's
+                            innermost begin, and cuts them at the job's slices */
+  JQ_EV_SPAN_END,        /* instant: profile_end; arg and t1 as for the begin */
   JQ_EV_COUNTER,         /* instant: profile_counter; id = counter name id,
                             arg = the value (a double's bits with
                             JQ_COUNTER_DOUBLE) */
-  JQ_EV_COUNTS           /* instant: the queue's counts at the end of a slice,
-                            on the lane that ran it: arg = jq_counts_pack(ready,
-                            running, suspended), id = the state's Lua heap, KB */
+  JQ_EV_COUNTS           /* instant: the queue's counts at the start (flag
+                            JQ_COUNTS_START) and at the end of a slice, on the
+                            lane that ran it: arg = jq_counts_pack(ready,
+                            running, suspended), id = the state's Lua heap, KB
+                            (at the end only),
+                            cat = the queue's number (creation order, from 1,
+                            saturated at 65535) */
+};
+
+/* Flags of JQ_EV_SPAN_BEGIN/END. */
+enum {
+  JQ_SPAN_AFTER_END = 1 /* recorded by a close handler run after the job's end
+                           (its coroutine's reset: it failed, or was cancelled) */
+};
+
+/* Flags of JQ_EV_COUNTS. */
+enum {
+  JQ_COUNTS_START = 1 /* taken as a slice starts: no heap sample */
 };
 
 /* Flags of JQ_EV_COUNTER. */
@@ -165,6 +182,7 @@ typedef struct jq_thread {
   uint64_t job;
   uint64_t *span_depth;
   uint64_t own_depth;
+  uint8_t span_flags; /* of the span events it records (JQ_SPAN_AFTER_END) */
 } jq_thread;
 
 /* The open-span count of the code running on this thread. */

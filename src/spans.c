@@ -18,15 +18,18 @@ enum { ITEM_SLICE, ITEM_BEGIN, ITEM_END };
 
 typedef struct item {
   uint64_t job, t0, t1, idx;
+  uint64_t co; /* a span event's coroutine (ring.h); 0 for slices */
   int lane;
   uint16_t cat;
   uint8_t type, last;
+  uint8_t after; /* a span event of a close handler run after its job's end */
 } item;
 
 typedef struct open_span {
   uint64_t start;  /* of its current piece */
   uint64_t anchor; /* outside jobs: its begin's event, which its piece follows */
   uint64_t id;
+  uint64_t co;     /* the coroutine that opened it */
   uint32_t piece;
   uint16_t cat;
 } open_span;
@@ -105,8 +108,37 @@ static void push_span(builder *b, const item *it) {
     b->stack = s;
     b->stack_cap = cap;
   }
-  open_span s = {it->t0, it->idx, ++b->next_id, 0, it->cat};
+  open_span s = {it->t0, it->idx, ++b->next_id, it->co, 0, it->cat};
   b->stack[b->depth++] = s;
+}
+
+/* How deep below the innermost span an end looks for its coroutine's:
+ * bounds the pairing at save to SCAN_MAX steps an end, whatever a job's
+ * ends from coroutines without spans of their own. */
+#define SCAN_MAX 256
+
+/* The end `it` closes the innermost span its coroutine opened (the
+ * innermost of all when its coroutine has none open among the SCAN_MAX
+ * innermost: one opened while tracing was off, or in another coroutine), at t, on `lane` after
+ * `anchor` (outside jobs, `job` 0: each after its own begin). The spans opened above it (by other coroutines of the job,
+ * e.g. a generator's that yielded) are cut there and continue from t, so
+ * that the pieces still nest. */
+static void close_span(builder *b, const item *it, int lane, uint64_t anchor, uint64_t job,
+                       uint64_t t) {
+  size_t d = b->depth - 1, floor = b->depth > SCAN_MAX ? b->depth - SCAN_MAX : 0;
+  while (d > floor && b->stack[d].co != it->co)
+    d--;
+  if (b->stack[d].co != it->co)
+    d = b->depth - 1;
+  for (size_t k = b->depth - 1; k > d && !b->err; k--) {
+    add_piece(b, k, lane, job ? anchor : b->stack[k].anchor, job, t, 0);
+    b->stack[k].start = t;
+    if (!job)
+      b->stack[k].anchor = it->idx; /* outside jobs: the next piece follows this end */
+  }
+  add_piece(b, d, lane, job ? anchor : b->stack[d].anchor, job, t, 0);
+  memmove(&b->stack[d], &b->stack[d + 1], (b->depth - d - 1) * sizeof b->stack[0]);
+  b->depth--;
 }
 
 /* Every span still open gets a piece up to t1 on `at`'s lane (the last
@@ -127,8 +159,7 @@ static void build_thread(builder *b, const item *items, size_t n) {
     if (it->type == ITEM_BEGIN) {
       push_span(b, it);
     } else if (b->depth > 0) {
-      b->depth--;
-      add_piece(b, b->depth, it->lane, b->stack[b->depth].anchor, 0, it->t0, 0);
+      close_span(b, it, it->lane, 0, 0, it->t0);
     }
   }
   while (b->depth > 0 && !b->err) { /* open at the stop */
@@ -139,9 +170,10 @@ static void build_thread(builder *b, const item *items, size_t n) {
 
 /* One job's items[0..n), by time. `cur` is the segment its events lie in:
  * a recorded slice, or, for events outside any (the slice was running at
- * the stop, or dropped), from the event to the stop on its lane. */
+ * the stop, or dropped), from the event to the stop on its lane; the
+ * events of close handlers run after the job's end stay in the last one. */
 static void build_job(builder *b, const item *items, size_t n) {
-  item cur = {0, 0, 0, 0, 0, 0, 0, 0};
+  item cur = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
   int have = 0;
   b->depth = 0;
   for (size_t i = 0; i < n && !b->err; i++) {
@@ -154,20 +186,20 @@ static void build_job(builder *b, const item *items, size_t n) {
       for (size_t d = 0; d < b->depth; d++)
         b->stack[d].start = cur.t0;
     } else if (it->type == ITEM_BEGIN) {
-      if (!have || it->lane != cur.lane || it->t0 > cur.t1) {
+      /* a close handler's begin, after the job's end, stays in the last
+       * segment (its pieces end there); others outside it start one */
+      if (!have || (!it->after && (it->lane != cur.lane || it->t0 > cur.t1))) {
         if (have)
           cut_all(b, &cur, cur.t1, 0);
         cur = *it;
-        cur.t1 = b->stop;
+        cur.t1 = it->after ? it->t0 : b->stop;
         have = 1;
         for (size_t d = 0; d < b->depth; d++)
           b->stack[d].start = cur.t0;
       }
       push_span(b, it);
     } else if (b->depth > 0) { /* an end after the slice (a to-be-closed close): at its end */
-      uint64_t t = it->t0 < cur.t1 ? it->t0 : cur.t1;
-      b->depth--;
-      add_piece(b, b->depth, cur.lane, cur.idx, cur.job, t, 0);
+      close_span(b, it, cur.lane, cur.idx, cur.job, it->t0 < cur.t1 ? it->t0 : cur.t1);
     }
   }
   if (have && !b->err)
@@ -211,10 +243,11 @@ static item *collect(const jq_save_view *v, size_t *count, int *err) {
       int span = e->kind == JQ_EV_SPAN_BEGIN || e->kind == JQ_EV_SPAN_END;
       if (!span && !(e->kind == JQ_EV_SLICE && njobs && bsearch(&job, jobs, njobs, sizeof job, cmp_u64)))
         continue;
-      item it = {job, e->t0, e->t1, i, l, e->cat,
+      item it = {job, e->t0, span ? e->t0 : e->t1, i, span ? e->t1 : 0, l, e->cat,
                  (uint8_t)(e->kind == JQ_EV_SLICE ? ITEM_SLICE
                            : e->kind == JQ_EV_SPAN_BEGIN ? ITEM_BEGIN : ITEM_END),
-                 (uint8_t)((e->flags & JQ_SLICE_LAST) != 0)};
+                 (uint8_t)((e->flags & JQ_SLICE_LAST) != 0),
+                 (uint8_t)(span && (e->flags & JQ_SPAN_AFTER_END))};
       items[(*count)++] = it;
     }
   free(jobs);

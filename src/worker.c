@@ -235,24 +235,28 @@ static void put_error_text(lua_State *co, jq_job *job) {
 typedef struct span_context {
   uint64_t job;
   uint64_t *depth;
+  uint8_t flags;
 } span_context;
 
-/* Makes the spans opened on this thread the job's (its id and count);
- * returns what was there. */
-static span_context enter_spans(uint64_t id, uint64_t *depth) {
-  span_context outer = {jq_self.job, jq_self.span_depth};
+/* Makes the spans opened on this thread the job's (its id and count; flags
+ * JQ_SPAN_AFTER_END for its close handlers run after its end); returns what
+ * was there. */
+static span_context enter_spans(uint64_t id, uint64_t *depth, uint8_t flags) {
+  span_context outer = {jq_self.job, jq_self.span_depth, jq_self.span_flags};
   jq_self.job = id;
   jq_self.span_depth = depth;
+  jq_self.span_flags = flags;
   return outer;
 }
 
 static span_context enter_job(jq_job *job) {
-  return enter_spans(job->id, &job->span_depth);
+  return enter_spans(job->id, &job->span_depth, 0);
 }
 
 static void leave_job(span_context outer) {
   jq_self.job = outer.job;
   jq_self.span_depth = outer.depth;
+  jq_self.span_flags = outer.flags;
 }
 
 /* A job's coroutine is done: back to the pool, and its registry reference
@@ -260,7 +264,7 @@ static void leave_job(span_context outer) {
  * left open (it failed, or was cancelled) close in the pool's reset: a
  * profile_zone among them ends the job's span. */
 static void drop_coroutine(lua_State *L, jq_job *job, lua_State *co) {
-  span_context outer = enter_job(job);
+  span_context outer = enter_spans(job->id, &job->span_depth, JQ_SPAN_AFTER_END);
   if (co)
     pool_coroutine(L, co);
   leave_job(outer);
@@ -294,7 +298,7 @@ static void cancel_suspended(jq_runner *r, jq_job *job) {
   jq_queue_cancel(w->q, job); /* may free it */
   pthread_mutex_unlock(&w->q->mu);
   lua_rawgeti(L, LUA_REGISTRYINDEX, coref);
-  span_context outer = enter_spans(id, &depth);
+  span_context outer = enter_spans(id, &depth, JQ_SPAN_AFTER_END);
   if (lua_isthread(L, -1))
     pool_coroutine(L, lua_tothread(L, -1));
   leave_job(outer);
@@ -494,14 +498,19 @@ static void spin_for_work(jq_worker *w) {
   q->spinning = 0;
 }
 
-/* (mu) The queue's counts and the state's heap, at the start and the end of
- * a slice: one event, no allocation (lua_gc's count only reads). `self`: 1
- * when this lane's own slice, just ended, is still in the running count. */
-static void put_counts(jq_runner *r, int self) {
+/* (mu) The queue's counts, at the start of a slice (`end` 0: the slice
+ * counts as running) and at its end (`end` 1: it no longer does, and the
+ * state's heap goes with them): one event, no allocation (lua_gc's count
+ * only reads). It carries the queue's number, so that two queues traced at
+ * once get a track each. q->running leaves out the caller's slices
+ * (`counted` 0): at a start the caller's counts as one more. */
+static void put_counts(jq_runner *r, int counted, int end) {
   long ready, running, suspended;
-  jq_queue_counts(r->w->q, self, &ready, &running, &suspended);
-  int kb = lua_gc(r->L, LUA_GCCOUNT);
-  jq_ring_put(JQ_EV_COUNTS, 0, 0, (uint32_t)(kb < 0 ? 0 : kb),
+  jq_queue_counts(r->w->q, end ? counted : counted - 1, &ready, &running, &suspended);
+  int kb = end ? lua_gc(r->L, LUA_GCCOUNT) : 0;
+  int seq = r->w->q->seq;
+  uint16_t qno = (uint16_t)(seq < 1 ? 1 : seq > 0xffff ? 0xffff : seq);
+  jq_ring_put(JQ_EV_COUNTS, end ? 0 : JQ_COUNTS_START, qno, (uint32_t)(kb < 0 ? 0 : kb),
               jq_counts_pack(ready, running, suspended), 0, 0);
 }
 
@@ -557,12 +566,12 @@ static int step(jq_runner *r, int block) {
   if (counted)
     atomic_fetch_add(&q->running, 1);
   job->on_cpu = 1;
-  if (jq_ring_armed()) /* a step up in `running` is drawn where it happens */
-    put_counts(r, 0);
+  if (jq_ring_armed())
+    put_counts(r, counted, 0);
   pthread_mutex_unlock(&q->mu);
   run_slice(r, job, resume);
   if (jq_ring_armed())
-    put_counts(r, counted);
+    put_counts(r, counted, 1);
   if (counted)
     atomic_fetch_sub(&q->running, 1);
   return 1;

@@ -399,21 +399,29 @@ local function counter_stats(model, a, b)
   local out = {}
   for _, c in ipairs(model.counters or {}) do
     local ts, v = c.ts, c.value
-    local min, max, area, covered, count, sum
-    for i = 1, c.n do
+    local min, max, covered, count = nil, nil, 0, 0
+    local function held(i) -- the time sample i held in [a, b], or nil when it is out of it
       local s, e = ts[i], ts[i + 1] or b
-      if s <= b and (e > a or s >= a) then
+      if s <= b and (e > a or s >= a) then return math.max(0, math.min(e, b) - math.max(s, a)) end
+    end
+    for i = 1, c.n do
+      local t = held(i)
+      if t then
         local x = v[i]
         if not min or x < min then min = x end
         if not max or x > max then max = x end
-        count, sum = (count or 0) + 1, (sum or 0) + x
-        local t = math.min(e, b) - math.max(s, a)
-        if t > 0 then area, covered = (area or 0) + x * t, (covered or 0) + t end
+        count, covered = count + 1, covered + t
       end
     end
-    if count then
-      out[#out + 1] = {name = c.name, pid = c.pid, samples = count, min = min, max = max,
-                       mean = covered and area / covered or sum / count}
+    if count > 0 then
+      -- weights that sum to 1 (each term within [min, max]: values near the
+      -- largest doubles do not overflow); the plain mean when no time passed
+      local mean = 0
+      for i = 1, c.n do
+        local t = held(i)
+        if t then mean = mean + v[i] * (covered > 0 and t / covered or 1 / count) end
+      end
+      out[#out + 1] = {name = c.name, pid = c.pid, samples = count, min = min, max = max, mean = mean}
     end
   end
   return out

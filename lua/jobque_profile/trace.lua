@@ -52,7 +52,7 @@
 --                     job's end or profile_stop (args.unclosed on a piece)
 --   model.counters    counter tracks ("C" events), in order of first appearance:
 --                     { name, pid, n, ts = {...}, value = {...} }, one per numeric
---                     key K of an event named N, named N .. " " .. K (Perfetto's
+--                     key K (a finite number, or a string of one) of an event named N, named N .. " " .. K (Perfetto's
 --                     naming); values as numbers, integers exact to 64 bits
 --                     (args.value and args.arg beyond 2^53 are read from the
 --                     text, as marker args are); model.counter_by_name[name]
@@ -529,7 +529,7 @@ local function read_counter(model, e, ts)
   for _, k in ipairs(sorted_keys(args)) do
     local v = args[k]
     if type(v) == "string" then v = tonumber(v) end
-    if type(v) == "number" and v == v then
+    if type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge then -- "1e999": no sample
       local track = name .. " " .. k
       local key = tostring(pid) .. "\0" .. track
       local c = model.counter_key[key]
