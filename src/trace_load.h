@@ -21,4 +21,8 @@ void jq_open_load_trace(lua_State *L);
  * nanoseconds since t0 (jobque_profile.html). */
 void jq_open_page_ns(lua_State *L);
 
+/* Pushes sort_columns(t, fields, n): t's columns fields[1..] in the order
+ * of t[fields[1]]'s numbers, ties as they were (trace.lua's sort_columns). */
+void jq_open_sort_columns(lua_State *L);
+
 #endif
