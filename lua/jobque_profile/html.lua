@@ -153,24 +153,34 @@ end
 local function list(t) return "[" .. table.concat(t, ",") .. "]" end
 
 -- Each job's slices on the page, in time order: job id -> {lane index,
--- slice index, ...} (0-based), from the lanes' job slices.
+-- slice index, ts, lane index, slice index, ts, ...} (0-based: three
+-- entries a slice, flat: a page may hold a million jobs), from the lanes'
+-- job slices.
 local function job_slices(model)
   local where = {}
+  local function by_ts(a, b) return a[3] < b[3] end
   for li, lane in ipairs(model.lanes) do
+    local kind, job, ts = lane.kind, lane.job, lane.ts
     for i = 1, lane.n do
-      local id = lane.kind[i] == "job" and lane.job[i] -- as jobque_profile.graph keys it
+      local id = kind[i] == "job" and job[i] -- as jobque_profile.graph keys it
       if type(id) == "number" then
         local w = where[id]
         if not w then
-          w = {}
-          where[id] = w
+          where[id] = {li - 1, i - 1, ts[i]}
+        else
+          local k = #w
+          w[k + 1], w[k + 2], w[k + 3] = li - 1, i - 1, ts[i]
         end
-        w[#w + 1] = {li - 1, i - 1, lane.ts[i]}
       end
     end
   end
   for _, w in pairs(where) do
-    table.sort(w, function(a, b) return a[3] < b[3] end)
+    if #w > 3 then -- more than one slice: by time (a stable order of triples)
+      local triples = {}
+      for k = 1, #w // 3 do triples[k] = {w[3 * k - 2], w[3 * k - 1], w[3 * k]} end
+      table.sort(triples, by_ts)
+      for k, t in ipairs(triples) do w[3 * k - 2], w[3 * k - 1], w[3 * k] = t[1], t[2], t[3] end
+    end
   end
   return where
 end
@@ -192,31 +202,34 @@ local function graph_data(model)
   for i, c in ipairs(model.categories) do cat_index[c.name] = i - 1 end
   local col = {id = {}, c = {}, so = {"0"}, s = {}, ready = {}, sl = {}, st = {}, by = {}, deps = {}, aw = {},
                rs = {}, sp = {}}
-  local function add(name, ...)
+  local function add(name, a, b, c) -- the sparse columns' entries (two or three values)
     local t = col[name]
-    for k = 1, select("#", ...) do t[#t + 1] = select(k, ...) end
+    local k = #t
+    t[k + 1], t[k + 2] = a, b
+    if c then t[k + 3] = c end
   end
-  local n, npos = 0, 0
+  local id, cc, so, s, ready, sl, st = col.id, col.c, col.so, col.s, col.ready, col.sl, col.st
+  local n, npos, ns_ = 0, 0, 0
   for _, j in ipairs(g.order) do
-    local w = where[j.id] or {}
-    if #w == 0 then goto next end -- an id that is no number (a hand-made file): not drawn as a job
-    for _, p in ipairs(w) do add("s", p[1], p[2]) end
-    npos = npos + #w
-    add("id", number(j.id))
-    add("c", cat_index[j.category] or -1)
-    add("so", npos)
-    add("ready", j.ready_latency and ns(j.ready_latency) or -1)
+    local w = where[j.id]
+    if not w then goto next end -- an id that is no number (a hand-made file): not drawn as a job
+    for k = 1, #w, 3 do
+      s[ns_ + 1], s[ns_ + 2] = w[k], w[k + 1]
+      ns_ = ns_ + 2
+    end
+    npos = npos + #w // 3
     local sub = j.submit
-    add("sl", sub and sub.lane.index - 1 or -1)
-    add("st", sub and ns(sub.ts + sub.dur - t0) or 0)
+    id[n + 1], cc[n + 1], so[n + 2] = number(j.id), cat_index[j.category] or -1, npos
+    ready[n + 1] = j.ready_latency and ns(j.ready_latency) or -1
+    sl[n + 1], st[n + 1] = sub and sub.lane.index - 1 or -1, sub and ns(sub.ts + sub.dur - t0) or 0
     if sub and sub.parent and g.jobs[sub.parent] then add("by", n, number(sub.parent)) end
     for _, d in ipairs(j.deps) do
       if d.job and g.jobs[d.job] then add("deps", n, number(d.job)) end
     end
     for _, a in ipairs(j.awaits) do
       local k = 1
-      while w[k] and w[k][3] <= a.ts do k = k + 1 end
-      if a.awaits and g.jobs[a.awaits] and w[k] then add("aw", n, number(a.awaits), k - 1) end
+      while w[3 * k] and w[3 * k] <= a.ts do k = k + 1 end
+      if a.awaits and g.jobs[a.awaits] and w[3 * k] then add("aw", n, number(a.awaits), k - 1) end
     end
     if #j.resumes > 0 then
       local resume = 0
@@ -229,7 +242,7 @@ local function graph_data(model)
   end
   local cp = graph.critical_path(g)
   local ids = {}
-  for i, id in ipairs(cp.jobs) do ids[i] = number(id) end
+  for i, job in ipairs(cp.jobs) do ids[i] = number(job) end
   local path = ('{"jobs":%s,"dur":%d,"share":%s,"start":%d,"finish":%d,"run":%d,"ready":%d,"resume":%d,'
                 .. '"copy":%d,"caller":%d,"bound":%s}')
     :format(list(ids), ns(cp.duration_us), number(cp.share), ns(cp.start_us - t0), ns(cp.finish_us - t0),
@@ -246,16 +259,16 @@ end
 local function counter_data(model)
   local out, t0 = {}, model.t0
   for _, c in ipairs(model.counters or {}) do
-    local ts, v, lo, hi = {}, {}, math.huge, -math.huge
+    local v, lo, hi, value = {}, math.huge, -math.huge, c.value
     for i = 1, c.n do
-      local x = c.value[i]
-      ts[i], v[i] = ns(c.ts[i] - t0), number(x)
+      local x = value[i]
+      v[i] = math.type(x) == "integer" and x or number(x) -- concat writes an integer as number does
       if x < lo then lo = x end
       if x > hi then hi = x end
     end
     if c.n > 0 then
-      out[#out + 1] = ('{"name":%s,"pid":%s,"ts":%s,"v":%s,"min":%s,"max":%s}')
-        :format(quote(c.name), quote(tostring(c.pid)), list(ts), list(v), number(lo), number(hi))
+      out[#out + 1] = ('{"name":%s,"pid":%s,"ts":[%s],"v":%s,"min":%s,"max":%s}')
+        :format(quote(c.name), quote(tostring(c.pid)), times(c.ts, c.n, t0), list(v), number(lo), number(hi))
     end
   end
   return list(out)
