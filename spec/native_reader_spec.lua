@@ -316,6 +316,27 @@ describe("the native trace loader", function()
     assert.matches("item 1 is out of range", S.err_of(core.page_ns, {1e300}, 1, 0))
   end)
 
+  it("writes a lane's page columns from C as the Lua writer does (copies, job ids, failures, other args)",
+     function()
+    local native = both(OURS)
+    local from_c = html.render(native)
+    local page_lane = core.page_lane
+    core.page_lane = nil -- the writer's own Lua loop
+    local ok, from_lua = pcall(html.render, native)
+    core.page_lane = page_lane
+    assert(ok, from_lua)
+    assert.are.equal(from_lua, from_c)
+    assert.truthy(from_c:find('{"bytes":9,"category":"work","job":1}', 1, true))
+    local env = {cat_index = {}, names = {}, name_index = {}, args = {}, arg_index = {}, keys = {}, key_index = {}}
+    assert.matches("slice 1's category has no index", S.err_of(core.page_lane, {"x"}, {"n"}, {false}, {false}, 1, env))
+    env.cat_index.x = 0
+    assert.are.same({"0,0", "0,1", "-1,-2", "0,0", "0,7"},
+      {core.page_lane({"x", "x"}, {"n", "m"}, {false, false}, {false, 7}, 2, env)})
+    assert.are.same({"n", "m"}, env.names)
+    assert.are.same({"job"}, env.keys)
+    assert.are.same({"", "", "", "", ""}, {core.page_lane({}, {}, {}, {}, 0, env)})
+  end)
+
   it("sorts a model's columns in C by their times, ties as they were, n entries only", function()
     local t = {ts = {3, 1, 2, 1, 0.5, 9}, v = {"a", "b", "c", "d", "e", "f"}, w = {true, false, 1, 2, 3, 4}}
     core.sort_columns(t, {"ts", "v", "w"}, 5)

@@ -1492,6 +1492,126 @@ static int l_sort_columns(lua_State *L) {
   return 0;
 }
 
+/* ---- page_lane ---- */
+
+/* The index of the string on top in list/index (env's fields): index[s],
+ * else #list (s appended). The string popped. */
+static lua_Integer intern_top(lua_State *L, int env, const char *list, const char *index) {
+  lua_getfield(L, env, index);
+  lua_pushvalue(L, -2);
+  if (lua_rawget(L, -2) == LUA_TNUMBER) {
+    lua_Integer k = lua_tointeger(L, -1);
+    lua_pop(L, 3);
+    return k;
+  }
+  lua_pop(L, 1);
+  lua_getfield(L, env, list);
+  lua_Integer k = (lua_Integer)lua_rawlen(L, -1);
+  lua_pushvalue(L, -3);
+  lua_rawseti(L, -2, k + 1);
+  lua_pop(L, 1);
+  lua_pushvalue(L, -2);
+  lua_pushinteger(L, k);
+  lua_rawset(L, -3);
+  lua_pop(L, 2);
+  return k;
+}
+
+static lua_Integer int_at(lua_State *L, int col, lua_Integer i, const char *what) {
+  lua_rawgeti(L, col, i);
+  int ok;
+  lua_Integer v = lua_tointegerx(L, -1, &ok);
+  if (!ok)
+    luaL_error(L, "page_lane: %s %I is not an integer", what, (LUAI_UACINT)i);
+  lua_pop(L, 1);
+  return v;
+}
+
+/* A copy's args (the copy's index on top, popped) as the page's JSON,
+ * interned in env.args: its index. */
+static lua_Integer copy_args(lua_State *L, int env) {
+  lua_Integer ci = lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  lua_getfield(L, env, "cbytes");
+  lua_getfield(L, env, "cjob");
+  lua_getfield(L, env, "quoted");
+  lua_getfield(L, env, "ccat");
+  lua_geti(L, -1, ci);
+  lua_gettable(L, -3); /* quoted[ccat[ci]] */
+  const char *cat = luaL_checkstring(L, -1);
+  lua_Integer bytes = int_at(L, -5, ci, "copy's bytes"), job = int_at(L, -4, ci, "copy's job");
+  lua_pushfstring(L, "{\"bytes\":%I,\"category\":%s,\"job\":%I}", (LUAI_UACINT)bytes, cat, (LUAI_UACINT)job);
+  lua_replace(L, -6);
+  lua_pop(L, 4);
+  return intern_top(L, env, "args", "arg_index");
+}
+
+/* The page's a, ak, av of slice i (its args at the top, popped). */
+static void slice_args(lua_State *L, int env, int ljob, lua_Integer i, lua_Integer *out) {
+  out[0] = -1, out[1] = 0, out[2] = 0;
+  if (lua_type(L, -1) == LUA_TNUMBER) {
+    out[0] = copy_args(L, env);
+  } else if (lua_toboolean(L, -1)) { /* a table: env.other(args, i) -> a, ak, av */
+    lua_getfield(L, env, "other");
+    lua_insert(L, -2);
+    lua_pushinteger(L, i);
+    lua_call(L, 2, 3);
+    for (int k = 0; k < 3; k++)
+      out[k] = lua_tointeger(L, k - 3);
+    lua_pop(L, 3);
+  } else {
+    lua_pop(L, 1);
+    lua_rawgeti(L, ljob, i);
+    if (lua_toboolean(L, -1)) { /* args { job = N } alone */
+      out[2] = int_at(L, ljob, i, "job");
+      lua_pushliteral(L, "job");
+      out[1] = intern_top(L, env, "keys", "key_index");
+      out[0] = -2;
+    }
+    lua_pop(L, 1);
+  }
+}
+
+/* page_lane(cat, sname, args, job, n, env) -> c, n, a, ak, av: the page's
+ * columns of a lane (jobque_profile.html's data), each "x1,x2,...";
+ * env: cat_index, names/name_index, args/arg_index, keys/key_index,
+ * cbytes, ccat, cjob (the copy columns), quoted, other(args, i). */
+static int l_page_lane(lua_State *L) {
+  for (int k = 1; k <= 4; k++)
+    luaL_checktype(L, k, LUA_TTABLE);
+  lua_Integer n = luaL_checkinteger(L, 5);
+  luaL_checktype(L, 6, LUA_TTABLE);
+  luaL_argcheck(L, n >= 0 && (lua_Unsigned)n < ((size_t)-1 / 8) / (5 * sizeof(lua_Integer)), 5, "count out of range");
+  lua_settop(L, 6);
+  lua_Integer *col = lua_newuserdatauv(L, (size_t)(n ? n : 1) * 5 * sizeof *col, 0); /* 7 */
+  lua_getfield(L, 6, "cat_index");                                                   /* 8 */
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, 1, i);
+    if (lua_rawget(L, 8) != LUA_TNUMBER)
+      return luaL_error(L, "page_lane: slice %I's category has no index", (LUAI_UACINT)i);
+    col[i - 1] = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    lua_rawgeti(L, 2, i);
+    col[n + i - 1] = intern_top(L, 6, "names", "name_index");
+    lua_Integer a[3];
+    lua_rawgeti(L, 3, i);
+    slice_args(L, 6, 4, i, a);
+    for (int k = 0; k < 3; k++)
+      col[(2 + k) * n + i - 1] = a[k];
+  }
+  for (int k = 0; k < 5; k++) {
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (lua_Integer i = 0; i < n; i++) {
+      char digits[24];
+      int len = snprintf(digits, sizeof digits, i ? ",%lld" : "%lld", (long long)col[k * n + i]);
+      luaL_addlstring(&b, digits, (size_t)len);
+    }
+    luaL_pushresult(&b);
+  }
+  return 5;
+}
+
 void jq_open_load_trace(lua_State *L) {
   lua_pushcfunction(L, l_load_trace);
 }
@@ -1502,4 +1622,8 @@ void jq_open_page_ns(lua_State *L) {
 
 void jq_open_sort_columns(lua_State *L) {
   lua_pushcfunction(L, l_sort_columns);
+}
+
+void jq_open_page_lane(lua_State *L) {
+  lua_pushcfunction(L, l_page_lane);
 }

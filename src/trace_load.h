@@ -25,4 +25,8 @@ void jq_open_page_ns(lua_State *L);
  * of t[fields[1]]'s numbers, ties as they were (trace.lua's sort_columns). */
 void jq_open_sort_columns(lua_State *L);
 
+/* Pushes page_lane(cat, sname, args, job, n, env) -> c, n, a, ak, av: a
+ * lane's columns of the page's data (jobque_profile.html). */
+void jq_open_page_lane(lua_State *L);
+
 #endif

@@ -57,6 +57,46 @@ end})
 
 local INERT = {["<"] = "\\u003c", [">"] = "\\u003e", ["\226\128\168"] = "\\u2028", ["\226\128\169"] = "\\u2029"}
 
+-- str's index in list (0-based), str added when new (index: str -> it).
+local function intern(list, index, str)
+  local k = index[str]
+  if not k then
+    k = #list
+    list[k + 1] = str
+    index[str] = k
+  end
+  return k
+end
+
+-- A lane's c, n, a, ak, av columns of the page's data (see data), each
+-- joined by commas: by the native core when it is there, which calls
+-- env.other for the slices whose args are a table (few in our traces).
+local function page_lane(lane, env)
+  local found, core = pcall(require, "jobque.core")
+  if found and type(core) == "table" and core.page_lane then
+    return core.page_lane(lane.cat, lane.sname, lane.args, lane.job, lane.n, env)
+  end
+  local c, n, a, ak, av = {}, {}, {}, {}, {}
+  local lcat, lname, ljob, largs = lane.cat, lane.sname, lane.job, lane.args
+  local cbytes, ccat, cjob = env.cbytes, env.ccat, env.cjob
+  for i = 1, lane.n do
+    c[i] = env.cat_index[lcat[i]]
+    n[i] = intern(env.names, env.name_index, lname[i])
+    local ea, kind, key, value = largs[i], -1, 0, 0
+    if math.type(ea) then -- a copy's { job, bytes, category }, in the copy columns
+      kind = intern(env.args, env.arg_index, ('{"bytes":%d,"category":%s,"job":%d}'):format(cbytes[ea],
+        env.quoted[ccat[ea]], cjob[ea]))
+    elseif ea then
+      kind, key, value = env.other(ea, i)
+    elseif ljob[i] then -- args { job = N } alone (see jobque_profile.trace)
+      kind, key, value = -2, intern(env.keys, env.key_index, "job"), math.tointeger(ljob[i])
+    end
+    a[i], ak[i], av[i] = kind, key, value
+  end
+  return table.concat(c, ","), table.concat(n, ","), table.concat(a, ","), table.concat(ak, ","),
+    table.concat(av, ",")
+end
+
 -- The trace as the page's data, in columns; times in ns from model.t0.
 -- A slice's args: a[i] = -1 (none); >= 0, an index into "args" (JSON
 -- objects); -2, one integer under one key: {keys[ak[i]]: av[i]} (job ids).
@@ -68,47 +108,26 @@ local function data(model)
     cat_index[c.name] = i - 1
     cats[i] = ("[%s,%s]"):format(quote(c.name), quote(c.color))
   end
-  local function intern(list, index, str)
-    local k = index[str]
-    if not k then
-      k = #list
-      list[k + 1] = str
-      index[str] = k
-    end
-    return k
-  end
   local lanes = {}
-  local cbytes, ccat, cjob = model.copy_bytes, model.copy_category, model.copy_job
+  local env = {cat_index = cat_index, names = names, name_index = name_index, args = args, arg_index = arg_index,
+               keys = keys, key_index = key_index, cbytes = model.copy_bytes, ccat = model.copy_category,
+               cjob = model.copy_job, quoted = quoted}
   for li, lane in ipairs(model.lanes) do
-    local c, n, a, ak, av, failed = {}, {}, {}, {}, {}, {}
-    local lts, ldur, lcat, lname, ljob, largs = lane.ts, lane.dur, lane.cat, lane.sname, lane.job, lane.args
-    for i = 1, lane.n do
-      c[i] = cat_index[lcat[i]]
-      n[i] = intern(names, name_index, lname[i])
-      local ea, kind, key, value = largs[i], -1, 0, 0
-      if math.type(ea) then -- a copy's { job, bytes, category }, in the copy columns
-        kind = intern(args, arg_index, ('{"bytes":%d,"category":%s,"job":%d}'):format(cbytes[ea],
-          quoted[ccat[ea]], cjob[ea]))
-      elseif ea then
-        if ea.failed == true then failed[#failed + 1] = i - 1 end
-        local k, v = next(ea)
-        if plain_key[k] and math.tointeger(v) and next(ea, k) == nil then
-          kind, key, value = -2, intern(keys, key_index, k), math.tointeger(v)
-        else
-          kind = intern(args, arg_index, json(ea))
-        end
-      elseif ljob[i] then -- args { job = N } alone (see jobque_profile.trace)
-        kind, key, value = -2, intern(keys, key_index, "job"), math.tointeger(ljob[i])
+    local failed = {}
+    function env.other(ea, i) -- slice i's args, a table: its a, ak, av
+      if ea.failed == true then failed[#failed + 1] = i - 1 end
+      local k, v = next(ea)
+      if plain_key[k] and math.tointeger(v) and next(ea, k) == nil then
+        return -2, intern(keys, key_index, k), math.tointeger(v)
       end
-      a[i], ak[i], av[i] = kind, key, value
+      return intern(args, arg_index, json(ea)), 0, 0
     end
+    local c, n, a, ak, av = page_lane(lane, env)
     lanes[li] = ('{"name":%s,"maxdur":%d,"dropped":%d,"full":%s,"ts":[%s],"dur":[%s],"c":[%s],"n":[%s],'
                  .. '"a":[%s],"ak":[%s],"av":[%s],"f":[%s]}')
       :format(quote(lane.name), ns(lane.maxdur), lane.dropped or 0,
               lane.full_at and tostring(ns(lane.full_at - t0)) or "null",
-              times(lts, lane.n, t0), times(ldur, lane.n, 0), table.concat(c, ","),
-              table.concat(n, ","), table.concat(a, ","), table.concat(ak, ","), table.concat(av, ","),
-              table.concat(failed, ","))
+              times(lane.ts, lane.n, t0), times(lane.dur, lane.n, 0), c, n, a, ak, av, table.concat(failed, ","))
   end
   local kinds, kind_index, mt, mk, ma = {}, {}, {}, {}, {}
   local mts, mkind, marg = model.marker_ts, model.marker_kind, model.marker_arg
