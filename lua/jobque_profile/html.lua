@@ -97,6 +97,17 @@ local function page_lane(lane, env)
     table.concat(av, ",")
 end
 
+-- No name may change how the page parses: "<" and ">" can only be in JSON
+-- strings here, so as \u escapes they mean the same to JSON.parse but
+-- nothing to the HTML parser ("</script>", "<!--<script", "-->"). U+2028
+-- and U+2029 are escaped too, for tools that read the data as JavaScript.
+-- A text with none of them is left as it is (no copy of a page's worth).
+local function inert(text)
+  if text:find("[<>]") then text = text:gsub("[<>]", INERT) end
+  if text:find("\226\128[\168\169]") then text = text:gsub("\226\128[\168\169]", INERT) end
+  return text
+end
+
 -- The trace as the page's data, in columns; times in ns from model.t0.
 -- A slice's args: a[i] = -1 (none); >= 0, an index into "args" (JSON
 -- objects); -2, one integer under one key: {keys[ak[i]]: av[i]} (job ids).
@@ -154,11 +165,7 @@ local function data(model)
             table.concat(cats, ","), table.concat(names, ","), table.concat(args, ","),
             table.concat(keys, ","), table.concat(kinds, ","), table.concat(mt, ","), table.concat(mk, ","),
             table.concat(ma, ","), table.concat(lanes, ",\n"))
-  -- No name may change how the page parses: "<" and ">" can only be in JSON
-  -- strings here, so as \u escapes they mean the same to JSON.parse but
-  -- nothing to the HTML parser ("</script>", "<!--<script", "-->"). U+2028
-  -- and U+2029 are escaped too, for tools that read the data as JavaScript.
-  return (text:gsub("[<>]", INERT):gsub("\226\128[\168\169]", INERT))
+  return inert(text) -- no name may change how the page parses
 end
 
 -- A number for the page's JSON: integers as they are, finite floats to 17
@@ -374,7 +381,6 @@ function M.render(model, options)
     :gsub("@NAME_WIDTH@", function() return tostring(report.NAME_WIDTH) end)
     :gsub("@MAX_US@", function() return ("%.17g"):format(require("jobque_profile.trace").MAX_US) end)
   -- One pass, so that no name in what is filled in is taken for a placeholder.
-  local function inert(text) return (text:gsub("[<>]", INERT):gsub("\226\128[\168\169]", INERT)) end
   local fill = {DATA = function() return data(model) end,
                 GRAPH = function() return inert(util.without_gc(graph_data, model)) end,
                 COUNTERS = function() return inert(counter_data(model)) end,
