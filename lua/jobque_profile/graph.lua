@@ -42,7 +42,11 @@ local function job_of(jobs, id)
   if id == nil then return nil end
   local j = jobs[id]
   if not j then
-    j = {id = id, slices = {}, deps = NONE, wakes = NONE, awaits = NONE, resumes = NONE, run = 0, suspended = 0}
+    -- The fields set later are named too (as nil): the table is made at its
+    -- final size, not grown field by field (a trace can hold a million jobs).
+    j = {id = id, slices = {}, deps = NONE, wakes = NONE, awaits = NONE, resumes = NONE, run = 0, suspended = 0,
+         category = nil, submit = nil, copy_in = nil, copy_out = nil, start = nil, finish = nil, ready = nil,
+         ready_latency = nil} -- 16 fields (ready_dep, rare, is a 17th)
     jobs[id] = j
   end
   return j
