@@ -337,6 +337,19 @@ describe("the native trace loader", function()
     assert.are.same({"", "", "", "", ""}, {core.page_lane({}, {}, {}, {}, 0, env)})
   end)
 
+  it("writes a counter track's values for the page from C: integers plain, floats to 17 digits, min and max", function()
+    local v = {1, 2.5, 3.0, -0.0, 1e300, 2.0 ^ 63, -2.0 ^ 63, math.maxinteger, 0.1, 7}
+    local text, lo, hi = core.page_values(v, 9)
+    assert.are.equal("1,2.5,3,0,1.0000000000000001e+300,9.2233720368547758e+18,-9223372036854775808,"
+                     .. "9223372036854775807,0.10000000000000001", text)
+    assert.are.equal(-2.0 ^ 63, lo)
+    assert.are.equal("float", math.type(lo)) -- as it is in the track
+    assert.are.equal(1e300, hi)
+    assert.are.same({"", math.huge, -math.huge}, {core.page_values({}, 0)})
+    assert.are.same({"5", 5, 5}, {core.page_values({5}, 1)})
+    assert.matches("item 2 is not a number", S.err_of(core.page_values, {1, "2"}, 2))
+  end)
+
   it("sorts a model's columns in C by their times, ties as they were, n entries only", function()
     local t = {ts = {3, 1, 2, 1, 0.5, 9}, v = {"a", "b", "c", "d", "e", "f"}, w = {true, false, 1, 2, 3, 4}}
     core.sort_columns(t, {"ts", "v", "w"}, 5)

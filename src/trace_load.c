@@ -1612,6 +1612,61 @@ static int l_page_lane(lua_State *L) {
   return 5;
 }
 
+/* ---- page_values ---- */
+
+/* The number at idx as the page's JSON writes it (html.lua's number):
+ * integers (and integral floats) plain, other finite floats to 17 digits,
+ * anything else null. Its length in out (at least 32 bytes). */
+static int page_number(lua_State *L, int idx, char *out, size_t size) {
+  if (lua_isinteger(L, idx))
+    return snprintf(out, size, "%lld", (long long)lua_tointeger(L, idx));
+  int ok;
+  double d = lua_tonumberx(L, idx, &ok);
+  if (!ok || !isfinite(d))
+    return snprintf(out, size, "null");
+  if (d == floor(d) && d >= -0x1p63 && d < 0x1p63)
+    return snprintf(out, size, "%lld", (long long)d);
+  return snprintf(out, size, "%.17g", d);
+}
+
+/* page_values(values, n) -> "v1,v2,...", min, max: a counter track's
+ * values as the page writes them, and the least and greatest (as they
+ * are; math.huge and -math.huge when n is 0). */
+static int l_page_values(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_Integer n = luaL_checkinteger(L, 2);
+  lua_settop(L, 2);
+  lua_pushnumber(L, HUGE_VAL);  /* 3: min */
+  lua_pushnumber(L, -HUGE_VAL); /* 4: max */
+  luaL_Buffer b;
+  for (lua_Integer i = 1; i <= n; i++) { /* min and max first: the buffer keeps the stack's top */
+    if (lua_rawgeti(L, 1, i) != LUA_TNUMBER)
+      return luaL_error(L, "page_values: item %I is not a number", (LUAI_UACINT)i);
+    if (lua_compare(L, 5, 3, LUA_OPLT)) {
+      lua_pushvalue(L, 5);
+      lua_replace(L, 3);
+    }
+    if (lua_compare(L, 4, 5, LUA_OPLT)) {
+      lua_pushvalue(L, 5);
+      lua_replace(L, 4);
+    }
+    lua_pop(L, 1);
+  }
+  luaL_buffinit(L, &b);
+  for (lua_Integer i = 1; i <= n; i++) {
+    char digits[40];
+    lua_rawgeti(L, 1, i);
+    int len = page_number(L, -1, digits + 1, sizeof digits - 1);
+    lua_pop(L, 1);
+    digits[0] = ',';
+    luaL_addlstring(&b, i > 1 ? digits : digits + 1, (size_t)len + (i > 1));
+  }
+  luaL_pushresult(&b);
+  lua_pushvalue(L, 3);
+  lua_pushvalue(L, 4);
+  return 3;
+}
+
 void jq_open_load_trace(lua_State *L) {
   lua_pushcfunction(L, l_load_trace);
 }
@@ -1626,4 +1681,8 @@ void jq_open_sort_columns(lua_State *L) {
 
 void jq_open_page_lane(lua_State *L) {
   lua_pushcfunction(L, l_page_lane);
+}
+
+void jq_open_page_values(lua_State *L) {
+  lua_pushcfunction(L, l_page_values);
 }

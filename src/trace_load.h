@@ -29,4 +29,8 @@ void jq_open_sort_columns(lua_State *L);
  * lane's columns of the page's data (jobque_profile.html). */
 void jq_open_page_lane(lua_State *L);
 
+/* Pushes page_values(values, n) -> "v1,v2,...", min, max: a counter
+ * track's values as the page writes them (jobque_profile.html). */
+void jq_open_page_values(lua_State *L);
+
 #endif

@@ -280,21 +280,30 @@ local function graph_data(model)
   return ("{%s,\n\"path\":%s}"):format(table.concat(parts, ",\n"), path)
 end
 
+-- A counter track's values as the page writes them, joined by commas, and
+-- the least and greatest: by the native core when it is there.
+local function values(value, n)
+  local found, core = pcall(require, "jobque.core")
+  if found and type(core) == "table" and core.page_values then return core.page_values(value, n) end
+  local v, lo, hi = {}, math.huge, -math.huge
+  for i = 1, n do
+    local x = value[i]
+    v[i] = number(x)
+    if x < lo then lo = x end
+    if x > hi then hi = x end
+  end
+  return table.concat(v, ","), lo, hi
+end
+
 -- The counters' part of the page (issue 11): model.counters as
 -- {name, pid, ts (ns from t0), v, min, max}.
 local function counter_data(model)
   local out, t0 = {}, model.t0
   for _, c in ipairs(model.counters or {}) do
-    local v, lo, hi, value = {}, math.huge, -math.huge, c.value
-    for i = 1, c.n do
-      local x = value[i]
-      v[i] = math.type(x) == "integer" and x or number(x) -- concat writes an integer as number does
-      if x < lo then lo = x end
-      if x > hi then hi = x end
-    end
+    local v, lo, hi = values(c.value, c.n)
     if c.n > 0 then
-      out[#out + 1] = ('{"name":%s,"pid":%s,"ts":[%s],"v":%s,"min":%s,"max":%s}')
-        :format(quote(c.name), quote(tostring(c.pid)), times(c.ts, c.n, t0), list(v), number(lo), number(hi))
+      out[#out + 1] = ('{"name":%s,"pid":%s,"ts":[%s],"v":[%s],"min":%s,"max":%s}')
+        :format(quote(c.name), quote(tostring(c.pid)), times(c.ts, c.n, t0), v, number(lo), number(hi))
     end
   end
   return list(out)
