@@ -154,6 +154,43 @@ describe("the native trace loader", function()
     assert.are.equal("chrome", native.format)
   end)
 
+  it("reads counters (the C events) as the reader does, in every shape (the loader reads the plain ones itself)",
+     function()
+    local ev = {}
+    local function c(fields) ev[#ev + 1] = '{"ph":"C",' .. fields .. '}' end
+    c('"ts":1,"pid":1,"name":"m","args":{"v":1}')
+    c('"ts":2,"pid":1,"name":"m","args":{"v":"2"}') -- a string value: the reader's path, the same track
+    c('"ts":3,"pid":1,"name":"m","args":{"v":3.0,"b":1e2,"B":-0.0,"a":0.25,"ab":2}')
+    c('"ts":4,"name":"m","args":{"v":4}') -- no pid: pid 0's track
+    c('"ts":5,"pid":1.5,"name":"m","args":{"v":5}')
+    c('"ts":6,"pid":"p","name":"m","args":{"v":6}')
+    c('"ts":7,"pid":1,"args":{"v":7}') -- no name: "?"
+    c('"ts":8,"pid":1,"name":"m\\u0062 <b>\\n","args":{"v":8}')
+    c('"ts":9,"pid":1,"name":"m","args":{"v":9,"v":10}') -- a repeated key: the last one
+    c('"ts":10,"pid":1,"name":"m","args":{"v\\u0041":11}')
+    c('"ts":11,"pid":1,"name":"m","args":{"t":true,"n":null,"o":{"v":1},"l":[1],"v":12}')
+    c('"ts":12,"pid":1,"name":"m","args":{"value":1e300,"arg":-3e17}') -- doubles beyond 2^53
+    c('"ts":13,"pid":1,"name":"m","args":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9}')
+    c('"ts":14,"pid":1,"name":"m","args":{}')
+    c('"ts":15,"pid":1,"name":"m","args":7')
+    c('"ts":16,"pid":1,"name":"m"')
+    c('"ts":"x","pid":1,"name":"m","args":{"v":1}')
+    c('"ts":17,"pid":1,"tid":3,"cat":"c","name":"' .. ("long "):rep(40) .. '","args":{"v":1}')
+    for i = 1, 40 do -- more tracks than the loader keeps at hand, taken in turn
+      c(('"ts":%d,"pid":%d,"name":"t%d","args":{"v":%d}'):format(20 + i, i % 3, i % 37, i))
+    end
+    for i = 1, 40 do c(('"ts":%d.5,"pid":%d,"name":"t%d","args":{"v":-%d}'):format(70 + i, i % 3, i % 37, i)) end
+    local native = same_model(HEAD .. table.concat(ev, ",\n") .. "]}", "counters")
+    local m = native.counter_by_name["m v"]
+    assert.are.same({1, 2, 3, 10, 12}, m.value)
+    assert.are.equal(math.type(1), math.type(m.value[3])) -- 3.0: an integer, as the reader keeps it
+    assert.are.same({100, 2}, native.counter_by_name["m b"].value)
+    assert.are.same({2}, native.counter_by_name["m ab"].value)
+    assert.are.same({"m B", "m a", "m ab", "m b", "m v"},
+      {native.counters[2].name, native.counters[3].name, native.counters[4].name, native.counters[5].name,
+       native.counters[1].name})
+  end)
+
   it("builds the same model on the fixtures and the seed's example", function()
     for _, path in ipairs{"spec/fixtures/seed_trace_example.json", "/work/shared/reference/seed_trace_example.json"} do
       local f = io.open(path, "rb")
@@ -278,5 +315,63 @@ describe("the native trace loader", function()
     assert.are.equal("0,1", core.page_ns({0.0004, 0.0006, 9}, 2, 0)) -- n columns only
     assert.matches("item 2 is not a number", S.err_of(core.page_ns, {1, "x"}, 2, 0))
     assert.matches("item 1 is out of range", S.err_of(core.page_ns, {1e300}, 1, 0))
+  end)
+
+  it("writes a lane's page columns from C as the Lua writer does (copies, job ids, failures, other args)",
+     function()
+    local native = both(OURS)
+    local from_c = html.render(native)
+    local page_lane = core.page_lane
+    core.page_lane = nil -- the writer's own Lua loop
+    local ok, from_lua = pcall(html.render, native)
+    core.page_lane = page_lane
+    assert(ok, from_lua)
+    assert.are.equal(from_lua, from_c)
+    assert.truthy(from_c:find('{"bytes":9,"category":"work","job":1}', 1, true))
+    local env = {cat_index = {}, names = {}, name_index = {}, args = {}, arg_index = {}, keys = {}, key_index = {}}
+    assert.matches("slice 1's category has no index", S.err_of(core.page_lane, {"x"}, {"n"}, {false}, {false}, 1, env))
+    env.cat_index.x = 0
+    assert.are.same({"0,0", "0,1", "-1,-2", "0,0", "0,7"},
+      {core.page_lane({"x", "x"}, {"n", "m"}, {false, false}, {false, 7}, 2, env)})
+    assert.are.same({"n", "m"}, env.names)
+    assert.are.same({"job"}, env.keys)
+    assert.are.same({"", "", "", "", ""}, {core.page_lane({}, {}, {}, {}, 0, env)})
+  end)
+
+  it("writes a counter track's values for the page from C: integers plain, floats to 17 digits, min and max", function()
+    local v = {1, 2.5, 3.0, -0.0, 1e300, 2.0 ^ 63, -2.0 ^ 63, math.maxinteger, 0.1, 7}
+    local text, lo, hi = core.page_values(v, 9)
+    assert.are.equal("1,2.5,3,0,1.0000000000000001e+300,9.2233720368547758e+18,-9223372036854775808,"
+                     .. "9223372036854775807,0.10000000000000001", text)
+    assert.are.equal(-2.0 ^ 63, lo)
+    assert.are.equal("float", math.type(lo)) -- as it is in the track
+    assert.are.equal(1e300, hi)
+    assert.are.same({"", math.huge, -math.huge}, {core.page_values({}, 0)})
+    assert.are.same({"5", 5, 5}, {core.page_values({5}, 1)})
+    assert.matches("item 2 is not a number", S.err_of(core.page_values, {1, "2"}, 2))
+  end)
+
+  it("sorts a model's columns in C by their times, ties as they were, n entries only", function()
+    local t = {ts = {3, 1, 2, 1, 0.5, 9}, v = {"a", "b", "c", "d", "e", "f"}, w = {true, false, 1, 2, 3, 4}}
+    core.sort_columns(t, {"ts", "v", "w"}, 5)
+    assert.are.same({0.5, 1, 1, 2, 3}, t.ts)
+    assert.are.same({"e", "b", "d", "c", "a"}, t.v)
+    assert.are.same({3, false, 2, 1, true}, t.w)
+    local sorted = {ts = {1, 2, 2}, v = {1, 2, 3}}
+    local same = sorted.v
+    core.sort_columns(sorted, {"ts", "v"}, 3)
+    assert.are.equal(same, sorted.v) -- in order already: left alone
+    local big, order = {ts = {}, v = {}}, {}
+    for i = 1, 1000 do big.ts[i], big.v[i] = (i * 7919) % 101, i end
+    for i = 1, 1000 do order[i] = i end
+    table.sort(order, function(a, b)
+      if big.ts[a] ~= big.ts[b] then return big.ts[a] < big.ts[b] end
+      return a < b
+    end)
+    core.sort_columns(big, {"ts", "v"}, 1000)
+    assert.are.same(order, big.v)
+    core.sort_columns({ts = {}}, {"ts"}, 0)
+    assert.matches("item 2 is not a number", S.err_of(core.sort_columns, {ts = {1, "x"}}, {"ts"}, 2))
+    assert.matches("no column nope", S.err_of(core.sort_columns, {ts = {2, 1}}, {"ts", "nope"}, 2))
   end)
 end)

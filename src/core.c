@@ -151,6 +151,12 @@ __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   lua_setfield(L, -2, "load_trace");
   jq_open_page_ns(L);
   lua_setfield(L, -2, "page_ns");
+  jq_open_sort_columns(L);
+  lua_setfield(L, -2, "sort_columns");
+  jq_open_page_lane(L);
+  lua_setfield(L, -2, "page_lane");
+  jq_open_page_values(L);
+  lua_setfield(L, -2, "page_values");
   lua_pushcfunction(L, l_stderr_is_tty);
   lua_setfield(L, -2, "stderr_is_tty");
 #ifdef JQ_TESTING

@@ -554,18 +554,33 @@ static size_t read_event(src *t, size_t i, ev *e) {
 enum {
   S_HOOKS = 1, S_PATH, S_TEXT, S_BOX, S_NULL, S_ST, S_MTS, S_MKIND, S_MARG, S_MPID, S_MTID,
   S_CTS, S_CDUR, S_CLANE, S_CCAT, S_CNAME, S_CJOB, S_CBYTES, /* the copies' columns */
+  S_XTS, /* model.extra_ts */
   S_KJOB, S_KSUBMIT, S_KWAIT, S_KCOPY, S_KSLICE, S_Q, S_KCOPYNAME, S_CACHE, S_LASTCAT, S_LASTKIND,
-  S_LANE, S_LTS, S_LDUR, S_LCAT, S_LKIND, S_LSNAME, S_LJOB, S_LARGS, S_TOP = S_LARGS
+  S_LANE, S_LTS, S_LDUR, S_LCAT, S_LKIND, S_LSNAME, S_LJOB, S_LARGS,
+  S_TRACKS, /* the counter tracks met: [3k+1] the track, [3k+2] its ts, [3k+3] its values */
+  S_TOP = S_TRACKS
 };
 
 #define CACHE_N 8
+#define TRACKS_N 32     /* counter tracks the loader finds without asking trace.lua */
+#define TRACK_BYTES 120 /* of a track's event name and key, at most, for that */
+
+/* A counter track the loader knows: the pid, name and key that make it. */
+typedef struct track_id {
+  int has_pid;
+  int64_t pid;
+  size_t name_len, key_len;
+  char bytes[TRACK_BYTES]; /* the name, then the key */
+} track_id;
 
 typedef struct loader {
   lua_State *L;
   src t;
   int ours, has_lane, cache_next;
   double t0, t1;
-  lua_Integer nev, nmarkers, ncopies, ln;
+  lua_Integer nev, nmarkers, ncopies, nextra, ln;
+  int ntracks;
+  track_id tracks[TRACKS_N];
   val lpid, ltid; /* the current lane's */
   struct {
     size_t at, len;
@@ -873,6 +888,142 @@ static int fast_marker(loader *ld, const ev *e) {
   return 1;
 }
 
+/* ---- counters ("C" events) ---- */
+
+#define COUNTER_KEYS 8 /* of a "C" event's args, at most, for the fast path */
+
+typedef struct member {
+  size_t at, len; /* the key's bytes (no quotes, no escapes) */
+  val v;
+} member;
+
+static int member_less(const src *t, const member *a, const member *b) {
+  size_t n = a->len < b->len ? a->len : b->len;
+  int c = memcmp(t->s + a->at, t->s + b->at, n);
+  return c < 0 || (c == 0 && a->len < b->len);
+}
+
+/* The members of a "C" event's args (an object, pass 1 checked it) into
+ * m[], sorted by key (trace.lua's sorted_keys): their count, or -1 when
+ * only the generic path reads them right (an escaped or repeated key, a
+ * string value, a float a double may have rounded, too many keys). */
+static int counter_members(const src *t, size_t i, member *m) {
+  src scan = *t; /* errors cannot happen: the text is valid JSON */
+  int n = 0;
+  i = ws(&scan, i + 1);
+  while (i < scan.n && scan.s[i] == '"') {
+    int esc;
+    size_t end = str_end(&scan, i, &esc);
+    if (!end || esc || n == COUNTER_KEYS)
+      return -1;
+    member *x = &m[n];
+    x->at = i + 1;
+    x->len = end - i - 2;
+    i = ws(&scan, end) + 1; /* the colon */
+    if (!(i = read_val(&scan, i, &x->v)))
+      return -1;
+    if (x->v.kind == V_STR || (x->v.kind == V_FLT && !(fabs(x->v.d) < 0x1p53)))
+      return -1;
+    int k = n++;
+    for (; k > 0 && !member_less(&scan, &m[k - 1], x); k--) {
+      if (!member_less(&scan, x, &m[k - 1]))
+        return -1; /* the same key twice */
+    }
+    member tmp = *x;
+    memmove(&m[k + 1], &m[k], (size_t)(n - 1 - k) * sizeof *m);
+    m[k] = tmp;
+    i = ws(&scan, i);
+    if (i < scan.n && scan.s[i] == ',')
+      i = ws(&scan, i + 1);
+  }
+  return n;
+}
+
+/* The track of the event's name and pid for key m: its three tables
+ * pushed (the track, its ts, its values), from the loader's own list, else
+ * from hooks.counter_track(st, name, pid, key) (added to the list). */
+static void push_track(loader *ld, const ev *e, const member *m) {
+  lua_State *L = ld->L;
+  const src *t = &ld->t;
+  const char *name = t->s + e->name.at + 1;
+  size_t name_len = e->name.end - e->name.at - 2;
+  int has_pid = e->pid.kind == V_INT;
+  int k = 0;
+  for (; k < ld->ntracks; k++) {
+    const track_id *id = &ld->tracks[k];
+    if (id->has_pid == has_pid && (!has_pid || id->pid == e->pid.i) && id->name_len == name_len &&
+        id->key_len == m->len && memcmp(id->bytes, name, name_len) == 0 &&
+        memcmp(id->bytes + name_len, t->s + m->at, m->len) == 0)
+      break;
+  }
+  if (k < ld->ntracks) {
+    for (int c = 1; c <= 3; c++)
+      lua_rawgeti(L, S_TRACKS, 3 * k + c);
+    return;
+  }
+  lua_getfield(L, S_HOOKS, "counter_track");
+  lua_pushvalue(L, S_ST);
+  lua_pushlstring(L, name, name_len);
+  push_num(L, &e->pid);
+  lua_pushlstring(L, t->s + m->at, m->len);
+  lua_call(L, 4, 1);
+  luaL_checktype(L, -1, LUA_TTABLE);
+  lua_getfield(L, -1, "ts");
+  lua_getfield(L, -2, "value");
+  if (ld->ntracks < TRACKS_N && name_len + m->len <= TRACK_BYTES) {
+    track_id *id = &ld->tracks[ld->ntracks++];
+    id->has_pid = has_pid;
+    id->pid = has_pid ? e->pid.i : 0;
+    id->name_len = name_len;
+    id->key_len = m->len;
+    memcpy(id->bytes, name, name_len);
+    memcpy(id->bytes + name_len, t->s + m->at, m->len);
+    for (int c = 1; c <= 3; c++) {
+      lua_pushvalue(L, -4 + c);
+      lua_rawseti(L, S_TRACKS, 3 * (ld->ntracks - 1) + c);
+    }
+  }
+}
+
+/* A counter's value as trace.lua keeps it: integers as integers. */
+static void push_counter_value(lua_State *L, const val *v) {
+  if (v->kind == V_FLT && v->d == floor(v->d)) /* |d| < 2^53: counter_members saw to it */
+    lua_pushinteger(L, (lua_Integer)v->d);
+  else
+    push_num(L, v);
+}
+
+/* A "C" event straight into its tracks (trace.lua's read_counter): 1, or
+ * 0 when the generic path must read it. */
+static int fast_counter(loader *ld, const ev *e) {
+  lua_State *L = ld->L;
+  member m[COUNTER_KEYS];
+  if (e->odd || !time_ok(&e->ts) || (e->pid.kind != V_NONE && e->pid.kind != V_INT) || e->name.kind != V_STR ||
+      e->name.esc || e->args.kind != V_OBJ)
+    return 0;
+  int n = counter_members(&ld->t, e->args.at, m);
+  if (n < 0)
+    return 0;
+  double ts = e->ts.d;
+  note_time(ld, ts, ts);
+  put_num(L, S_XTS, ++ld->nextra, ts);
+  for (int k = 0; k < n; k++) {
+    if (!is_num(&m[k].v))
+      continue;
+    push_track(ld, e, &m[k]);
+    lua_getfield(L, -3, "n");
+    lua_Integer c = lua_tointeger(L, -1) + 1;
+    lua_pop(L, 1);
+    lua_pushinteger(L, c);
+    lua_setfield(L, -4, "n");
+    put_num(L, -3, c, ts);
+    push_counter_value(L, &m[k].v);
+    lua_rawseti(L, -2, c);
+    lua_pop(L, 3);
+  }
+  return 1;
+}
+
 static void set_num(lua_State *L, int idx, const char *k, double v) {
   lua_pushnumber(L, v);
   lua_setfield(L, idx, k);
@@ -896,12 +1047,15 @@ static void sync_counts(loader *ld, int to_lua) {
     lua_setfield(L, S_ST, "nev");
     lua_pushinteger(L, ld->nmarkers);
     lua_setfield(L, S_ST, "nmarkers");
+    lua_pushinteger(L, ld->nextra);
+    lua_setfield(L, S_ST, "nextra");
     return;
   }
   ld->t0 = get_num(L, S_ST, "t0");
   ld->t1 = get_num(L, S_ST, "t1");
   ld->nev = (lua_Integer)get_num(L, S_ST, "nev");
   ld->nmarkers = (lua_Integer)get_num(L, S_ST, "nmarkers");
+  ld->nextra = (lua_Integer)get_num(L, S_ST, "nextra");
   ld->ncopies = (lua_Integer)lua_rawlen(L, S_CTS);
 }
 
@@ -955,6 +1109,8 @@ static size_t one_event(loader *ld, size_t i, lua_Integer index, int *fallback) 
       done = fast_slice(ld, &e);
     else if (is_str(t, &e.ph, "i") || is_str(t, &e.ph, "I") || is_str(t, &e.ph, "R"))
       done = fast_marker(ld, &e);
+    else if (is_str(t, &e.ph, "C"))
+      done = fast_counter(ld, &e);
     if (done < 0) {
       *fallback = 1;
       return 0;
@@ -1127,7 +1283,7 @@ static int begin(loader *ld, size_t meta, int is_array) {
   lua_getfield(L, S_ST, "model");
   static const char *const cols[] = {"marker_ts",  "marker_kind",   "marker_arg", "marker_pid", "marker_tid",
                                      "copy_ts",    "copy_dur",      "copy_lane",  "copy_category",
-                                     "copy_name",  "copy_job",      "copy_bytes"};
+                                     "copy_name",  "copy_job",      "copy_bytes", "extra_ts"};
   enum { NCOLS = sizeof cols / sizeof cols[0] };
   for (int k = 0; k < NCOLS; k++) {
     lua_getfield(L, -1 - k, cols[k]);
@@ -1156,6 +1312,8 @@ static int setup(lua_State *L, loader *ld) {
   lua_createtable(L, CACHE_N, 0);
   while (lua_gettop(L) < S_TOP)
     lua_pushnil(L);
+  lua_createtable(L, 3 * TRACKS_N, 0);
+  lua_replace(L, S_TRACKS);
   memset(ld, 0, sizeof *ld);
   ld->L = L;
   if (lua_type(L, S_TEXT) == LUA_TSTRING) {
@@ -1268,10 +1426,268 @@ static int l_page_ns(lua_State *L) {
   return 1;
 }
 
+/* ---- sort_columns ---- */
+
+typedef struct keyed {
+  double ts;
+  lua_Integer i; /* 1-based */
+} keyed;
+
+/* Sorts a[0..n) by ts, ties by i (a merge sort: stable, n log n, no
+ * recursion), through tmp. */
+static void merge_sort(keyed *a, keyed *tmp, size_t n) {
+  for (size_t w = 1; w < n; w *= 2) {
+    for (size_t lo = 0; lo < n - w; lo += 2 * w) {
+      size_t mid = lo + w, hi = mid + w < n ? mid + w : n, x = lo, y = mid, k = lo;
+      while (x < mid && y < hi)
+        tmp[k++] = a[y].ts < a[x].ts ? a[y++] : a[x++];
+      while (x < mid)
+        tmp[k++] = a[x++];
+      while (y < hi)
+        tmp[k++] = a[y++];
+      memcpy(a + lo, tmp + lo, (hi - lo) * sizeof *a);
+    }
+  }
+}
+
+/* sort_columns(t, fields, n): the columns t[fields[k]][1..n] put in the
+ * order of the first one's numbers (ties: as they were), each a new table;
+ * nothing done when they are in order already (trace.lua's sort_columns). */
+static int l_sort_columns(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_Integer n = luaL_checkinteger(L, 3);
+  luaL_argcheck(L, n >= 0 && (lua_Unsigned)n < ((size_t)-1 / 2) / sizeof(keyed), 3, "count out of range");
+  lua_rawgeti(L, 2, 1);
+  lua_pushvalue(L, 4);
+  if (lua_gettable(L, 1) != LUA_TTABLE) /* 5: the first column */
+    return luaL_error(L, "sort_columns: no column %s", luaL_tolstring(L, 4, NULL));
+  keyed *a = lua_newuserdatauv(L, (size_t)(n ? n : 1) * 2 * sizeof *a, 0);
+  int sorted = 1;
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, 5, i);
+    int ok;
+    a[i - 1].ts = lua_tonumberx(L, -1, &ok);
+    a[i - 1].i = i;
+    lua_pop(L, 1);
+    if (!ok)
+      return luaL_error(L, "sort_columns: item %I is not a number", (LUAI_UACINT)i);
+    if (i > 1 && a[i - 1].ts < a[i - 2].ts)
+      sorted = 0;
+  }
+  if (sorted)
+    return 0;
+  merge_sort(a, a + n, (size_t)n);
+  lua_Integer nf = (lua_Integer)lua_rawlen(L, 2);
+  for (lua_Integer f = 1; f <= nf; f++) {
+    lua_rawgeti(L, 2, f); /* 7: the field's name */
+    lua_pushvalue(L, -1);
+    if (lua_gettable(L, 1) != LUA_TTABLE) /* 8: the old column */
+      return luaL_error(L, "sort_columns: no column %s", luaL_tolstring(L, 7, NULL));
+    lua_createtable(L, (int)(n < INT32_MAX ? n : INT32_MAX), 0);
+    for (lua_Integer k = 0; k < n; k++) {
+      lua_rawgeti(L, 8, a[k].i);
+      lua_rawseti(L, -2, k + 1);
+    }
+    lua_pushvalue(L, 7);
+    lua_pushvalue(L, 9);
+    lua_rawset(L, 1); /* t[name] = the new one */
+    lua_settop(L, 6);
+  }
+  return 0;
+}
+
+/* ---- page_lane ---- */
+
+/* The index of the string on top in list/index (env's fields): index[s],
+ * else #list (s appended). The string popped. */
+static lua_Integer intern_top(lua_State *L, int env, const char *list, const char *index) {
+  lua_getfield(L, env, index);
+  lua_pushvalue(L, -2);
+  if (lua_rawget(L, -2) == LUA_TNUMBER) {
+    lua_Integer k = lua_tointeger(L, -1);
+    lua_pop(L, 3);
+    return k;
+  }
+  lua_pop(L, 1);
+  lua_getfield(L, env, list);
+  lua_Integer k = (lua_Integer)lua_rawlen(L, -1);
+  lua_pushvalue(L, -3);
+  lua_rawseti(L, -2, k + 1);
+  lua_pop(L, 1);
+  lua_pushvalue(L, -2);
+  lua_pushinteger(L, k);
+  lua_rawset(L, -3);
+  lua_pop(L, 2);
+  return k;
+}
+
+static lua_Integer int_at(lua_State *L, int col, lua_Integer i, const char *what) {
+  lua_rawgeti(L, col, i);
+  int ok;
+  lua_Integer v = lua_tointegerx(L, -1, &ok);
+  if (!ok)
+    luaL_error(L, "page_lane: %s %I is not an integer", what, (LUAI_UACINT)i);
+  lua_pop(L, 1);
+  return v;
+}
+
+/* A copy's args (the copy's index on top, popped) as the page's JSON,
+ * interned in env.args: its index. */
+static lua_Integer copy_args(lua_State *L, int env) {
+  lua_Integer ci = lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  lua_getfield(L, env, "cbytes");
+  lua_getfield(L, env, "cjob");
+  lua_getfield(L, env, "quoted");
+  lua_getfield(L, env, "ccat");
+  lua_geti(L, -1, ci);
+  lua_gettable(L, -3); /* quoted[ccat[ci]] */
+  const char *cat = luaL_checkstring(L, -1);
+  lua_Integer bytes = int_at(L, -5, ci, "copy's bytes"), job = int_at(L, -4, ci, "copy's job");
+  lua_pushfstring(L, "{\"bytes\":%I,\"category\":%s,\"job\":%I}", (LUAI_UACINT)bytes, cat, (LUAI_UACINT)job);
+  lua_replace(L, -6);
+  lua_pop(L, 4);
+  return intern_top(L, env, "args", "arg_index");
+}
+
+/* The page's a, ak, av of slice i (its args at the top, popped). */
+static void slice_args(lua_State *L, int env, int ljob, lua_Integer i, lua_Integer *out) {
+  out[0] = -1, out[1] = 0, out[2] = 0;
+  if (lua_type(L, -1) == LUA_TNUMBER) {
+    out[0] = copy_args(L, env);
+  } else if (lua_toboolean(L, -1)) { /* a table: env.other(args, i) -> a, ak, av */
+    lua_getfield(L, env, "other");
+    lua_insert(L, -2);
+    lua_pushinteger(L, i);
+    lua_call(L, 2, 3);
+    for (int k = 0; k < 3; k++)
+      out[k] = lua_tointeger(L, k - 3);
+    lua_pop(L, 3);
+  } else {
+    lua_pop(L, 1);
+    lua_rawgeti(L, ljob, i);
+    if (lua_toboolean(L, -1)) { /* args { job = N } alone */
+      out[2] = int_at(L, ljob, i, "job");
+      lua_pushliteral(L, "job");
+      out[1] = intern_top(L, env, "keys", "key_index");
+      out[0] = -2;
+    }
+    lua_pop(L, 1);
+  }
+}
+
+/* page_lane(cat, sname, args, job, n, env) -> c, n, a, ak, av: the page's
+ * columns of a lane (jobque_profile.html's data), each "x1,x2,...";
+ * env: cat_index, names/name_index, args/arg_index, keys/key_index,
+ * cbytes, ccat, cjob (the copy columns), quoted, other(args, i). */
+static int l_page_lane(lua_State *L) {
+  for (int k = 1; k <= 4; k++)
+    luaL_checktype(L, k, LUA_TTABLE);
+  lua_Integer n = luaL_checkinteger(L, 5);
+  luaL_checktype(L, 6, LUA_TTABLE);
+  luaL_argcheck(L, n >= 0 && (lua_Unsigned)n < ((size_t)-1 / 8) / (5 * sizeof(lua_Integer)), 5, "count out of range");
+  lua_settop(L, 6);
+  lua_Integer *col = lua_newuserdatauv(L, (size_t)(n ? n : 1) * 5 * sizeof *col, 0); /* 7 */
+  lua_getfield(L, 6, "cat_index");                                                   /* 8 */
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, 1, i);
+    if (lua_rawget(L, 8) != LUA_TNUMBER)
+      return luaL_error(L, "page_lane: slice %I's category has no index", (LUAI_UACINT)i);
+    col[i - 1] = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    lua_rawgeti(L, 2, i);
+    col[n + i - 1] = intern_top(L, 6, "names", "name_index");
+    lua_Integer a[3];
+    lua_rawgeti(L, 3, i);
+    slice_args(L, 6, 4, i, a);
+    for (int k = 0; k < 3; k++)
+      col[(2 + k) * n + i - 1] = a[k];
+  }
+  for (int k = 0; k < 5; k++) {
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (lua_Integer i = 0; i < n; i++) {
+      char digits[24];
+      int len = snprintf(digits, sizeof digits, i ? ",%lld" : "%lld", (long long)col[k * n + i]);
+      luaL_addlstring(&b, digits, (size_t)len);
+    }
+    luaL_pushresult(&b);
+  }
+  return 5;
+}
+
+/* ---- page_values ---- */
+
+/* The number at idx as the page's JSON writes it (html.lua's number):
+ * integers (and integral floats) plain, other finite floats to 17 digits,
+ * anything else null. Its length in out (at least 32 bytes). */
+static int page_number(lua_State *L, int idx, char *out, size_t size) {
+  if (lua_isinteger(L, idx))
+    return snprintf(out, size, "%lld", (long long)lua_tointeger(L, idx));
+  int ok;
+  double d = lua_tonumberx(L, idx, &ok);
+  if (!ok || !isfinite(d))
+    return snprintf(out, size, "null");
+  if (d == floor(d) && d >= -0x1p63 && d < 0x1p63)
+    return snprintf(out, size, "%lld", (long long)d);
+  return snprintf(out, size, "%.17g", d);
+}
+
+/* page_values(values, n) -> "v1,v2,...", min, max: a counter track's
+ * values as the page writes them, and the least and greatest (as they
+ * are; math.huge and -math.huge when n is 0). */
+static int l_page_values(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_Integer n = luaL_checkinteger(L, 2);
+  lua_settop(L, 2);
+  lua_pushnumber(L, HUGE_VAL);  /* 3: min */
+  lua_pushnumber(L, -HUGE_VAL); /* 4: max */
+  luaL_Buffer b;
+  for (lua_Integer i = 1; i <= n; i++) { /* min and max first: the buffer keeps the stack's top */
+    if (lua_rawgeti(L, 1, i) != LUA_TNUMBER)
+      return luaL_error(L, "page_values: item %I is not a number", (LUAI_UACINT)i);
+    if (lua_compare(L, 5, 3, LUA_OPLT)) {
+      lua_pushvalue(L, 5);
+      lua_replace(L, 3);
+    }
+    if (lua_compare(L, 4, 5, LUA_OPLT)) {
+      lua_pushvalue(L, 5);
+      lua_replace(L, 4);
+    }
+    lua_pop(L, 1);
+  }
+  luaL_buffinit(L, &b);
+  for (lua_Integer i = 1; i <= n; i++) {
+    char digits[40];
+    lua_rawgeti(L, 1, i);
+    int len = page_number(L, -1, digits + 1, sizeof digits - 1);
+    lua_pop(L, 1);
+    digits[0] = ',';
+    luaL_addlstring(&b, i > 1 ? digits : digits + 1, (size_t)len + (i > 1));
+  }
+  luaL_pushresult(&b);
+  lua_pushvalue(L, 3);
+  lua_pushvalue(L, 4);
+  return 3;
+}
+
 void jq_open_load_trace(lua_State *L) {
   lua_pushcfunction(L, l_load_trace);
 }
 
 void jq_open_page_ns(lua_State *L) {
   lua_pushcfunction(L, l_page_ns);
+}
+
+void jq_open_sort_columns(lua_State *L) {
+  lua_pushcfunction(L, l_sort_columns);
+}
+
+void jq_open_page_lane(lua_State *L) {
+  lua_pushcfunction(L, l_page_lane);
+}
+
+void jq_open_page_values(lua_State *L) {
+  lua_pushcfunction(L, l_page_values);
 }

@@ -21,4 +21,16 @@ void jq_open_load_trace(lua_State *L);
  * nanoseconds since t0 (jobque_profile.html). */
 void jq_open_page_ns(lua_State *L);
 
+/* Pushes sort_columns(t, fields, n): t's columns fields[1..] in the order
+ * of t[fields[1]]'s numbers, ties as they were (trace.lua's sort_columns). */
+void jq_open_sort_columns(lua_State *L);
+
+/* Pushes page_lane(cat, sname, args, job, n, env) -> c, n, a, ak, av: a
+ * lane's columns of the page's data (jobque_profile.html). */
+void jq_open_page_lane(lua_State *L);
+
+/* Pushes page_values(values, n) -> "v1,v2,...", min, max: a counter
+ * track's values as the page writes them (jobque_profile.html). */
+void jq_open_page_values(lua_State *L);
+
 #endif

@@ -57,6 +57,57 @@ end})
 
 local INERT = {["<"] = "\\u003c", [">"] = "\\u003e", ["\226\128\168"] = "\\u2028", ["\226\128\169"] = "\\u2029"}
 
+-- str's index in list (0-based), str added when new (index: str -> it).
+local function intern(list, index, str)
+  local k = index[str]
+  if not k then
+    k = #list
+    list[k + 1] = str
+    index[str] = k
+  end
+  return k
+end
+
+-- A lane's c, n, a, ak, av columns of the page's data (see data), each
+-- joined by commas: by the native core when it is there, which calls
+-- env.other for the slices whose args are a table (few in our traces).
+local function page_lane(lane, env)
+  local found, core = pcall(require, "jobque.core")
+  if found and type(core) == "table" and core.page_lane then
+    return core.page_lane(lane.cat, lane.sname, lane.args, lane.job, lane.n, env)
+  end
+  local c, n, a, ak, av = {}, {}, {}, {}, {}
+  local lcat, lname, ljob, largs = lane.cat, lane.sname, lane.job, lane.args
+  local cbytes, ccat, cjob = env.cbytes, env.ccat, env.cjob
+  for i = 1, lane.n do
+    c[i] = env.cat_index[lcat[i]]
+    n[i] = intern(env.names, env.name_index, lname[i])
+    local ea, kind, key, value = largs[i], -1, 0, 0
+    if math.type(ea) then -- a copy's { job, bytes, category }, in the copy columns
+      kind = intern(env.args, env.arg_index, ('{"bytes":%d,"category":%s,"job":%d}'):format(cbytes[ea],
+        env.quoted[ccat[ea]], cjob[ea]))
+    elseif ea then
+      kind, key, value = env.other(ea, i)
+    elseif ljob[i] then -- args { job = N } alone (see jobque_profile.trace)
+      kind, key, value = -2, intern(env.keys, env.key_index, "job"), math.tointeger(ljob[i])
+    end
+    a[i], ak[i], av[i] = kind, key, value
+  end
+  return table.concat(c, ","), table.concat(n, ","), table.concat(a, ","), table.concat(ak, ","),
+    table.concat(av, ",")
+end
+
+-- No name may change how the page parses: "<" and ">" can only be in JSON
+-- strings here, so as \u escapes they mean the same to JSON.parse but
+-- nothing to the HTML parser ("</script>", "<!--<script", "-->"). U+2028
+-- and U+2029 are escaped too, for tools that read the data as JavaScript.
+-- A text with none of them is left as it is (no copy of a page's worth).
+local function inert(text)
+  if text:find("[<>]") then text = text:gsub("[<>]", INERT) end
+  if text:find("\226\128[\168\169]") then text = text:gsub("\226\128[\168\169]", INERT) end
+  return text
+end
+
 -- The trace as the page's data, in columns; times in ns from model.t0.
 -- A slice's args: a[i] = -1 (none); >= 0, an index into "args" (JSON
 -- objects); -2, one integer under one key: {keys[ak[i]]: av[i]} (job ids).
@@ -68,47 +119,26 @@ local function data(model)
     cat_index[c.name] = i - 1
     cats[i] = ("[%s,%s]"):format(quote(c.name), quote(c.color))
   end
-  local function intern(list, index, str)
-    local k = index[str]
-    if not k then
-      k = #list
-      list[k + 1] = str
-      index[str] = k
-    end
-    return k
-  end
   local lanes = {}
-  local cbytes, ccat, cjob = model.copy_bytes, model.copy_category, model.copy_job
+  local env = {cat_index = cat_index, names = names, name_index = name_index, args = args, arg_index = arg_index,
+               keys = keys, key_index = key_index, cbytes = model.copy_bytes, ccat = model.copy_category,
+               cjob = model.copy_job, quoted = quoted}
   for li, lane in ipairs(model.lanes) do
-    local c, n, a, ak, av, failed = {}, {}, {}, {}, {}, {}
-    local lts, ldur, lcat, lname, ljob, largs = lane.ts, lane.dur, lane.cat, lane.sname, lane.job, lane.args
-    for i = 1, lane.n do
-      c[i] = cat_index[lcat[i]]
-      n[i] = intern(names, name_index, lname[i])
-      local ea, kind, key, value = largs[i], -1, 0, 0
-      if math.type(ea) then -- a copy's { job, bytes, category }, in the copy columns
-        kind = intern(args, arg_index, ('{"bytes":%d,"category":%s,"job":%d}'):format(cbytes[ea],
-          quoted[ccat[ea]], cjob[ea]))
-      elseif ea then
-        if ea.failed == true then failed[#failed + 1] = i - 1 end
-        local k, v = next(ea)
-        if plain_key[k] and math.tointeger(v) and next(ea, k) == nil then
-          kind, key, value = -2, intern(keys, key_index, k), math.tointeger(v)
-        else
-          kind = intern(args, arg_index, json(ea))
-        end
-      elseif ljob[i] then -- args { job = N } alone (see jobque_profile.trace)
-        kind, key, value = -2, intern(keys, key_index, "job"), math.tointeger(ljob[i])
+    local failed = {}
+    function env.other(ea, i) -- slice i's args, a table: its a, ak, av
+      if ea.failed == true then failed[#failed + 1] = i - 1 end
+      local k, v = next(ea)
+      if plain_key[k] and math.tointeger(v) and next(ea, k) == nil then
+        return -2, intern(keys, key_index, k), math.tointeger(v)
       end
-      a[i], ak[i], av[i] = kind, key, value
+      return intern(args, arg_index, json(ea)), 0, 0
     end
+    local c, n, a, ak, av = page_lane(lane, env)
     lanes[li] = ('{"name":%s,"maxdur":%d,"dropped":%d,"full":%s,"ts":[%s],"dur":[%s],"c":[%s],"n":[%s],'
                  .. '"a":[%s],"ak":[%s],"av":[%s],"f":[%s]}')
       :format(quote(lane.name), ns(lane.maxdur), lane.dropped or 0,
               lane.full_at and tostring(ns(lane.full_at - t0)) or "null",
-              times(lts, lane.n, t0), times(ldur, lane.n, 0), table.concat(c, ","),
-              table.concat(n, ","), table.concat(a, ","), table.concat(ak, ","), table.concat(av, ","),
-              table.concat(failed, ","))
+              times(lane.ts, lane.n, t0), times(lane.dur, lane.n, 0), c, n, a, ak, av, table.concat(failed, ","))
   end
   local kinds, kind_index, mt, mk, ma = {}, {}, {}, {}, {}
   local mts, mkind, marg = model.marker_ts, model.marker_kind, model.marker_arg
@@ -135,11 +165,7 @@ local function data(model)
             table.concat(cats, ","), table.concat(names, ","), table.concat(args, ","),
             table.concat(keys, ","), table.concat(kinds, ","), table.concat(mt, ","), table.concat(mk, ","),
             table.concat(ma, ","), table.concat(lanes, ",\n"))
-  -- No name may change how the page parses: "<" and ">" can only be in JSON
-  -- strings here, so as \u escapes they mean the same to JSON.parse but
-  -- nothing to the HTML parser ("</script>", "<!--<script", "-->"). U+2028
-  -- and U+2029 are escaped too, for tools that read the data as JavaScript.
-  return (text:gsub("[<>]", INERT):gsub("\226\128[\168\169]", INERT))
+  return inert(text) -- no name may change how the page parses
 end
 
 -- A number for the page's JSON: integers as they are, finite floats to 17
@@ -153,24 +179,34 @@ end
 local function list(t) return "[" .. table.concat(t, ",") .. "]" end
 
 -- Each job's slices on the page, in time order: job id -> {lane index,
--- slice index, ...} (0-based), from the lanes' job slices.
+-- slice index, ts, lane index, slice index, ts, ...} (0-based: three
+-- entries a slice, flat: a page may hold a million jobs), from the lanes'
+-- job slices.
 local function job_slices(model)
   local where = {}
+  local function by_ts(a, b) return a[3] < b[3] end
   for li, lane in ipairs(model.lanes) do
+    local kind, job, ts = lane.kind, lane.job, lane.ts
     for i = 1, lane.n do
-      local id = lane.kind[i] == "job" and lane.job[i] -- as jobque_profile.graph keys it
+      local id = kind[i] == "job" and job[i] -- as jobque_profile.graph keys it
       if type(id) == "number" then
         local w = where[id]
         if not w then
-          w = {}
-          where[id] = w
+          where[id] = {li - 1, i - 1, ts[i]}
+        else
+          local k = #w
+          w[k + 1], w[k + 2], w[k + 3] = li - 1, i - 1, ts[i]
         end
-        w[#w + 1] = {li - 1, i - 1, lane.ts[i]}
       end
     end
   end
   for _, w in pairs(where) do
-    table.sort(w, function(a, b) return a[3] < b[3] end)
+    if #w > 3 then -- more than one slice: by time (a stable order of triples)
+      local triples = {}
+      for k = 1, #w // 3 do triples[k] = {w[3 * k - 2], w[3 * k - 1], w[3 * k]} end
+      table.sort(triples, by_ts)
+      for k, t in ipairs(triples) do w[3 * k - 2], w[3 * k - 1], w[3 * k] = t[1], t[2], t[3] end
+    end
   end
   return where
 end
@@ -192,31 +228,34 @@ local function graph_data(model)
   for i, c in ipairs(model.categories) do cat_index[c.name] = i - 1 end
   local col = {id = {}, c = {}, so = {"0"}, s = {}, ready = {}, sl = {}, st = {}, by = {}, deps = {}, aw = {},
                rs = {}, sp = {}}
-  local function add(name, ...)
+  local function add(name, a, b, c) -- the sparse columns' entries (two or three values)
     local t = col[name]
-    for k = 1, select("#", ...) do t[#t + 1] = select(k, ...) end
+    local k = #t
+    t[k + 1], t[k + 2] = a, b
+    if c then t[k + 3] = c end
   end
-  local n, npos = 0, 0
+  local id, cc, so, s, ready, sl, st = col.id, col.c, col.so, col.s, col.ready, col.sl, col.st
+  local n, npos, ns_ = 0, 0, 0
   for _, j in ipairs(g.order) do
-    local w = where[j.id] or {}
-    if #w == 0 then goto next end -- an id that is no number (a hand-made file): not drawn as a job
-    for _, p in ipairs(w) do add("s", p[1], p[2]) end
-    npos = npos + #w
-    add("id", number(j.id))
-    add("c", cat_index[j.category] or -1)
-    add("so", npos)
-    add("ready", j.ready_latency and ns(j.ready_latency) or -1)
+    local w = where[j.id]
+    if not w then goto next end -- an id that is no number (a hand-made file): not drawn as a job
+    for k = 1, #w, 3 do
+      s[ns_ + 1], s[ns_ + 2] = w[k], w[k + 1]
+      ns_ = ns_ + 2
+    end
+    npos = npos + #w // 3
     local sub = j.submit
-    add("sl", sub and sub.lane.index - 1 or -1)
-    add("st", sub and ns(sub.ts + sub.dur - t0) or 0)
+    id[n + 1], cc[n + 1], so[n + 2] = number(j.id), cat_index[j.category] or -1, npos
+    ready[n + 1] = j.ready_latency and ns(j.ready_latency) or -1
+    sl[n + 1], st[n + 1] = sub and sub.lane.index - 1 or -1, sub and ns(sub.ts + sub.dur - t0) or 0
     if sub and sub.parent and g.jobs[sub.parent] then add("by", n, number(sub.parent)) end
     for _, d in ipairs(j.deps) do
       if d.job and g.jobs[d.job] then add("deps", n, number(d.job)) end
     end
     for _, a in ipairs(j.awaits) do
       local k = 1
-      while w[k] and w[k][3] <= a.ts do k = k + 1 end
-      if a.awaits and g.jobs[a.awaits] and w[k] then add("aw", n, number(a.awaits), k - 1) end
+      while w[3 * k] and w[3 * k] <= a.ts do k = k + 1 end
+      if a.awaits and g.jobs[a.awaits] and w[3 * k] then add("aw", n, number(a.awaits), k - 1) end
     end
     if #j.resumes > 0 then
       local resume = 0
@@ -229,7 +268,7 @@ local function graph_data(model)
   end
   local cp = graph.critical_path(g)
   local ids = {}
-  for i, id in ipairs(cp.jobs) do ids[i] = number(id) end
+  for i, job in ipairs(cp.jobs) do ids[i] = number(job) end
   local path = ('{"jobs":%s,"dur":%d,"share":%s,"start":%d,"finish":%d,"run":%d,"ready":%d,"resume":%d,'
                 .. '"copy":%d,"caller":%d,"bound":%s}')
     :format(list(ids), ns(cp.duration_us), number(cp.share), ns(cp.start_us - t0), ns(cp.finish_us - t0),
@@ -241,21 +280,30 @@ local function graph_data(model)
   return ("{%s,\n\"path\":%s}"):format(table.concat(parts, ",\n"), path)
 end
 
+-- A counter track's values as the page writes them, joined by commas, and
+-- the least and greatest: by the native core when it is there.
+local function values(value, n)
+  local found, core = pcall(require, "jobque.core")
+  if found and type(core) == "table" and core.page_values then return core.page_values(value, n) end
+  local v, lo, hi = {}, math.huge, -math.huge
+  for i = 1, n do
+    local x = value[i]
+    v[i] = number(x)
+    if x < lo then lo = x end
+    if x > hi then hi = x end
+  end
+  return table.concat(v, ","), lo, hi
+end
+
 -- The counters' part of the page (issue 11): model.counters as
 -- {name, pid, ts (ns from t0), v, min, max}.
 local function counter_data(model)
   local out, t0 = {}, model.t0
   for _, c in ipairs(model.counters or {}) do
-    local ts, v, lo, hi = {}, {}, math.huge, -math.huge
-    for i = 1, c.n do
-      local x = c.value[i]
-      ts[i], v[i] = ns(c.ts[i] - t0), number(x)
-      if x < lo then lo = x end
-      if x > hi then hi = x end
-    end
+    local v, lo, hi = values(c.value, c.n)
     if c.n > 0 then
-      out[#out + 1] = ('{"name":%s,"pid":%s,"ts":%s,"v":%s,"min":%s,"max":%s}')
-        :format(quote(c.name), quote(tostring(c.pid)), list(ts), list(v), number(lo), number(hi))
+      out[#out + 1] = ('{"name":%s,"pid":%s,"ts":[%s],"v":[%s],"min":%s,"max":%s}')
+        :format(quote(c.name), quote(tostring(c.pid)), times(c.ts, c.n, t0), v, number(lo), number(hi))
     end
   end
   return list(out)
@@ -342,7 +390,6 @@ function M.render(model, options)
     :gsub("@NAME_WIDTH@", function() return tostring(report.NAME_WIDTH) end)
     :gsub("@MAX_US@", function() return ("%.17g"):format(require("jobque_profile.trace").MAX_US) end)
   -- One pass, so that no name in what is filled in is taken for a placeholder.
-  local function inert(text) return (text:gsub("[<>]", INERT):gsub("\226\128[\168\169]", INERT)) end
   local fill = {DATA = function() return data(model) end,
                 GRAPH = function() return inert(util.without_gc(graph_data, model)) end,
                 COUNTERS = function() return inert(counter_data(model)) end,

@@ -193,10 +193,17 @@ local function classify(e, ours)
   return "slice", cat
 end
 
+local native_sort -- jobque.core's sort_columns (the same, in C), when the core is there
+do
+  local found, core = pcall(require, "jobque.core")
+  native_sort = found and type(core) == "table" and core.sort_columns or nil
+end
+
 -- Puts the columns `fields` of t (n entries) in the order of the first
 -- one, a time column, when they are not in it already (stable). Ours are
 -- nearly sorted: slices are recorded at their end.
 local function sort_columns(t, fields, n)
+  if native_sort then return native_sort(t, fields, n) end
   local ts = t[fields[1]]
   local sorted = true
   for i = 2, n do
@@ -516,6 +523,21 @@ local function sorted_keys(args)
   return keys
 end
 
+-- The track of key k of "C" events named `name` of `pid` (nil: 0), made
+-- when first met (the native loader asks for the ones it reads itself).
+local function counter_track(model, name, pid, k)
+  local track = name .. " " .. k
+  local key = tostring(pid or 0) .. "\0" .. track
+  local c = model.counter_key[key]
+  if not c then
+    c = {name = track, pid = math.tointeger(pid) or pid, n = 0, ts = {}, value = {}}
+    model.counter_key[key] = c
+    model.counters[#model.counters + 1] = c
+    if not model.counter_by_name[track] then model.counter_by_name[track] = c end
+  end
+  return c
+end
+
 --- Reads a "C" event (its time ts, read): every numeric key K of args is a
 -- sample of track "<name> K", scoped by pid. Returns the tracks' entries
 -- and sample numbers of the values a double may have rounded (args.value
@@ -524,21 +546,12 @@ local function read_counter(model, e, ts)
   local args = e.args
   if type(args) ~= "table" then return end
   local name = str(e.name) or "?"
-  local pid = e.pid or 0
   local rounded
   for _, k in ipairs(sorted_keys(args)) do
     local v = args[k]
     if type(v) == "string" then v = tonumber(v) end
     if type(v) == "number" and v == v and v ~= math.huge and v ~= -math.huge then -- "1e999": no sample
-      local track = name .. " " .. k
-      local key = tostring(pid) .. "\0" .. track
-      local c = model.counter_key[key]
-      if not c then
-        c = {name = track, pid = math.tointeger(e.pid) or e.pid, n = 0, ts = {}, value = {}}
-        model.counter_key[key] = c
-        model.counters[#model.counters + 1] = c
-        if not model.counter_by_name[track] then model.counter_by_name[track] = c end
-      end
+      local c = counter_track(model, name, e.pid, k)
       local n = c.n + 1
       c.n = n
       if math.type(v) == "float" and (v >= TWO53 or v <= -TWO53) and v == v // 1 and (k == "value" or k == "arg") then
@@ -915,6 +928,7 @@ function hooks.marker_kind(st, kind)
   if not st.model.kind_seen[kind] then add_marker_kind(st.model, kind) end
 end
 hooks.rare = read_one
+function hooks.counter_track(st, name, pid, k) return counter_track(st.model, name, pid, k) end
 
 local native_load -- jobque.core's load_trace, when the core is there
 do
