@@ -588,27 +588,11 @@ describe("counters", function()
     assert.matches('<b>"q"</b>\u{23CE}&amp;\\tend value', out, 1, true)
   end)
 
-  it("the queue's running count in effect while a slice runs counts it (one worker: 1, not 0)", function()
-    local q = jobque.new{workers = 1}
-    p.profile_start()
-    for _ = 1, 3 do q:submit(spin_us, 1000):wait() end
-    q:close()
-    p.profile_stop()
-    local doc, model = saved()
-    local running = model.counter_by_name["jobs running"]
-    local function at(t) -- the value in effect at t: the last sample at or before it
-      local v
-      for i = 1, running.n do if running.ts[i] <= t then v = running.value[i] end end
-      return v
-    end
-    local slices = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" end)
-    assert.are.equal(3, #slices)
-    for _, e in ipairs(slices) do assert.are.equal(1, at(e.ts + e.dur / 2)) end
-    assert.are.equal(0, at(slices[3].ts + slices[3].dur + 1e6)) -- and none after the last
-  end)
-
-  it("a queue without workers: the caller's slice counts as running while it runs, not suspended", function()
-    local q = jobque.new{workers = 0}
+  -- Three jobs of 1 ms run one after another on `workers`: the saved file
+  -- and at(name, t), counter `name`'s value in effect at t (its
+  -- last sample at or before t).
+  local function three_jobs(workers)
+    local q = jobque.new{workers = workers}
     p.profile_start()
     for _ = 1, 3 do q:submit(spin_us, 1000):wait() end
     q:close()
@@ -619,6 +603,19 @@ describe("counters", function()
       for i = 1, c.n do if c.ts[i] <= t then v = c.value[i] end end
       return v
     end
+    return doc, at
+  end
+
+  it("the queue's running count in effect while a slice runs counts it (one worker: 1, not 0)", function()
+    local doc, at = three_jobs(1)
+    local slices = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" end)
+    assert.are.equal(3, #slices)
+    for _, e in ipairs(slices) do assert.are.equal(1, at("jobs running", e.ts + e.dur / 2)) end
+    assert.are.equal(0, at("jobs running", slices[3].ts + slices[3].dur + 1e6)) -- and none after the last
+  end)
+
+  it("a queue without workers: the caller's slice counts as running while it runs, not suspended", function()
+    local doc, at = three_jobs(0)
     local slices = S.events(doc, function(e) return e.ph == "X" and e.cat == "job" end)
     assert.are.equal(3, #slices)
     for _, e in ipairs(slices) do

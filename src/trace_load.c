@@ -758,6 +758,14 @@ static void put_name(loader *ld, int col, lua_Integer k, const ev *e, int otherw
   lua_rawseti(ld->L, col, k);
 }
 
+/* An event's job id for a job column: the integer, or false for none. */
+static void push_job(lua_State *L, const ev *e) {
+  if (e->job.kind == V_INT)
+    lua_pushinteger(L, (lua_Integer)e->job.i);
+  else
+    lua_pushboolean(L, 0);
+}
+
 /* A copy into the model's copy columns (trace.lua's add_copy): ts, dur,
  * lane, category (on top, popped), name, job (false: none), bytes. */
 static void add_copy(loader *ld, const ev *e, double ts, double dur) {
@@ -769,10 +777,7 @@ static void add_copy(loader *ld, const ev *e, double ts, double dur) {
   lua_pushvalue(L, S_LANE);
   lua_rawseti(L, S_CLANE, k);
   put_name(ld, S_CNAME, k, e, S_KCOPYNAME);
-  if (e->job.kind == V_INT)
-    lua_pushinteger(L, (lua_Integer)e->job.i);
-  else
-    lua_pushboolean(L, 0);
+  push_job(L, e);
   lua_rawseti(L, S_CJOB, k);
   lua_pushinteger(L, e->bytes.kind == V_INT ? (lua_Integer)e->bytes.i : 0);
   lua_rawseti(L, S_CBYTES, k);
@@ -834,10 +839,7 @@ static int fast_slice(loader *ld, const ev *e) {
   lua_pushvalue(L, kind);
   lua_rawseti(L, S_LKIND, n);
   put_name(ld, S_LSNAME, n, e, S_Q);
-  if (e->job.kind == V_INT)
-    lua_pushinteger(L, (lua_Integer)e->job.i);
-  else
-    lua_pushboolean(L, 0);
+  push_job(L, e);
   lua_rawseti(L, S_LJOB, n);
   if (kind == K_COPY)
     push_copy_args(ld, e);
