@@ -305,3 +305,54 @@ describe("a recorded graph", function()
     assert.is_true(c.latency_us <= c.start_us - c.ready_us + 0.01)
   end)
 end)
+
+describe("the jobs' order", function()
+  local graph = require "jobque_profile.graph"
+  local core = require "jobque.core"
+  local function ids(list)
+    local out = {}
+    for i, j in ipairs(list) do out[i] = j.id end
+    return out
+  end
+  local function copy(list)
+    local out = {}
+    for i, j in ipairs(list) do out[i] = j end
+    return out
+  end
+
+  it("is the same from jobque.core's sort_jobs as from the Lua sort: by the field, ties by id", function()
+    -- values with ties (3 and 3.0 are one value), ids out of order
+    local list = {{id = 9, start = 3}, {id = 2, start = 5}, {id = 7, start = 3.0}, {id = 4, start = -1},
+                  {id = 1, start = 3}, {id = 3, start = 0.5}, {id = 8, start = 5}}
+    local native, lua = copy(list), copy(list)
+    assert.is_true(core.sort_jobs(native, "start"))
+    graph._lua_sort_jobs(lua, "start")
+    assert.same({4, 3, 1, 7, 9, 2, 8}, ids(native))
+    assert.same(ids(lua), ids(native))
+    -- many jobs in a pseudo-random order, few distinct values
+    local big, x = {}, 12345
+    for i = 1, 5000 do
+      x = (x * 1103515245 + 12345) % 2147483648
+      big[i] = {id = x, finish = x % 17}
+    end
+    native, lua = copy(big), copy(big)
+    assert.is_true(core.sort_jobs(native, "finish"))
+    graph._lua_sort_jobs(lua, "finish")
+    assert.same(ids(lua), ids(native))
+    assert.is_true(core.sort_jobs({}, "start"))
+  end)
+
+  it("is left to the Lua sort, the list untouched, for what a double does not hold exactly", function()
+    for _, list in ipairs({{{id = 1, start = 2}, {id = 1 << 60, start = 1}},
+                           {{id = 1, start = 2}, {id = 2, start = 0 / 0}},
+                           {{id = 1, start = 2}, {id = 2}},
+                           {{id = 1, start = 2}, "x"}}) do
+      local before = copy(list)
+      assert.is_nil(core.sort_jobs(list, "start"))
+      assert.same(before, list)
+    end
+    local list = {{id = 1 << 60, start = 1}, {id = 1, start = 1}}
+    graph._lua_sort_jobs(list, "start")
+    assert.same({1, 1 << 60}, ids(list))
+  end)
+end)

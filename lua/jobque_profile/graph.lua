@@ -59,8 +59,10 @@ local function by_id(a, b) return a.id < b.id end
 -- Sorts the jobs of `list` by their `field` (a number), ties by id, so the
 -- order (and a report) does not depend on hashing. The values are sorted
 -- as numbers (no Lua comparison per step: a trace can hold a million
--- jobs), then the jobs put back by value.
-local function sort_jobs(list, field)
+-- jobs), then the jobs put back by value. (jobque.core's sort_jobs does
+-- the same in C; this is the sort without the core, and for what it
+-- leaves: an id or value beyond 2^53.)
+function M._lua_sort_jobs(list, field)
   local bucket, values = {}, {}
   for _, j in ipairs(list) do
     local v = j[field]
@@ -90,6 +92,17 @@ local function sort_jobs(list, field)
     end
   end
   return list
+end
+
+local native_sort_jobs -- jobque.core's sort_jobs, when the core is there
+do
+  local found, core = pcall(require, "jobque.core")
+  native_sort_jobs = found and type(core) == "table" and core.sort_jobs or nil
+end
+
+local function sort_jobs(list, field)
+  if native_sort_jobs and native_sort_jobs(list, field) then return list end
+  return M._lua_sort_jobs(list, field)
 end
 
 --- The job graph of a model read by jobque_profile.trace.
