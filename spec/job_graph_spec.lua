@@ -356,3 +356,25 @@ describe("the jobs' order", function()
     assert.same({1, 1 << 60}, ids(list))
   end)
 end)
+
+describe("a distribution's values", function()
+  local core = require "jobque.core"
+  it("are sorted by jobque.core's sort_numbers as table.sort sorts them, and left to it when not exact", function()
+    local x, list = 99, {}
+    for i = 1, 3000 do
+      x = (x * 1103515245 + 12345) % 2147483648
+      list[i] = (i % 3 == 0) and (x % 50) + 0.5 or x % 50 -- integers and floats, many equal
+    end
+    local want = {}
+    for i, v in ipairs(list) do want[i] = v end
+    table.sort(want)
+    assert.is_true(core.sort_numbers(list))
+    assert.same(want, list)
+    assert.is_true(core.sort_numbers({}))
+    for _, bad in ipairs({{2, 1 << 60}, {2, 0 / 0}, {2, "1"}}) do
+      local before = tostring(bad[1]) .. " " .. tostring(bad[2])
+      assert.is_nil(core.sort_numbers(bad))
+      assert.equal(before, tostring(bad[1]) .. " " .. tostring(bad[2]))
+    end
+  end)
+end)

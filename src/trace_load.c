@@ -1556,6 +1556,41 @@ static int l_sort_jobs(lua_State *L) {
   return 1;
 }
 
+/* sort_numbers(list) -> true: the numbers list[1..#list] in ascending
+ * order (equal ones stay as they were: 3 and 3.0 are equal); nothing (the
+ * list untouched) when one is not a number exact as a double. */
+static int l_sort_numbers(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_Unsigned un = lua_rawlen(L, 1);
+  luaL_argcheck(L, un < ((size_t)-1 / 4) / sizeof(keyed) && un < INT32_MAX, 1, "list too long");
+  size_t n = (size_t)un;
+  keyed *a = lua_newuserdatauv(L, (n ? n : 1) * 2 * sizeof *a, 0); /* 2 */
+  int sorted = 1;
+  for (size_t k = 0; k < n; k++) {
+    lua_rawgeti(L, 1, (lua_Integer)k + 1);
+    if (!exact_number(L, &a[k].ts))
+      return 0;
+    a[k].i = (lua_Integer)k + 1;
+    if (k > 0 && a[k].ts < a[k - 1].ts)
+      sorted = 0;
+  }
+  lua_pushboolean(L, 1);
+  if (sorted)
+    return 1;
+  merge_sort(a, a + n, n);
+  lua_createtable(L, (int)n, 0); /* 4: the numbers as they were */
+  for (size_t k = 1; k <= n; k++) {
+    lua_rawgeti(L, 1, (lua_Integer)k);
+    lua_rawseti(L, 4, (lua_Integer)k);
+  }
+  for (size_t k = 0; k < n; k++) {
+    lua_rawgeti(L, 4, a[k].i);
+    lua_rawseti(L, 1, (lua_Integer)k + 1);
+  }
+  lua_pushvalue(L, 3);
+  return 1;
+}
+
 /* ---- page_lane ---- */
 
 /* The index of the string on top in list/index (env's fields): index[s],
@@ -1749,6 +1784,10 @@ void jq_open_page_lane(lua_State *L) {
 
 void jq_open_sort_jobs(lua_State *L) {
   lua_pushcfunction(L, l_sort_jobs);
+}
+
+void jq_open_sort_numbers(lua_State *L) {
+  lua_pushcfunction(L, l_sort_numbers);
 }
 
 void jq_open_page_values(lua_State *L) {

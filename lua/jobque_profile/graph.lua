@@ -94,10 +94,11 @@ function M._lua_sort_jobs(list, field)
   return list
 end
 
-local native_sort_jobs -- jobque.core's sort_jobs, when the core is there
+local native_sort_jobs, native_sort_numbers -- jobque.core's, when the core is there
 do
   local found, core = pcall(require, "jobque.core")
   native_sort_jobs = found and type(core) == "table" and core.sort_jobs or nil
+  native_sort_numbers = found and type(core) == "table" and core.sort_numbers or nil
 end
 
 local function sort_jobs(list, field)
@@ -212,7 +213,8 @@ local function rank(sorted, p)
 end
 
 local function summary(values)
-  table.sort(values)
+  -- in C when the core is there (equal values, as 3 and 3.0, print the same)
+  if not (native_sort_numbers and native_sort_numbers(values)) then table.sort(values) end
   return {count = #values, p50_us = rank(values, 0.5) or 0, p95_us = rank(values, 0.95) or 0,
           max_us = values[#values] or 0} -- 0 when there are none (count 0)
 end
