@@ -1515,6 +1515,22 @@ static int exact_number(lua_State *L, double *out) {
   return ok;
 }
 
+/* The list at index 1 (n items) rearranged: item k+1 becomes the item
+ * a[k].i was (through a copy, popped). */
+static void put_in_order(lua_State *L, const keyed *a, size_t n) {
+  lua_createtable(L, (int)n, 0); /* the items as they were */
+  int old = lua_gettop(L);
+  for (size_t k = 1; k <= n; k++) {
+    lua_rawgeti(L, 1, (lua_Integer)k);
+    lua_rawseti(L, old, (lua_Integer)k);
+  }
+  for (size_t k = 0; k < n; k++) {
+    lua_rawgeti(L, old, a[k].i);
+    lua_rawseti(L, 1, (lua_Integer)k + 1);
+  }
+  lua_pop(L, 1);
+}
+
 /* sort_jobs(list, field) -> true: the tables list[1..#list] put in the
  * order of their numbers t[field], ties by their t.id (graph.lua's
  * sort_jobs); nothing (the list untouched) when an item is not a table or
@@ -1543,15 +1559,7 @@ static int l_sort_jobs(lua_State *L) {
   for (size_t k = 0; k < n; k++)
     a[k].ts = v[a[k].i - 1].ts;
   merge_sort(a, tmp, n);
-  lua_createtable(L, (int)n, 0); /* 4: the items as they were */
-  for (size_t k = 1; k <= n; k++) {
-    lua_rawgeti(L, 1, (lua_Integer)k);
-    lua_rawseti(L, 4, (lua_Integer)k);
-  }
-  for (size_t k = 0; k < n; k++) {
-    lua_rawgeti(L, 4, a[k].i);
-    lua_rawseti(L, 1, (lua_Integer)k + 1);
-  }
+  put_in_order(L, a, n);
   lua_pushboolean(L, 1);
   return 1;
 }
@@ -1578,15 +1586,7 @@ static int l_sort_numbers(lua_State *L) {
   if (sorted)
     return 1;
   merge_sort(a, a + n, n);
-  lua_createtable(L, (int)n, 0); /* 4: the numbers as they were */
-  for (size_t k = 1; k <= n; k++) {
-    lua_rawgeti(L, 1, (lua_Integer)k);
-    lua_rawseti(L, 4, (lua_Integer)k);
-  }
-  for (size_t k = 0; k < n; k++) {
-    lua_rawgeti(L, 4, a[k].i);
-    lua_rawseti(L, 1, (lua_Integer)k + 1);
-  }
+  put_in_order(L, a, n);
   lua_pushvalue(L, 3);
   return 1;
 }
