@@ -378,3 +378,45 @@ describe("a distribution's values", function()
     end
   end)
 end)
+
+describe("the graph without jobque.core", function()
+  teardown(function() p.profile_stop() end)
+
+  -- jobque_profile.graph loaded again with jobque.core missing: its Lua sorts.
+  local function graph_without_core()
+    local saved_core, saved_graph = package.loaded["jobque.core"], package.loaded["jobque_profile.graph"]
+    package.loaded["jobque.core"], package.loaded["jobque_profile.graph"] = nil, nil
+    package.preload["jobque.core"] = function() error("no core in this spec") end
+    local ok, g = pcall(require, "jobque_profile.graph")
+    package.preload["jobque.core"] = nil
+    package.loaded["jobque.core"], package.loaded["jobque_profile.graph"] = saved_core, saved_graph
+    assert(ok, g)
+    return g
+  end
+
+  it("gives the same latencies, top jobs and critical path as with it", function()
+    local path = S.tmpfile("graph-both.json")
+    p.profile_start(20000)
+    jobque.with_job_que({workers = 2}, function(q)
+      local empty = function() end
+      for _ = 1, 1500 do q:submit(empty) end
+      q:wait_all()
+    end)
+    p.profile_stop()
+    assert(p.profile_save(path))
+    local model = assert(trace.load(path))
+    local native = require "jobque_profile.graph"
+    local plain = graph_without_core()
+    assert.are_not.equal(native, plain)
+    local nl, ncp, ng = native.figures(model, 50)
+    local ll, lcp, lg = plain.figures(model, 50)
+    assert.equal(1500, #ng.order)
+    assert.same(ll, nl)
+    assert.same(lcp, ncp)
+    local ids_n, ids_l = {}, {}
+    for i = 1, #ng.order do ids_n[i], ids_l[i] = ng.order[i].id, lg.order[i].id end
+    assert.same(ids_l, ids_n)
+    for i = 1, #ng.ends do ids_n[i], ids_l[i] = ng.ends[i].id, lg.ends[i].id end
+    assert.same(ids_l, ids_n)
+  end)
+end)
