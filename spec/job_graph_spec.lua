@@ -305,3 +305,118 @@ describe("a recorded graph", function()
     assert.is_true(c.latency_us <= c.start_us - c.ready_us + 0.01)
   end)
 end)
+
+describe("the jobs' order", function()
+  local graph = require "jobque_profile.graph"
+  local core = require "jobque.core"
+  local function ids(list)
+    local out = {}
+    for i, j in ipairs(list) do out[i] = j.id end
+    return out
+  end
+  local function copy(list)
+    local out = {}
+    for i, j in ipairs(list) do out[i] = j end
+    return out
+  end
+
+  it("is the same from jobque.core's sort_jobs as from the Lua sort: by the field, ties by id", function()
+    -- values with ties (3 and 3.0 are one value), ids out of order
+    local list = {{id = 9, start = 3}, {id = 2, start = 5}, {id = 7, start = 3.0}, {id = 4, start = -1},
+                  {id = 1, start = 3}, {id = 3, start = 0.5}, {id = 8, start = 5}}
+    local native, lua = copy(list), copy(list)
+    assert.is_true(core.sort_jobs(native, "start"))
+    graph._lua_sort_jobs(lua, "start")
+    assert.same({4, 3, 1, 7, 9, 2, 8}, ids(native))
+    assert.same(ids(lua), ids(native))
+    -- many jobs in a pseudo-random order, few distinct values
+    local big, x = {}, 12345
+    for i = 1, 5000 do
+      x = (x * 1103515245 + 12345) % 2147483648
+      big[i] = {id = x, finish = x % 17}
+    end
+    native, lua = copy(big), copy(big)
+    assert.is_true(core.sort_jobs(native, "finish"))
+    graph._lua_sort_jobs(lua, "finish")
+    assert.same(ids(lua), ids(native))
+    assert.is_true(core.sort_jobs({}, "start"))
+  end)
+
+  it("is left to the Lua sort, the list untouched, for what a double does not hold exactly", function()
+    for _, list in ipairs({{{id = 1, start = 2}, {id = 1 << 60, start = 1}},
+                           {{id = 1, start = 2}, {id = 2, start = 0 / 0}},
+                           {{id = 1, start = 2}, {id = 2}},
+                           {{id = 1, start = 2}, "x"}}) do
+      local before = copy(list)
+      assert.is_nil(core.sort_jobs(list, "start"))
+      assert.same(before, list)
+    end
+    local list = {{id = 1 << 60, start = 1}, {id = 1, start = 1}}
+    graph._lua_sort_jobs(list, "start")
+    assert.same({1, 1 << 60}, ids(list))
+  end)
+end)
+
+describe("a distribution's values", function()
+  local core = require "jobque.core"
+  it("are sorted by jobque.core's sort_numbers as table.sort sorts them, and left to it when not exact", function()
+    local x, list = 99, {}
+    for i = 1, 3000 do
+      x = (x * 1103515245 + 12345) % 2147483648
+      list[i] = (i % 3 == 0) and (x % 50) + 0.5 or x % 50 -- integers and floats, many equal
+    end
+    local want = {}
+    for i, v in ipairs(list) do want[i] = v end
+    table.sort(want)
+    assert.is_true(core.sort_numbers(list))
+    assert.same(want, list)
+    assert.is_true(core.sort_numbers({}))
+    for _, bad in ipairs({{2, 1 << 60}, {2, 0 / 0}, {2, "1"}}) do
+      local before = tostring(bad[1]) .. " " .. tostring(bad[2])
+      assert.is_nil(core.sort_numbers(bad))
+      assert.equal(before, tostring(bad[1]) .. " " .. tostring(bad[2]))
+    end
+  end)
+end)
+
+describe("the graph without jobque.core", function()
+  teardown(function() p.profile_stop() end)
+
+  -- jobque_profile.graph loaded again with jobque.core missing: its Lua sorts.
+  local function graph_without_core()
+    local saved_core, saved_graph = package.loaded["jobque.core"], package.loaded["jobque_profile.graph"]
+    package.loaded["jobque.core"], package.loaded["jobque_profile.graph"] = nil, nil
+    package.preload["jobque.core"] = function() error("no core in this spec") end
+    local ok, g = pcall(require, "jobque_profile.graph")
+    package.preload["jobque.core"] = nil
+    package.loaded["jobque.core"], package.loaded["jobque_profile.graph"] = saved_core, saved_graph
+    assert(ok, g)
+    return g
+  end
+
+  it("gives the same latencies, top jobs and critical path as with it", function()
+    local path = S.tmpfile("graph-both.json")
+    p.profile_start(20000)
+    jobque.with_job_que({workers = 2}, function(q)
+      local empty = function() end
+      for _ = 1, 1500 do q:submit(empty) end
+      q:wait_all()
+    end)
+    p.profile_stop()
+    assert(p.profile_save(path))
+    local model = assert(trace.load(path))
+    local native = require "jobque_profile.graph"
+    local plain = graph_without_core()
+    assert.are_not.equal(native, plain)
+    local nl, ncp, ng = native.figures(model, 50)
+    local ll, lcp, lg = plain.figures(model, 50)
+    assert.equal(1500, #ng.order)
+    assert.same(ll, nl)
+    assert.same(lcp, ncp)
+    local ids_n, ids_l = {}, {}
+    for i = 1, #ng.order do ids_n[i], ids_l[i] = ng.order[i].id, lg.order[i].id end
+    assert.same(ids_l, ids_n)
+    for i = 1, #ng.ends do ids_n[i], ids_l[i] = ng.ends[i].id, lg.ends[i].id end
+    assert.same(ids_l, ids_n)
+  end)
+end)

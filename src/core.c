@@ -153,6 +153,10 @@ __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   lua_setfield(L, -2, "page_ns");
   jq_open_sort_columns(L);
   lua_setfield(L, -2, "sort_columns");
+  jq_open_sort_jobs(L);
+  lua_setfield(L, -2, "sort_jobs");
+  jq_open_sort_numbers(L);
+  lua_setfield(L, -2, "sort_numbers");
   jq_open_page_lane(L);
   lua_setfield(L, -2, "page_lane");
   jq_open_page_values(L);

@@ -1499,6 +1499,100 @@ static int l_sort_columns(lua_State *L) {
   return 0;
 }
 
+/* ---- sort_jobs ---- */
+
+/* *out = the number at the top of the stack, popped; 0 when it is not a
+ * number a double holds exactly (an integer beyond 2^53, or NaN). */
+static int exact_number(lua_State *L, double *out) {
+  int ok = 0;
+  if (lua_isinteger(L, -1)) {
+    lua_Integer x = lua_tointeger(L, -1);
+    ok = x <= ((lua_Integer)1 << 53) && x >= -((lua_Integer)1 << 53);
+    *out = (double)x;
+  } else if (lua_type(L, -1) == LUA_TNUMBER) {
+    *out = (double)lua_tonumber(L, -1);
+    ok = *out == *out;
+  }
+  lua_pop(L, 1);
+  return ok;
+}
+
+/* The list at index 1 (n items) rearranged: item k+1 becomes the item
+ * a[k].i was (through a copy, popped). */
+static void put_in_order(lua_State *L, const keyed *a, size_t n) {
+  lua_createtable(L, (int)n, 0); /* the items as they were */
+  int old = lua_gettop(L);
+  for (size_t k = 1; k <= n; k++) {
+    lua_rawgeti(L, 1, (lua_Integer)k);
+    lua_rawseti(L, old, (lua_Integer)k);
+  }
+  for (size_t k = 0; k < n; k++) {
+    lua_rawgeti(L, old, a[k].i);
+    lua_rawseti(L, 1, (lua_Integer)k + 1);
+  }
+  lua_pop(L, 1);
+}
+
+/* sort_jobs(list, field) -> true: the tables list[1..#list] put in the
+ * order of their numbers t[field], ties by their t.id (graph.lua's
+ * sort_jobs); nothing (the list untouched) when an item is not a table or
+ * its value or id not a number exact as a double: the Lua sort does those. */
+static int l_sort_jobs(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  const char *field = luaL_checkstring(L, 2);
+  lua_Unsigned un = lua_rawlen(L, 1);
+  luaL_argcheck(L, un < ((size_t)-1 / 4) / sizeof(keyed) && un < INT32_MAX, 1, "list too long");
+  size_t n = (size_t)un;
+  keyed *a = lua_newuserdatauv(L, (n ? n : 1) * 3 * sizeof *a, 0); /* 3 */
+  keyed *tmp = a + n, *v = tmp + n; /* v[k].ts: item k+1's value */
+  for (size_t k = 0; k < n; k++) {
+    if (lua_rawgeti(L, 1, (lua_Integer)k + 1) != LUA_TTABLE)
+      return 0;
+    lua_getfield(L, -1, "id");
+    int ok = exact_number(L, &a[k].ts);
+    lua_getfield(L, -1, field);
+    ok = ok && exact_number(L, &v[k].ts);
+    lua_pop(L, 1);
+    if (!ok)
+      return 0;
+    a[k].i = (lua_Integer)k + 1;
+  }
+  merge_sort(a, tmp, n); /* by id, then (stable) by value: ties by id */
+  for (size_t k = 0; k < n; k++)
+    a[k].ts = v[a[k].i - 1].ts;
+  merge_sort(a, tmp, n);
+  put_in_order(L, a, n);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/* sort_numbers(list) -> true: the numbers list[1..#list] in ascending
+ * order (equal ones stay as they were: 3 and 3.0 are equal); nothing (the
+ * list untouched) when one is not a number exact as a double. */
+static int l_sort_numbers(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_Unsigned un = lua_rawlen(L, 1);
+  luaL_argcheck(L, un < ((size_t)-1 / 4) / sizeof(keyed) && un < INT32_MAX, 1, "list too long");
+  size_t n = (size_t)un;
+  keyed *a = lua_newuserdatauv(L, (n ? n : 1) * 2 * sizeof *a, 0); /* 2 */
+  int sorted = 1;
+  for (size_t k = 0; k < n; k++) {
+    lua_rawgeti(L, 1, (lua_Integer)k + 1);
+    if (!exact_number(L, &a[k].ts))
+      return 0;
+    a[k].i = (lua_Integer)k + 1;
+    if (k > 0 && a[k].ts < a[k - 1].ts)
+      sorted = 0;
+  }
+  lua_pushboolean(L, 1);
+  if (sorted)
+    return 1;
+  merge_sort(a, a + n, n);
+  put_in_order(L, a, n);
+  lua_pushvalue(L, 3);
+  return 1;
+}
+
 /* ---- page_lane ---- */
 
 /* The index of the string on top in list/index (env's fields): index[s],
@@ -1688,6 +1782,14 @@ void jq_open_sort_columns(lua_State *L) {
 
 void jq_open_page_lane(lua_State *L) {
   lua_pushcfunction(L, l_page_lane);
+}
+
+void jq_open_sort_jobs(lua_State *L) {
+  lua_pushcfunction(L, l_sort_jobs);
+}
+
+void jq_open_sort_numbers(lua_State *L) {
+  lua_pushcfunction(L, l_sort_numbers);
 }
 
 void jq_open_page_values(lua_State *L) {

@@ -25,6 +25,14 @@ void jq_open_page_ns(lua_State *L);
  * of t[fields[1]]'s numbers, ties as they were (trace.lua's sort_columns). */
 void jq_open_sort_columns(lua_State *L);
 
+/* Pushes sort_jobs(list, field) -> true: graph.lua's jobs in the order of
+ * their numbers t[field], ties by t.id; nothing when it leaves them to Lua. */
+void jq_open_sort_jobs(lua_State *L);
+
+/* Pushes sort_numbers(list) -> true: numbers in ascending order (graph.lua's
+ * distributions); nothing when it leaves them to table.sort. */
+void jq_open_sort_numbers(lua_State *L);
+
 /* Pushes page_lane(cat, sname, args, job, n, env) -> c, n, a, ak, av: a
  * lane's columns of the page's data (jobque_profile.html). */
 void jq_open_page_lane(lua_State *L);

@@ -59,8 +59,10 @@ local function by_id(a, b) return a.id < b.id end
 -- Sorts the jobs of `list` by their `field` (a number), ties by id, so the
 -- order (and a report) does not depend on hashing. The values are sorted
 -- as numbers (no Lua comparison per step: a trace can hold a million
--- jobs), then the jobs put back by value.
-local function sort_jobs(list, field)
+-- jobs), then the jobs put back by value. (jobque.core's sort_jobs does
+-- the same in C; this is the sort without the core, and for what it
+-- leaves: an id or value beyond 2^53.)
+function M._lua_sort_jobs(list, field)
   local bucket, values = {}, {}
   for _, j in ipairs(list) do
     local v = j[field]
@@ -90,6 +92,18 @@ local function sort_jobs(list, field)
     end
   end
   return list
+end
+
+local native_sort_jobs, native_sort_numbers -- jobque.core's, when the core is there
+do
+  local found, core = pcall(require, "jobque.core")
+  native_sort_jobs = found and type(core) == "table" and core.sort_jobs or nil
+  native_sort_numbers = found and type(core) == "table" and core.sort_numbers or nil
+end
+
+local function sort_jobs(list, field)
+  if native_sort_jobs and native_sort_jobs(list, field) then return list end
+  return M._lua_sort_jobs(list, field)
 end
 
 --- The job graph of a model read by jobque_profile.trace.
@@ -199,7 +213,8 @@ local function rank(sorted, p)
 end
 
 local function summary(values)
-  table.sort(values)
+  -- in C when the core is there (equal values, as 3 and 3.0, print the same)
+  if not (native_sort_numbers and native_sort_numbers(values)) then table.sort(values) end
   return {count = #values, p50_us = rank(values, 0.5) or 0, p95_us = rank(values, 0.95) or 0,
           max_us = values[#values] or 0} -- 0 when there are none (count 0)
 end
