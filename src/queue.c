@@ -439,15 +439,15 @@ static int publish_lock_free(jq_queue *q, jq_job *job) {
    * going to park re-checks `incoming` after counting itself parked. */
   int parked = atomic_load(&q->nparked);
   if (parked > 0 && q->nworkers - parked - atomic_load(&q->running) <= 0) {
-    /* Never sleep on mu here: whoever holds it is busy. If a worker is
-     * running a job, it takes mu again after that job and, seeing the
-     * flag, wakes one (the flag is set before `running` is read, and a
-     * worker lowers `running` before it looks at the flag: one of the two
-     * sees the other). With no worker running, wait for mu. */
+    /* Whoever holds mu may be the worker going to park, which checked
+     * `incoming` before this push: leaving the wake-up to a running
+     * worker's next take lost it whenever that worker's job ran long (a
+     * spec found a ready job waiting, with a worker parked, until an
+     * unrelated job ended; forever when that job waited for it). So wait
+     * for mu: its holders keep it for bookkeeping only, and the flag lets
+     * a take that gets there first pass the wake-up on. */
     if (pthread_mutex_trylock(&q->mu) != 0) {
       atomic_store(&q->wake_pending, 1);
-      if (atomic_load(&q->running) > 0)
-        return 0;
       pthread_mutex_lock(&q->mu);
     }
     atomic_store_explicit(&q->wake_pending, 0, memory_order_relaxed);
