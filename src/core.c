@@ -147,20 +147,7 @@ __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   lua_setfield(L, -2, "write_file");
   lua_pushcfunction(L, l_exact_marker_args);
   lua_setfield(L, -2, "exact_marker_args");
-  jq_open_load_trace(L);
-  lua_setfield(L, -2, "load_trace");
-  jq_open_page_ns(L);
-  lua_setfield(L, -2, "page_ns");
-  jq_open_sort_columns(L);
-  lua_setfield(L, -2, "sort_columns");
-  jq_open_sort_jobs(L);
-  lua_setfield(L, -2, "sort_jobs");
-  jq_open_sort_numbers(L);
-  lua_setfield(L, -2, "sort_numbers");
-  jq_open_page_lane(L);
-  lua_setfield(L, -2, "page_lane");
-  jq_open_page_values(L);
-  lua_setfield(L, -2, "page_values");
+  jq_open_reader(L); /* load_trace, page_ns, sort_columns, ... (trace_load.h) */
   lua_pushcfunction(L, l_stderr_is_tty);
   lua_setfield(L, -2, "stderr_is_tty");
 #ifdef JQ_TESTING

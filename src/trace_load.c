@@ -1768,30 +1768,10 @@ static int l_page_values(lua_State *L) {
   return 3;
 }
 
-void jq_open_load_trace(lua_State *L) {
-  lua_pushcfunction(L, l_load_trace);
-}
-
-void jq_open_page_ns(lua_State *L) {
-  lua_pushcfunction(L, l_page_ns);
-}
-
-void jq_open_sort_columns(lua_State *L) {
-  lua_pushcfunction(L, l_sort_columns);
-}
-
-void jq_open_page_lane(lua_State *L) {
-  lua_pushcfunction(L, l_page_lane);
-}
-
-void jq_open_sort_jobs(lua_State *L) {
-  lua_pushcfunction(L, l_sort_jobs);
-}
-
-void jq_open_sort_numbers(lua_State *L) {
-  lua_pushcfunction(L, l_sort_numbers);
-}
-
-void jq_open_page_values(lua_State *L) {
-  lua_pushcfunction(L, l_page_values);
+void jq_open_reader(lua_State *L) {
+  static const luaL_Reg fns[] = {
+      {"load_trace", l_load_trace},     {"page_ns", l_page_ns},     {"sort_columns", l_sort_columns},
+      {"page_lane", l_page_lane},       {"sort_jobs", l_sort_jobs}, {"sort_numbers", l_sort_numbers},
+      {"page_values", l_page_values},   {NULL, NULL}};
+  luaL_setfuncs(L, fns, 0);
 }
