@@ -338,6 +338,42 @@ describe("the native trace loader", function()
     assert.are.same({"", "", "", "", ""}, {core.page_lane({}, {}, {}, {}, 0, env)})
   end)
 
+  it("writes the markers' page columns from C as the Lua writer does (every kind of arg, markup in names)", function()
+    local text = HEAD .. [[
+{"ph":"i","s":"g","ts":1,"pid":1,"tid":1,"name":"m<1>","args":{"arg":"str<ing>\u2028"}},
+{"ph":"i","s":"g","ts":2,"pid":1,"tid":1,"name":"m<1>","args":{"arg":9007199254740993}},
+{"ph":"i","s":"g","ts":3,"pid":1,"tid":1,"name":"m2","args":{"arg":1.5}},
+{"ph":"i","s":"g","ts":3.7,"pid":1,"tid":1,"name":"m2","args":{"arg":3.0}},
+{"ph":"i","s":"g","ts":3.8,"pid":1,"tid":1,"name":"m2","args":{"arg":-9007199254740993}},
+{"ph":"i","s":"g","ts":3.9,"pid":1,"tid":1,"name":"m2","args":{"arg":1e300}},
+{"ph":"i","s":"g","ts":4.1,"pid":1,"tid":1,"name":"m2","args":{"arg":"42"}},
+{"ph":"i","s":"g","ts":4.2,"pid":1,"tid":1,"name":"m2"},
+{"ph":"C","ts":1,"pid":"p<1>","tid":1,"name":"c<x>","args":{"v\u2028":3}},
+{"ph":"X","ts":5,"dur":1,"pid":1,"tid":1,"name":"s\u2029","cat":"c<at>","args":{"k<":"v>"}}
+],
+]] .. META
+    for _, reader in ipairs{"native", "cjson"} do
+      local model = assert(trace.decode(text, "t<>", {reader = reader}))
+      local from_c = html.render(model)
+      local saved = {}
+      for _, k in ipairs{"page_ns", "page_lane", "page_markers", "page_values"} do saved[k], core[k] = core[k], nil end
+      local ok, from_lua = pcall(html.render, model)
+      for k, v in pairs(saved) do core[k] = v end
+      assert(ok, from_lua)
+      assert.are.equal(from_lua, from_c, reader)
+      assert.truthy(from_c:find('"ma":["str\\u003cing\\u003e\\u2028","9007199254740993",1.5,3,'
+                                .. '"-9007199254740993",1e+300,42,null]', 1, true), reader)
+      local data = from_c:match('<script[^>]*id="data"[^>]*>(.-)</script>') or from_c
+      assert.falsy(data:find("[<>]"), reader) -- nothing in the data can end its element
+      assert.falsy(data:find("\226\128[\168\169]"), reader)
+    end
+    local env = {kinds = {}, kind_index = {}, other = function(v) return '"' .. tostring(v) .. '"' end}
+    assert.are.same({"0,1000", "0,1", '"true",7'}, {core.page_markers({1, 2}, {"a", "b"}, {true, 7}, 2, 1, env)})
+    assert.are.same({"a", "b"}, env.kinds)
+    assert.matches("time 2 is not a number", S.err_of(core.page_markers, {1, "x"}, {"a", "a"}, {}, 2, 0, env))
+    assert.matches("time 1 is out of range", S.err_of(core.page_markers, {1e300}, {"a"}, {}, 1, 0, env))
+  end)
+
   it("writes a counter track's values for the page from C: integers plain, floats to 17 digits, min and max", function()
     local v = {1, 2.5, 3.0, -0.0, 1e300, 2.0 ^ 63, -2.0 ^ 63, math.maxinteger, 0.1, 7}
     local text, lo, hi = core.page_values(v, 9)

@@ -18,6 +18,7 @@
 #include "file_replace.h"
 #include "json_scan.h"
 #include "trace.h"
+#include "page.h"
 #include "trace_load.h"
 
 /* The benchmarks' baseline: a C function that takes arguments and does nothing. */
@@ -147,7 +148,8 @@ __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   lua_setfield(L, -2, "write_file");
   lua_pushcfunction(L, l_exact_marker_args);
   lua_setfield(L, -2, "exact_marker_args");
-  jq_open_reader(L); /* load_trace, page_ns, sort_columns, ... (trace_load.h) */
+  jq_open_reader(L); /* load_trace, sort_columns, ... (trace_load.h) */
+  jq_open_page(L);   /* page_ns, page_lane, page_markers, page_values (page.h) */
   lua_pushcfunction(L, l_stderr_is_tty);
   lua_setfield(L, -2, "stderr_is_tty");
 #ifdef JQ_TESTING

@@ -16,18 +16,13 @@
 
 /* Sets the reader's functions in the table on top of the stack:
  *   load_trace(hooks, path [, text]) -> true | nil, message | "fallback"
- *   page_ns(col, n, t0) -> "x1,x2,...": times as the page's integer
- *     nanoseconds since t0 (jobque_profile.html)
  *   sort_columns(t, fields, n): t's columns fields[1..] in the order of
  *     t[fields[1]]'s numbers, ties as they were (trace.lua's sort_columns)
  *   sort_jobs(list, field) -> true: graph.lua's jobs in the order of their
  *     numbers t[field], ties by t.id; nothing when it leaves them to Lua
  *   sort_numbers(list) -> true: numbers in ascending order (graph.lua's
  *     distributions); nothing when it leaves them to table.sort
- *   page_lane(cat, sname, args, job, n, env) -> c, n, a, ak, av: a lane's
- *     columns of the page's data (jobque_profile.html)
- *   page_values(values, n) -> "v1,v2,...", min, max: a counter track's
- *     values as the page writes them (jobque_profile.html) */
+ * (the page's columns are page.h's) */
 void jq_open_reader(lua_State *L);
 
 #endif

@@ -108,6 +108,34 @@ local function inert(text)
   return text
 end
 
+-- A marker's arg as the page writes it: null; an integer plain (beyond
+-- 2^53, where a JavaScript number would round it, as text); a finite
+-- float to 14 digits; anything else as the text of tostring.
+local function marker_arg(arg)
+  if arg == nil then return "null" end
+  local n = math.tointeger(arg)
+  if n then return (n > 1 << 53 or n < -(1 << 53)) and quote(tostring(n)) or tostring(n) end
+  if type(arg) == "number" and arg - arg == 0 then return ("%.14g"):format(arg) end -- JSON has no inf or nan
+  return inert(quote(tostring(arg)))
+end
+
+-- The markers' mt, mk and ma columns of the page's data, each joined by
+-- commas (kinds interned in kinds/kind_index): by the native core when it
+-- is there (a trace can hold a million markers).
+local function markers(model, kinds, kind_index)
+  local mts, mkind, marg = model.marker_ts, model.marker_kind, model.marker_arg
+  local found, core = pcall(require, "jobque.core")
+  if found and type(core) == "table" and core.page_markers then
+    return core.page_markers(mts, mkind, marg, #mts, model.t0, {kinds = kinds, kind_index = kind_index,
+                                                                other = marker_arg})
+  end
+  local mt, mk, ma = {}, {}, {}
+  for i = 1, #mts do
+    mt[i], mk[i], ma[i] = ns(mts[i] - model.t0), intern(kinds, kind_index, mkind[i]), marker_arg(marg[i])
+  end
+  return table.concat(mt, ","), table.concat(mk, ","), table.concat(ma, ",")
+end
+
 -- The trace as the page's data, in columns; times in ns from model.t0.
 -- A slice's args: a[i] = -1 (none); >= 0, an index into "args" (JSON
 -- objects); -2, one integer under one key: {keys[ak[i]]: av[i]} (job ids).
@@ -136,36 +164,23 @@ local function data(model)
     local c, n, a, ak, av = page_lane(lane, env)
     lanes[li] = ('{"name":%s,"maxdur":%d,"dropped":%d,"full":%s,"ts":[%s],"dur":[%s],"c":[%s],"n":[%s],'
                  .. '"a":[%s],"ak":[%s],"av":[%s],"f":[%s]}')
-      :format(quote(lane.name), ns(lane.maxdur), lane.dropped or 0,
+      :format(inert(quote(lane.name)), ns(lane.maxdur), lane.dropped or 0,
               lane.full_at and tostring(ns(lane.full_at - t0)) or "null",
               times(lane.ts, lane.n, t0), times(lane.dur, lane.n, 0), c, n, a, ak, av, table.concat(failed, ","))
   end
-  local kinds, kind_index, mt, mk, ma = {}, {}, {}, {}, {}
-  local mts, mkind, marg = model.marker_ts, model.marker_kind, model.marker_arg
-  for i = 1, #mts do
-    local arg = marg[i]
-    mt[i], mk[i] = ns(mts[i] - t0), intern(kinds, kind_index, mkind[i])
-    if arg == nil then
-      ma[i] = "null"
-    elseif math.tointeger(arg) then
-      local n = math.tointeger(arg) -- beyond 2^53 a JavaScript number would round it: as text
-      ma[i] = (n > 1 << 53 or n < -(1 << 53)) and quote(tostring(n)) or n
-    elseif type(arg) == "number" and arg - arg == 0 then -- finite: JSON has no inf or nan
-      ma[i] = ("%.14g"):format(arg)
-    else
-      ma[i] = quote(tostring(arg))
-    end
-  end
-  for i, str in ipairs(names) do names[i] = quote(str) end -- args are JSON already
-  for i, str in ipairs(keys) do keys[i] = quote(str) end
-  for i, str in ipairs(kinds) do kinds[i] = quote(str) end
-  local text = ('{"title":%s,"format":%s,"t0":%.17g,"span":%d,"cats":[%s],"names":[%s],"args":[%s],'
-                .. '"keys":[%s],"kinds":[%s],"mt":[%s],"mk":[%s],"ma":[%s],"lanes":[%s]}')
-    :format(quote(model.path or "trace"), quote(model.format), t0, ns(model.t1 - t0),
-            table.concat(cats, ","), table.concat(names, ","), table.concat(args, ","),
-            table.concat(keys, ","), table.concat(kinds, ","), table.concat(mt, ","), table.concat(mk, ","),
-            table.concat(ma, ","), table.concat(lanes, ",\n"))
-  return inert(text) -- no name may change how the page parses
+  local kinds, kind_index = {}, {}
+  local mt, mk, ma = markers(model, kinds, kind_index)
+  -- Only names (and args, which hold names) can hold what inert changes:
+  -- those are made inert, not the whole text (a page's worth of numbers).
+  for i, str in ipairs(names) do names[i] = inert(quote(str)) end
+  for i, str in ipairs(keys) do keys[i] = inert(quote(str)) end
+  for i, str in ipairs(kinds) do kinds[i] = inert(quote(str)) end
+  for i, str in ipairs(cats) do cats[i] = inert(str) end
+  return ('{"title":%s,"format":%s,"t0":%.17g,"span":%d,"cats":[%s],"names":[%s],"args":[%s],'
+          .. '"keys":[%s],"kinds":[%s],"mt":[%s],"mk":[%s],"ma":[%s],"lanes":[%s]}')
+    :format(inert(quote(model.path or "trace")), inert(quote(model.format)), t0, ns(model.t1 - t0),
+            table.concat(cats, ","), table.concat(names, ","), inert(table.concat(args, ",")),
+            table.concat(keys, ","), table.concat(kinds, ","), mt, mk, ma, table.concat(lanes, ",\n"))
 end
 
 -- A number for the page's JSON: integers as they are, finite floats to 17
@@ -303,7 +318,8 @@ local function counter_data(model)
     local v, lo, hi = values(c.value, c.n)
     if c.n > 0 then
       out[#out + 1] = ('{"name":%s,"pid":%s,"ts":[%s],"v":[%s],"min":%s,"max":%s}')
-        :format(quote(c.name), quote(tostring(c.pid)), times(c.ts, c.n, t0), v, number(lo), number(hi))
+        :format(inert(quote(c.name)), inert(quote(tostring(c.pid))), times(c.ts, c.n, t0), v, number(lo),
+                number(hi))
     end
   end
   return list(out)
@@ -378,10 +394,10 @@ local function template(hooks)
     :gsub("@SCRIPT@", function() return script end, 1))
 end
 
---- The page for a model, as a string; or nil and a message when the page's
--- files are missing. options.test_hooks: put the specs' hooks in the page
--- (the URL fragment's #do=, #probe= and #bench: see timeline/hooks.js).
-function M.render(model, options)
+-- The page for a model as a list of strings, in order (a page can be a
+-- hundred MB: the command writes the pieces, no copy joins them); or nil
+-- and a message when the page's files are missing.
+local function pieces(model, options)
   local page, err = template(options and options.test_hooks)
   if not page then return nil, err end
   local title = (model.path or "trace"):gsub("[&<>\"@]", {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;",
@@ -389,12 +405,38 @@ function M.render(model, options)
   page = page:gsub("@TITLE@", function() return title end)
     :gsub("@NAME_WIDTH@", function() return tostring(report.NAME_WIDTH) end)
     :gsub("@MAX_US@", function() return ("%.17g"):format(require("jobque_profile.trace").MAX_US) end)
-  -- One pass, so that no name in what is filled in is taken for a placeholder.
+  -- One pass over the template, so that no name in what is filled in is
+  -- taken for a placeholder. Each part is inert where it holds names: the
+  -- graph's and the spans' parts are numbers only.
   local fill = {DATA = function() return data(model) end,
-                GRAPH = function() return inert(util.without_gc(graph_data, model)) end,
-                COUNTERS = function() return inert(counter_data(model)) end,
-                SPANS = function() return inert(span_data(model)) end}
-  return (page:gsub("@(%u+)@", function(key) return fill[key] and fill[key]() end))
+                GRAPH = function() return util.without_gc(graph_data, model) end,
+                COUNTERS = function() return counter_data(model) end,
+                SPANS = function() return span_data(model) end}
+  local out, at = {}, 1
+  while true do
+    local i, j, key = page:find("@(%u+)@", at)
+    if not i then break end
+    local f = fill[key]
+    if f then
+      out[#out + 1] = page:sub(at, i - 1)
+      out[#out + 1] = f()
+      at = j + 1
+    else -- not a placeholder: left as it is (as gsub leaves a match)
+      out[#out + 1] = page:sub(at, j)
+      at = j + 1
+    end
+  end
+  out[#out + 1] = page:sub(at)
+  return out
+end
+
+--- The page for a model, as a string; or nil and a message when the page's
+-- files are missing. options.test_hooks: put the specs' hooks in the page
+-- (the URL fragment's #do=, #probe= and #bench: see timeline/hooks.js).
+function M.render(model, options)
+  local parts, err = pieces(model, options)
+  if not parts then return nil, err end
+  return table.concat(parts)
 end
 
 --- Writes the page for a model to `path`: true, or nil and a message.
@@ -402,9 +444,9 @@ end
 -- device or FIFO is written in place), by the same rules as profile_save.
 -- options: as for render.
 function M.write(model, path, options)
-  local page, err = M.render(model, options)
-  if not page then return nil, err end
-  local ok, werr = require("jobque.core").write_file(path, page)
+  local parts, err = pieces(model, options)
+  if not parts then return nil, err end
+  local ok, werr = require("jobque.core").write_file(path, parts)
   if not ok then return nil, werr end
   return true
 end

@@ -1,0 +1,432 @@
+/*
+ * page.c - the timeline page's data columns written from C (issue 12):
+ * core.page_ns, page_lane, page_markers and page_values, each the same
+ * bytes as jobque_profile.html's Lua loops (which remain for a build
+ * without the core).
+ *
+ * Numbers are formatted by our own integer routine into a luaL_Buffer
+ * (a page holds millions of them: no printf per number but for floats
+ * that are not integers). Strings seen again are found through a small
+ * cache keyed by the address of their bytes (a Lua string does not move
+ * while its column holds it) before the writer's Lua tables are asked.
+ * Owns: nothing past a call (scratch memory is a userdata or the
+ * buffer's). Must not: be used by the record path.
+ * Thread safety: reentrant (one lua_State per call).
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "page.h"
+
+/* ---- numbers ---- */
+
+/* v in decimal at p (at least 20 bytes): its length. */
+static size_t put_i64(char *p, long long v) {
+  char tmp[24];
+  size_t n = 0, len = 0;
+  unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+  do {
+    tmp[n++] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  if (v < 0)
+    p[len++] = '-';
+  while (n)
+    p[len++] = tmp[--n];
+  return len;
+}
+
+/* Appends ",v" (or "v" when first) to b. */
+static void add_int(luaL_Buffer *b, long long v, int first) {
+  char *p = luaL_prepbuffsize(b, 24);
+  size_t len = 0;
+  if (!first)
+    p[len++] = ',';
+  len += put_i64(p + len, v);
+  luaL_addsize(b, len);
+}
+
+/* us (microseconds) as the page's integer nanoseconds since t0, as
+ * html.lua's ns rounds: (us - t0) * 1000 + 0.5, floored; 0 and an error
+ * message in *why when that is out of an integer's range. */
+static long long page_ns_of(double us, double t0, const char **why) {
+  double v = floor((us - t0) * 1000 + 0.5);
+  if (!(v >= -0x1p63 && v < 0x1p63)) {
+    *why = "out of range";
+    return 0;
+  }
+  return (long long)v;
+}
+
+/* page_ns(col, n, t0) -> "x1,x2,...": col[1..n] (microseconds, numbers) as
+ * integer nanoseconds since t0, rounded as the page's writer does in Lua:
+ * (us * 1000 + 0.5) // 1 (jobque_profile.html's ns). */
+static int l_page_ns(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_Integer n = luaL_checkinteger(L, 2);
+  double t0 = luaL_checknumber(L, 3);
+  lua_settop(L, 3);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, 1, i);
+    int ok;
+    double us = lua_tonumberx(L, -1, &ok);
+    lua_pop(L, 1);
+    if (!ok)
+      return luaL_error(L, "page_ns: item %I is not a number", (LUAI_UACINT)i);
+    const char *why = NULL;
+    long long v = page_ns_of(us, t0, &why);
+    if (why)
+      return luaL_error(L, "page_ns: item %I is %s", (LUAI_UACINT)i, why);
+    add_int(&b, v, i == 1);
+  }
+  luaL_pushresult(&b);
+  return 1;
+}
+
+/* ---- interning ---- */
+
+/* A cache of strings already interned: the address of a string's bytes
+ * (stable while a column holds the string) -> its index. Direct-mapped;
+ * a miss asks the Lua tables. */
+#define CACHE_N 256
+
+typedef struct seen {
+  const char *key[CACHE_N];
+  lua_Integer val[CACHE_N];
+} seen;
+
+static unsigned slot_of(const char *s) {
+  uintptr_t x = (uintptr_t)s;
+  return (unsigned)((x >> 4) ^ (x >> 12)) & (CACHE_N - 1);
+}
+
+/* The index of the string on top in list/index (env's fields): index[s],
+ * else #list (s appended). The string popped. */
+static lua_Integer intern_top(lua_State *L, int env, const char *list, const char *index) {
+  lua_getfield(L, env, index);
+  lua_pushvalue(L, -2);
+  if (lua_rawget(L, -2) == LUA_TNUMBER) {
+    lua_Integer k = lua_tointeger(L, -1);
+    lua_pop(L, 3);
+    return k;
+  }
+  lua_pop(L, 1);
+  lua_getfield(L, env, list);
+  lua_Integer k = (lua_Integer)lua_rawlen(L, -1);
+  lua_pushvalue(L, -3);
+  lua_rawseti(L, -2, k + 1);
+  lua_pop(L, 1);
+  lua_pushvalue(L, -2);
+  lua_pushinteger(L, k);
+  lua_rawset(L, -3);
+  lua_pop(L, 2);
+  return k;
+}
+
+/* intern_top through the cache c when the value on top is a string. */
+static lua_Integer intern_cached(lua_State *L, seen *c, int env, const char *list, const char *index) {
+  const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+  unsigned k = s ? slot_of(s) : 0;
+  if (s && c->key[k] == s) {
+    lua_pop(L, 1);
+    return c->val[k];
+  }
+  lua_Integer v = intern_top(L, env, list, index);
+  if (s) /* still alive: its column holds it */
+    c->key[k] = s, c->val[k] = v;
+  return v;
+}
+
+static lua_Integer int_at(lua_State *L, int col, lua_Integer i, const char *what) {
+  lua_rawgeti(L, col, i);
+  int ok;
+  lua_Integer v = lua_tointegerx(L, -1, &ok);
+  if (!ok)
+    luaL_error(L, "page_lane: %s %I is not an integer", what, (LUAI_UACINT)i);
+  lua_pop(L, 1);
+  return v;
+}
+
+/* ---- page_lane ---- */
+
+/* What page_lane keeps across slices: env's copy columns and caches. */
+typedef struct lane_ctx {
+  int env, cbytes, cjob, quoted, ccat; /* stack indices */
+  seen names, cats;
+  const char *cat_key[CACHE_N]; /* a copy's category -> its JSON text (in env.quoted) */
+  const char *cat_text[CACHE_N];
+  size_t cat_len[CACHE_N];
+  int job_key_known;
+  lua_Integer job_key;
+} lane_ctx;
+
+/* A copy's args (the copy's index on top, popped) as the page's JSON,
+ * interned in env.args: its index. */
+static lua_Integer copy_args(lua_State *L, lane_ctx *x) {
+  lua_Integer ci = lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  lua_geti(L, x->ccat, ci);
+  const char *name = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+  unsigned k = name ? slot_of(name) : 0;
+  const char *cat;
+  size_t cat_len;
+  if (name && x->cat_key[k] == name) { /* the quoted text, kept alive by env.quoted */
+    cat = x->cat_text[k], cat_len = x->cat_len[k];
+    lua_pop(L, 1);
+  } else {
+    lua_gettable(L, x->quoted); /* quoted[ccat[ci]] */
+    cat = luaL_checklstring(L, -1, &cat_len);
+    if (name)
+      x->cat_key[k] = name, x->cat_text[k] = cat, x->cat_len[k] = cat_len;
+    lua_pop(L, 1); /* still held by env.quoted */
+  }
+  lua_Integer bytes = int_at(L, x->cbytes, ci, "copy's bytes"), job = int_at(L, x->cjob, ci, "copy's job");
+  luaL_Buffer b;
+  char *p = luaL_buffinitsize(L, &b, cat_len + 64);
+  size_t len = 0;
+  memcpy(p, "{\"bytes\":", 9), len = 9;
+  len += put_i64(p + len, bytes);
+  memcpy(p + len, ",\"category\":", 12), len += 12;
+  memcpy(p + len, cat, cat_len), len += cat_len;
+  memcpy(p + len, ",\"job\":", 7), len += 7;
+  len += put_i64(p + len, job);
+  p[len++] = '}';
+  luaL_pushresultsize(&b, len);
+  return intern_top(L, x->env, "args", "arg_index");
+}
+
+/* The page's a, ak, av of slice i (its args at the top, popped). */
+static void slice_args(lua_State *L, lane_ctx *x, int ljob, lua_Integer i, lua_Integer *out) {
+  out[0] = -1, out[1] = 0, out[2] = 0;
+  int t = lua_type(L, -1);
+  if (t == LUA_TNUMBER) {
+    out[0] = copy_args(L, x);
+  } else if (lua_toboolean(L, -1)) { /* a table: env.other(args, i) -> a, ak, av */
+    lua_getfield(L, x->env, "other");
+    lua_insert(L, -2);
+    lua_pushinteger(L, i);
+    lua_call(L, 2, 3);
+    for (int k = 0; k < 3; k++)
+      out[k] = lua_tointeger(L, k - 3);
+    lua_pop(L, 3);
+  } else {
+    lua_pop(L, 1);
+    lua_rawgeti(L, ljob, i);
+    if (lua_toboolean(L, -1)) { /* args { job = N } alone */
+      out[2] = int_at(L, ljob, i, "job");
+      if (!x->job_key_known) { /* "job" is interned when first met, as in Lua */
+        lua_pushliteral(L, "job");
+        x->job_key = intern_top(L, x->env, "keys", "key_index");
+        x->job_key_known = 1;
+      }
+      out[1] = x->job_key;
+      out[0] = -2;
+    }
+    lua_pop(L, 1);
+  }
+}
+
+/* page_lane(cat, sname, args, job, n, env) -> c, n, a, ak, av: the page's
+ * columns of a lane (jobque_profile.html's data), each "x1,x2,...";
+ * env: cat_index, names/name_index, args/arg_index, keys/key_index,
+ * cbytes, ccat, cjob (the copy columns), quoted, other(args, i). */
+static int l_page_lane(lua_State *L) {
+  for (int k = 1; k <= 4; k++)
+    luaL_checktype(L, k, LUA_TTABLE);
+  lua_Integer n = luaL_checkinteger(L, 5);
+  luaL_checktype(L, 6, LUA_TTABLE);
+  luaL_argcheck(L, n >= 0 && (lua_Unsigned)n < ((size_t)-1 / 8) / (5 * sizeof(lua_Integer)), 5, "count out of range");
+  lua_settop(L, 6);
+  lua_Integer *col = lua_newuserdatauv(L, (size_t)(n ? n : 1) * 5 * sizeof *col, 0); /* 7 */
+  lua_getfield(L, 6, "cat_index");                                                   /* 8 */
+  lane_ctx *x = lua_newuserdatauv(L, sizeof *x, 0);                                  /* 9 */
+  memset(x, 0, sizeof *x);
+  x->env = 6;
+  lua_getfield(L, 6, "cbytes"); /* 10 */
+  lua_getfield(L, 6, "cjob");   /* 11 */
+  lua_getfield(L, 6, "quoted"); /* 12 */
+  lua_getfield(L, 6, "ccat");   /* 13 */
+  x->cbytes = 10, x->cjob = 11, x->quoted = 12, x->ccat = 13;
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, 1, i);
+    const char *cs = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    unsigned ck = cs ? slot_of(cs) : 0;
+    if (cs && x->cats.key[ck] == cs) {
+      col[i - 1] = x->cats.val[ck];
+      lua_pop(L, 1);
+    } else {
+      if (lua_rawget(L, 8) != LUA_TNUMBER)
+        return luaL_error(L, "page_lane: slice %I's category has no index", (LUAI_UACINT)i);
+      col[i - 1] = lua_tointeger(L, -1);
+      if (cs)
+        x->cats.key[ck] = cs, x->cats.val[ck] = col[i - 1];
+      lua_pop(L, 1);
+    }
+    lua_rawgeti(L, 2, i);
+    col[n + i - 1] = intern_cached(L, &x->names, 6, "names", "name_index");
+    lua_Integer a[3];
+    lua_rawgeti(L, 3, i);
+    slice_args(L, x, 4, i, a);
+    for (int k = 0; k < 3; k++)
+      col[(2 + k) * n + i - 1] = a[k];
+  }
+  lua_settop(L, 7);
+  for (int k = 0; k < 5; k++) {
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (lua_Integer i = 0; i < n; i++)
+      add_int(&b, col[k * n + i], i == 0);
+    luaL_pushresult(&b);
+  }
+  return 5;
+}
+
+/* ---- page_markers ---- */
+
+/* page_markers(ts, kind, arg, n, t0, env) -> mt, mk, ma: the markers'
+ * columns of the page's data (jobque_profile.html's data), each
+ * "x1,x2,...": times as integer ns since t0, kinds interned in
+ * env.kinds/kind_index, args as the Lua writer writes them (null; an
+ * integer plain, or quoted beyond 2^53; a finite float to 14 digits;
+ * anything else through env.other(arg), a JSON string). */
+static int l_page_markers(lua_State *L) {
+  for (int k = 1; k <= 3; k++)
+    luaL_checktype(L, k, LUA_TTABLE);
+  lua_Integer n = luaL_checkinteger(L, 4);
+  double t0 = luaL_checknumber(L, 5);
+  luaL_checktype(L, 6, LUA_TTABLE);
+  luaL_argcheck(L, n >= 0 && (lua_Unsigned)n < ((size_t)-1 / 8) / (2 * sizeof(lua_Integer)), 4, "count out of range");
+  lua_settop(L, 6);
+  lua_Integer *col = lua_newuserdatauv(L, (size_t)(n ? n : 1) * 2 * sizeof *col, 0); /* 7 */
+  seen *kinds = lua_newuserdatauv(L, sizeof *kinds, 0);                              /* 8 */
+  memset(kinds, 0, sizeof *kinds);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, 1, i);
+    int ok;
+    double us = lua_tonumberx(L, -1, &ok);
+    lua_pop(L, 1);
+    if (!ok)
+      return luaL_error(L, "page_markers: time %I is not a number", (LUAI_UACINT)i);
+    const char *why = NULL;
+    col[i - 1] = page_ns_of(us, t0, &why);
+    if (why)
+      return luaL_error(L, "page_markers: time %I is %s", (LUAI_UACINT)i, why);
+    lua_rawgeti(L, 2, i);
+    col[n + i - 1] = intern_cached(L, kinds, 6, "kinds", "kind_index");
+  }
+  for (int k = 0; k < 2; k++) {
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (lua_Integer i = 0; i < n; i++)
+      add_int(&b, col[k * n + i], i == 0);
+    luaL_pushresult(&b); /* 9, 10 */
+  }
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (lua_Integer i = 1; i <= n; i++) {
+    char text[48];
+    size_t len = 0;
+    if (i > 1)
+      text[len++] = ',';
+    int t = lua_rawgeti(L, 3, i);
+    int isint;
+    lua_Integer v = t == LUA_TNIL ? 0 : lua_tointegerx(L, -1, &isint);
+    if (t == LUA_TNIL) {
+      memcpy(text + len, "null", 4), len += 4;
+    } else if (isint) { /* math.tointeger(arg): beyond 2^53 a JavaScript number would round it */
+      int quote = v > ((lua_Integer)1 << 53) || v < -((lua_Integer)1 << 53);
+      if (quote)
+        text[len++] = '"';
+      len += put_i64(text + len, v);
+      if (quote)
+        text[len++] = '"';
+    } else if (t == LUA_TNUMBER && isfinite(lua_tonumber(L, -1))) {
+      len += (size_t)snprintf(text + len, sizeof text - len, "%.14g", (double)lua_tonumber(L, -1));
+    } else { /* a string, a boolean, inf or nan: env.other(arg) -> its JSON text */
+      lua_pop(L, 1);
+      luaL_addlstring(&b, text, len); /* the comma */
+      lua_getfield(L, 6, "other");
+      lua_rawgeti(L, 3, i);
+      lua_call(L, 1, 1);
+      luaL_checkstring(L, -1);
+      luaL_addvalue(&b);
+      continue;
+    }
+    lua_pop(L, 1);
+    luaL_addlstring(&b, text, len);
+  }
+  luaL_pushresult(&b);
+  return 3;
+}
+
+/* ---- page_values ---- */
+
+/* The number at idx as the page's JSON writes it (html.lua's number):
+ * integers (and integral floats) plain, other finite floats to 17 digits,
+ * anything else null. Its length in out (at least 32 bytes). */
+static size_t page_number(lua_State *L, int idx, char *out, size_t size) {
+  if (lua_isinteger(L, idx))
+    return put_i64(out, (long long)lua_tointeger(L, idx));
+  int ok;
+  double d = lua_tonumberx(L, idx, &ok);
+  if (!ok || !isfinite(d)) {
+    memcpy(out, "null", 4);
+    return 4;
+  }
+  if (d == floor(d) && d >= -0x1p63 && d < 0x1p63)
+    return put_i64(out, (long long)d);
+  return (size_t)snprintf(out, size, "%.17g", d);
+}
+
+/* page_values(values, n) -> "v1,v2,...", min, max: a counter track's
+ * values as the page writes them, and the least and greatest (as they
+ * are; math.huge and -math.huge when n is 0). */
+static int l_page_values(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  lua_Integer n = luaL_checkinteger(L, 2);
+  lua_settop(L, 2);
+  lua_pushnumber(L, HUGE_VAL);  /* 3: min */
+  lua_pushnumber(L, -HUGE_VAL); /* 4: max */
+  luaL_Buffer b;
+  for (lua_Integer i = 1; i <= n; i++) { /* min and max first: the buffer keeps the stack's top */
+    if (lua_rawgeti(L, 1, i) != LUA_TNUMBER)
+      return luaL_error(L, "page_values: item %I is not a number", (LUAI_UACINT)i);
+    if (lua_compare(L, 5, 3, LUA_OPLT)) {
+      lua_pushvalue(L, 5);
+      lua_replace(L, 3);
+    }
+    if (lua_compare(L, 4, 5, LUA_OPLT)) {
+      lua_pushvalue(L, 5);
+      lua_replace(L, 4);
+    }
+    lua_pop(L, 1);
+  }
+  luaL_buffinit(L, &b);
+  for (lua_Integer i = 1; i <= n; i++) {
+    char digits[40];
+    lua_rawgeti(L, 1, i);
+    size_t len = page_number(L, -1, digits + 1, sizeof digits - 1);
+    lua_pop(L, 1);
+    digits[0] = ',';
+    luaL_addlstring(&b, i > 1 ? digits : digits + 1, len + (i > 1));
+  }
+  luaL_pushresult(&b);
+  lua_pushvalue(L, 3);
+  lua_pushvalue(L, 4);
+  return 3;
+}
+
+void jq_open_page(lua_State *L) {
+  static const luaL_Reg fns[] = {{"page_ns", l_page_ns},
+                                 {"page_lane", l_page_lane},
+                                 {"page_markers", l_page_markers},
+                                 {"page_values", l_page_values},
+                                 {NULL, NULL}};
+  luaL_setfuncs(L, fns, 0);
+}
