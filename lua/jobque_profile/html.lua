@@ -162,11 +162,15 @@ local function data(model)
       return intern(args, arg_index, json(ea)), 0, 0
     end
     local c, n, a, ak, av = page_lane(lane, env)
-    lanes[li] = ('{"name":%s,"maxdur":%d,"dropped":%d,"full":%s,"ts":[%s],"dur":[%s],"c":[%s],"n":[%s],'
-                 .. '"a":[%s],"ak":[%s],"av":[%s],"f":[%s]}')
-      :format(inert(quote(lane.name)), ns(lane.maxdur), lane.dropped or 0,
-              lane.full_at and tostring(ns(lane.full_at - t0)) or "null",
-              times(lane.ts, lane.n, t0), times(lane.dur, lane.n, 0), c, n, a, ak, av, table.concat(failed, ","))
+    local k = #lanes -- a lane's pieces, not joined (a lane can hold a million slices)
+    lanes[k + 1] = ('%s{"name":%s,"maxdur":%d,"dropped":%d,"full":%s,"ts":['):format(li > 1 and ",\n" or "",
+      inert(quote(lane.name)), ns(lane.maxdur), lane.dropped or 0,
+      lane.full_at and tostring(ns(lane.full_at - t0)) or "null")
+    lanes[k + 2], lanes[k + 3] = times(lane.ts, lane.n, t0), '],"dur":['
+    lanes[k + 4], lanes[k + 5], lanes[k + 6], lanes[k + 7] = times(lane.dur, lane.n, 0), '],"c":[', c, '],"n":['
+    lanes[k + 8], lanes[k + 9], lanes[k + 10], lanes[k + 11] = n, '],"a":[', a, '],"ak":['
+    lanes[k + 12], lanes[k + 13], lanes[k + 14], lanes[k + 15] = ak, '],"av":[', av, '],"f":['
+    lanes[k + 16] = table.concat(failed, ",") .. "]}"
   end
   local kinds, kind_index = {}, {}
   local mt, mk, ma = markers(model, kinds, kind_index)
@@ -176,11 +180,14 @@ local function data(model)
   for i, str in ipairs(keys) do keys[i] = inert(quote(str)) end
   for i, str in ipairs(kinds) do kinds[i] = inert(quote(str)) end
   for i, str in ipairs(cats) do cats[i] = inert(str) end
-  return ('{"title":%s,"format":%s,"t0":%.17g,"span":%d,"cats":[%s],"names":[%s],"args":[%s],'
-          .. '"keys":[%s],"kinds":[%s],"mt":[%s],"mk":[%s],"ma":[%s],"lanes":[%s]}')
+  local out = {('{"title":%s,"format":%s,"t0":%.17g,"span":%d,"cats":[%s],"names":[%s],"args":[')
     :format(inert(quote(model.path or "trace")), inert(quote(model.format)), t0, ns(model.t1 - t0),
-            table.concat(cats, ","), table.concat(names, ","), inert(table.concat(args, ",")),
-            table.concat(keys, ","), table.concat(kinds, ","), mt, mk, ma, table.concat(lanes, ",\n"))
+            table.concat(cats, ","), table.concat(names, ",")),
+    inert(table.concat(args, ",")), ('],"keys":[%s],"kinds":[%s],"mt":['):format(table.concat(keys, ","),
+    table.concat(kinds, ",")), mt, '],"mk":[', mk, '],"ma":[', ma, '],"lanes":['}
+  table.move(lanes, 1, #lanes, #out + 1, out)
+  out[#out + 1] = "]}"
+  return out -- its pieces, in order
 end
 
 -- A number for the page's JSON: integers as they are, finite floats to 17
@@ -313,16 +320,19 @@ end
 -- The counters' part of the page (issue 11): model.counters as
 -- {name, pid, ts (ns from t0), v, min, max}.
 local function counter_data(model)
-  local out, t0 = {}, model.t0
+  local out, t0 = {"["}, model.t0
   for _, c in ipairs(model.counters or {}) do
     local v, lo, hi = values(c.value, c.n)
     if c.n > 0 then
-      out[#out + 1] = ('{"name":%s,"pid":%s,"ts":[%s],"v":[%s],"min":%s,"max":%s}')
-        :format(inert(quote(c.name)), inert(quote(tostring(c.pid))), times(c.ts, c.n, t0), v, number(lo),
-                number(hi))
+      local k = #out
+      out[k + 1] = ('%s{"name":%s,"pid":%s,"ts":['):format(k > 1 and "," or "", inert(quote(c.name)),
+        inert(quote(tostring(c.pid))))
+      out[k + 2], out[k + 3], out[k + 4] = times(c.ts, c.n, t0), '],"v":[', v
+      out[k + 5] = ('],"min":%s,"max":%s}'):format(number(lo), number(hi))
     end
   end
-  return list(out)
+  out[#out + 1] = "]"
+  return out -- its pieces, in order
 end
 
 -- The spans' part of the page (issue 11): per lane, {slice index, depth,
@@ -419,7 +429,12 @@ local function pieces(model, options)
     local f = fill[key]
     if f then
       out[#out + 1] = page:sub(at, i - 1)
-      out[#out + 1] = f()
+      local text = f()
+      if type(text) == "table" then -- a part's pieces
+        table.move(text, 1, #text, #out + 1, out)
+      else
+        out[#out + 1] = text
+      end
       at = j + 1
     else -- not a placeholder: left as it is (as gsub leaves a match)
       out[#out + 1] = page:sub(at, j)
