@@ -157,7 +157,8 @@ static lua_Integer int_at(lua_State *L, int col, lua_Integer i, const char *what
 
 /* What page_lane keeps across slices: env's copy columns and caches. */
 typedef struct lane_ctx {
-  int env, cbytes, cjob, quoted, ccat; /* stack indices */
+  int env, cbytes, cjob, quoted, ccat, args; /* stack indices */
+  lua_Integer nargs;                         /* #env.args */
   seen names, cats;
   const char *cat_key[CACHE_N]; /* a copy's category -> its JSON text (in env.quoted) */
   const char *cat_text[CACHE_N];
@@ -167,7 +168,8 @@ typedef struct lane_ctx {
 } lane_ctx;
 
 /* A copy's args (the copy's index on top, popped) as the page's JSON,
- * interned in env.args: its index. */
+ * appended to env.args (not interned: a trace holds a million copies,
+ * nearly all different): its index. */
 static lua_Integer copy_args(lua_State *L, lane_ctx *x) {
   lua_Integer ci = lua_tointeger(L, -1);
   lua_pop(L, 1);
@@ -198,7 +200,8 @@ static lua_Integer copy_args(lua_State *L, lane_ctx *x) {
   len += put_i64(p + len, job);
   p[len++] = '}';
   luaL_pushresultsize(&b, len);
-  return intern_top(L, x->env, "args", "arg_index");
+  lua_rawseti(L, x->args, ++x->nargs);
+  return x->nargs - 1;
 }
 
 /* The page's a, ak, av of slice i (its args at the top, popped). */
@@ -215,6 +218,7 @@ static void slice_args(lua_State *L, lane_ctx *x, int ljob, lua_Integer i, lua_I
     for (int k = 0; k < 3; k++)
       out[k] = lua_tointeger(L, k - 3);
     lua_pop(L, 3);
+    x->nargs = (lua_Integer)lua_rawlen(L, x->args); /* it may have added one */
   } else {
     lua_pop(L, 1);
     lua_rawgeti(L, ljob, i);
@@ -234,7 +238,8 @@ static void slice_args(lua_State *L, lane_ctx *x, int ljob, lua_Integer i, lua_I
 
 /* page_lane(cat, sname, args, job, n, env) -> c, n, a, ak, av: the page's
  * columns of a lane (jobque_profile.html's data), each "x1,x2,...";
- * env: cat_index, names/name_index, args/arg_index, keys/key_index,
+ * env: cat_index, names/name_index, args (a copy's appended; other
+ * args interned by env.other in args/arg_index), keys/key_index,
  * cbytes, ccat, cjob (the copy columns), quoted, other(args, i). */
 static int l_page_lane(lua_State *L) {
   for (int k = 1; k <= 4; k++)
@@ -252,7 +257,10 @@ static int l_page_lane(lua_State *L) {
   lua_getfield(L, 6, "cjob");   /* 11 */
   lua_getfield(L, 6, "quoted"); /* 12 */
   lua_getfield(L, 6, "ccat");   /* 13 */
-  x->cbytes = 10, x->cjob = 11, x->quoted = 12, x->ccat = 13;
+  lua_getfield(L, 6, "args");   /* 14 */
+  luaL_checktype(L, 14, LUA_TTABLE);
+  x->cbytes = 10, x->cjob = 11, x->quoted = 12, x->ccat = 13, x->args = 14;
+  x->nargs = (lua_Integer)lua_rawlen(L, 14);
   for (lua_Integer i = 1; i <= n; i++) {
     lua_rawgeti(L, 1, i);
     const char *cs = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
@@ -384,37 +392,52 @@ static size_t page_number(lua_State *L, int idx, char *out, size_t size) {
   return (size_t)snprintf(out, size, "%.17g", d);
 }
 
+/* a < b for two numbers as Lua compares them (exactly, across the integer
+ * and float subtypes): by the subtype when both share it, else lua_compare
+ * on their indices. */
+static int num_less(lua_State *L, int ia, int ib) {
+  int a_int = lua_isinteger(L, ia), b_int = lua_isinteger(L, ib);
+  if (a_int && b_int)
+    return lua_tointeger(L, ia) < lua_tointeger(L, ib);
+  if (!a_int && !b_int)
+    return lua_tonumber(L, ia) < lua_tonumber(L, ib);
+  return lua_compare(L, ia, ib, LUA_OPLT);
+}
+
 /* page_values(values, n) -> "v1,v2,...", min, max: a counter track's
  * values as the page writes them, and the least and greatest (as they
- * are; math.huge and -math.huge when n is 0). */
+ * are; math.huge and -math.huge when n is 0). One pass: the text and the
+ * extremes (kept at stack slots 3 and 4, below the buffer's). */
 static int l_page_values(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_Integer n = luaL_checkinteger(L, 2);
   lua_settop(L, 2);
   lua_pushnumber(L, HUGE_VAL);  /* 3: min */
   lua_pushnumber(L, -HUGE_VAL); /* 4: max */
-  luaL_Buffer b;
-  for (lua_Integer i = 1; i <= n; i++) { /* min and max first: the buffer keeps the stack's top */
+  for (lua_Integer i = 1; i <= n; i++) { /* checked first: no error once the buffer is open */
     if (lua_rawgeti(L, 1, i) != LUA_TNUMBER)
       return luaL_error(L, "page_values: item %I is not a number", (LUAI_UACINT)i);
-    if (lua_compare(L, 5, 3, LUA_OPLT)) {
+    if (num_less(L, 5, 3)) {
       lua_pushvalue(L, 5);
       lua_replace(L, 3);
     }
-    if (lua_compare(L, 4, 5, LUA_OPLT)) {
+    if (num_less(L, 4, 5)) {
       lua_pushvalue(L, 5);
       lua_replace(L, 4);
     }
     lua_pop(L, 1);
   }
+  luaL_Buffer b;
   luaL_buffinit(L, &b);
   for (lua_Integer i = 1; i <= n; i++) {
-    char digits[40];
+    char *p = luaL_prepbuffsize(&b, 40);
+    size_t len = 0;
+    if (i > 1)
+      p[len++] = ',';
     lua_rawgeti(L, 1, i);
-    size_t len = page_number(L, -1, digits + 1, sizeof digits - 1);
+    len += page_number(L, -1, p + len, 39);
     lua_pop(L, 1);
-    digits[0] = ',';
-    luaL_addlstring(&b, i > 1 ? digits : digits + 1, len + (i > 1));
+    luaL_addsize(&b, len);
   }
   luaL_pushresult(&b);
   lua_pushvalue(L, 3);

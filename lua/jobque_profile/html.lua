@@ -83,9 +83,9 @@ local function page_lane(lane, env)
     c[i] = env.cat_index[lcat[i]]
     n[i] = intern(env.names, env.name_index, lname[i])
     local ea, kind, key, value = largs[i], -1, 0, 0
-    if math.type(ea) then -- a copy's { job, bytes, category }, in the copy columns
-      kind = intern(env.args, env.arg_index, ('{"bytes":%d,"category":%s,"job":%d}'):format(cbytes[ea],
-        env.quoted[ccat[ea]], cjob[ea]))
+    if math.type(ea) then -- a copy's { job, bytes, category }, in the copy columns: appended, not interned
+      kind = #env.args
+      env.args[kind + 1] = ('{"bytes":%d,"category":%s,"job":%d}'):format(cbytes[ea], env.quoted[ccat[ea]], cjob[ea])
     elseif ea then
       kind, key, value = env.other(ea, i)
     elseif ljob[i] then -- args { job = N } alone (see jobque_profile.trace)
@@ -138,7 +138,8 @@ end
 
 -- The trace as the page's data, in columns; times in ns from model.t0.
 -- A slice's args: a[i] = -1 (none); >= 0, an index into "args" (JSON
--- objects); -2, one integer under one key: {keys[ak[i]]: av[i]} (job ids).
+-- objects: a copy's each its own, any other shared by equal ones); -2,
+-- one integer under one key: {keys[ak[i]]: av[i]} (job ids).
 local function data(model)
   local t0 = model.t0
   local cat_index, names, name_index, args, arg_index, keys, key_index = {}, {}, {}, {}, {}, {}, {}
