@@ -619,6 +619,12 @@ describe("the job graph in C (jobque.core's job_graph)", function()
  "args":{"job":1,"dependant":9007199254740993,"ready":true}}
 ]], 1764000000000100))
     assert.is_true(same_both_ways(model, "huge"))
+    -- a job taken the moment it was ready, in float times: math.max(0, 0.0) is the integer 0
+    model = load_text(file([[
+{"ph":"X","ts":1.5,"dur":0.5,"pid":1,"tid":3,"name":"s","cat":"submit","args":{"job":1}},
+{"ph":"X","ts":2.0,"dur":1.5,"pid":1,"tid":1,"name":"a","cat":"job","args":{"job":1}}
+]], 10))
+    assert.is_true(same_both_ways(model, "0 and 0.0"))
     -- no job at all: no figures, "null" on the page
     model = load_text(file([[{"ph":"X","ts":0,"dur":5,"pid":1,"tid":3,"name":"x","cat":"other"}]], 10))
     assert.is_true(same_both_ways(model, "no jobs"))
