@@ -408,7 +408,9 @@ describe("the graph without jobque.core", function()
     local native = require "jobque_profile.graph"
     local plain = graph_without_core()
     assert.are_not.equal(native, plain)
+    native.use_core = false -- the Lua graph with the core's sorts (the C graph is compared below)
     local nl, ncp, ng = native.figures(model, 50)
+    native.use_core = true
     local ll, lcp, lg = plain.figures(model, 50)
     assert.equal(1500, #ng.order)
     assert.same(ll, nl)
@@ -418,5 +420,214 @@ describe("the graph without jobque.core", function()
     assert.same(ids_l, ids_n)
     for i = 1, #ng.ends do ids_n[i], ids_l[i] = ng.ends[i].id, lg.ends[i].id end
     assert.same(ids_l, ids_n)
+  end)
+end)
+
+describe("the job graph in C (jobque.core's job_graph)", function()
+  local graph = require "jobque_profile.graph"
+  local html = require "jobque_profile.html"
+  teardown(function()
+    graph.use_core = true
+    p.profile_stop()
+  end)
+
+  -- a and b equal, numbers of the same subtype (3 and 3.0 differ here): nil, else where they differ
+  local function differ(a, b, where)
+    if type(a) ~= type(b) then return ("%s: %s vs %s"):format(where, tostring(a), tostring(b)) end
+    if type(a) == "number" then
+      if math.type(a) ~= math.type(b) or a ~= b then
+        return ("%s: %s (%s) vs %s (%s)"):format(where, a, math.type(a), b, math.type(b))
+      end
+    elseif type(a) == "table" then
+      for k, v in pairs(a) do
+        local d = differ(v, b[k], where .. "." .. tostring(k))
+        if d then return d end
+      end
+      for k in pairs(b) do
+        if a[k] == nil then return where .. "." .. tostring(k) .. ": missing" end
+      end
+    elseif a ~= b then
+      return ("%s: %s vs %s"):format(where, tostring(a), tostring(b))
+    end
+    return nil
+  end
+
+  -- The figures and the page with the C graph and with the Lua one are the
+  -- same; returns whether the C graph took the model.
+  local function same_both_ways(model, what)
+    graph.use_core = true
+    local native = graph.native(model) ~= nil
+    local cl, ccp = graph.figures(model, 7)
+    local cpage = assert(html.render(model))
+    graph.use_core = false
+    local ll, lcp = graph.figures(model, 7)
+    local lpage = assert(html.render(model))
+    graph.use_core = true
+    assert.is_nil(differ(ll, cl, what .. ": latency"))
+    assert.is_nil(differ(lcp, ccp, what .. ": critical path"))
+    if cpage ~= lpage then
+      local i = 1
+      while cpage:byte(i) == lpage:byte(i) do i = i + 1 end
+      error(("%s: the pages differ at byte %d:\nC:   %s\nLua: %s"):format(what, i, cpage:sub(i - 80, i + 80),
+        lpage:sub(i - 80, i + 80)))
+    end
+    return native
+  end
+
+  it("gives the same figures and page as the Lua code on the hand-built traces, the fixture and the demo", function()
+    assert.is_true(same_both_ways(load_text(CHAIN), "chain"))
+    assert.is_true(same_both_ways(load_text(AWAIT), "await"))
+    assert.is_true(same_both_ways(assert(trace.load("spec/fixtures/seed_trace_example.json")), "fixture"))
+    local path = S.tmpfile("demo.json")
+    local lua = os.getenv("JQ_LUA") or "lua5.4"
+    local cmd = ("LUA_PATH='lua/?.lua;;' LUA_CPATH='%s/?.so;;' %s examples/tokens.lua '%s' >/dev/null")
+      :format(os.getenv("JQ_BUILD") or "build", lua, path)
+    assert.is_true(os.execute(cmd))
+    local model = assert(trace.load(path))
+    assert.is_true(same_both_ways(model, "demo"))
+    assert.is_true(graph.native(model):count() > 0)
+  end)
+
+  it("gives the same on recorded queues with awaits, dependencies, failures and submits from jobs", function()
+    local function job(i, kind, other)
+      if kind == 1 then error("graph job " .. i .. " fails", 0)
+      elseif kind == 2 then coroutine.yield()
+      elseif kind == 3 and other then other:pwait() -- an await (from a worker) of an earlier job
+      elseif kind == 4 then
+        local child = require("jobque").current():submit(function(x) return x end, i)
+        child:wait()
+      end
+      return i
+    end
+    for _, workers in ipairs{1, 2, 4} do
+      local seed = 1000 + workers
+      math.randomseed(seed)
+      p.profile_start(20000)
+      jobque.with_job_que({workers = workers}, function(q)
+        local jobs = {}
+        for i = 1, 80 do
+          local kind, other = math.random(0, 4), #jobs > 0 and jobs[math.random(#jobs)] or nil
+          if other and math.random() < 0.3 then
+            jobs[i] = q:after({other, jobs[math.random(#jobs)]}, job, i, kind, nil)
+          else
+            jobs[i] = q:submit(job, i, kind, kind == 3 and other or nil)
+          end
+          if math.random() < 0.1 then jobs[i]:pwait() end -- the caller waits now and then
+        end
+        q:pwait_all()
+      end)
+      p.profile_stop()
+      local _, _, path = S.save(p)
+      local model = assert(trace.load(path))
+      assert.is_true(same_both_ways(model, "recorded, seed " .. seed), "seed " .. seed)
+      assert.is_true(#model.awaits > 0 or workers == 1, "seed " .. seed .. ": awaits recorded")
+    end
+  end)
+
+  -- A random trace of our shape: jobs with slices on two workers, submits
+  -- from the caller or inside a job, waits, "dependency done" and "wake job"
+  -- flows, awaits, copies; times integers or floats, ties now and then.
+  local function random_trace(seed)
+    math.randomseed(seed)
+    local ev, n = {}, math.random(1, 30)
+    local floats = math.random(0, 2)
+    local function t(x)
+      if floats == 0 or (floats == 2 and math.random() < 0.5) then return tostring(x) end
+      return ("%.3f"):format(x + math.random(0, 999) / 1000)
+    end
+    local function add(fmt, ...) ev[#ev + 1] = fmt:format(...) end
+    local id = function(i) return math.random() < 0.05 and i + 1000 or i end -- now and then a job without slices
+    for i = 1, n do
+      local tid, at = math.random(1, 2), math.random(0, 400)
+      if math.random() < 0.8 then
+        if math.random() < 0.3 then
+          add('{"ph":"X","ts":%s,"dur":%s,"pid":1,"tid":%d,"name":"sub","cat":"submit","args":{"job":%d}}',
+            t(at + 1), t(1), tid, i) -- inside a job's slice (perhaps)
+        else
+          add('{"ph":"X","ts":%s,"dur":%s,"pid":1,"tid":3,"name":"sub","cat":"submit","args":{"job":%d}}',
+            t(math.max(0, at - 5)), t(math.random(0, 2)), i)
+        end
+      end
+      if math.random() < 0.3 then
+        add('{"ph":"X","ts":%s,"dur":%s,"pid":1,"tid":3,"name":"wait","cat":"wait","args":{"job":%d}}',
+          t(at + 2), t(math.random(0, 30)), id(math.random(1, n)))
+      end
+      local s = at
+      for _ = 1, math.random(1, 3) do
+        s = s + math.random(0, 40)
+        add('{"ph":"X","ts":%s,"dur":%s,"pid":1,"tid":%d,"name":"j%d","cat":"job","args":{"job":%d}}',
+          t(s), t(math.random(0, 20)), tid, i % 4, i)
+      end
+      if math.random() < 0.3 then
+        add('{"ph":"X","ts":%s,"dur":%s,"pid":1,"tid":%d,"name":"copy %s","cat":"copy",' ..
+          '"args":{"job":%d,"bytes":3,"category":"j%d"}}', t(s + 25), t(1), tid,
+          math.random() < 0.5 and "in" or "out", id(i), i % 4)
+      end
+      if math.random() < 0.4 then
+        add('{"ph":"X","ts":%s,"dur":0,"pid":1,"tid":%d,"name":"dependency done","cat":"flow",' ..
+          '"args":{"job":%d,"dependant":%d,"ready":%s}}', t(at + math.random(-5, 5)), tid, id(math.random(1, n)),
+          i, math.random() < 0.6 and "true" or "false")
+      end
+      if math.random() < 0.3 then
+        add('{"ph":"X","ts":%s,"dur":0,"pid":1,"tid":%d,"name":"wake job","cat":"flow","args":{"job":%d}}',
+          t(at + math.random(0, 60)), tid, i)
+      end
+      if math.random() < 0.3 then
+        local b = at + math.random(0, 60)
+        add('{"ph":"b","ts":%s,"pid":1,"tid":%d,"name":"await","cat":"await","id2":{"local":"0x%x"},' ..
+          '"args":{"job":%d,"awaits":%d}}', t(b), tid, i, i, id(math.random(1, n)))
+        add('{"ph":"e","ts":%s,"pid":1,"tid":%d,"name":"await","cat":"await","id2":{"local":"0x%x"},' ..
+          '"args":{"job":%d,"awaits":%d}}', t(b + math.random(0, 30)), tid, i, i, math.random(1, n))
+      end
+    end
+    return file(table.concat(ev, ",\n"), 600)
+  end
+
+  it("gives the same on seeded random graphs", function()
+    local taken = 0
+    for seed = 1, 150 do
+      local ok, err = pcall(function()
+        if same_both_ways(load_text(random_trace(seed)), "random") then taken = taken + 1 end
+      end)
+      assert(ok, ("seed %d: %s"):format(seed, tostring(err)))
+    end
+    assert.is_true(taken > 75, "the C graph took " .. taken .. " of 150")
+  end)
+
+  it("leaves odd models to the Lua code, which gives the same figures", function()
+    local odd = {
+      -- a string job id in a flow, false as an awaited job's id
+      [[{"ph":"X","ts":5,"dur":20,"pid":1,"tid":1,"name":"a","cat":"job","args":{"job":1}},
+{"ph":"X","ts":26,"dur":0,"pid":1,"tid":1,"name":"dependency done","cat":"flow","args":{"job":1,"dependant":"2","ready":true}},
+{"ph":"X","ts":30,"dur":5,"pid":1,"tid":1,"name":"b","cat":"job","args":{"job":2}}]],
+      -- two slices of a job at one time
+      [[{"ph":"X","ts":5,"dur":20,"pid":1,"tid":1,"name":"a","cat":"job","args":{"job":1}},
+{"ph":"X","ts":5,"dur":3,"pid":1,"tid":2,"name":"a","cat":"job","args":{"job":1}}]],
+      -- a job id that is no integer
+      [[{"ph":"X","ts":5,"dur":20,"pid":1,"tid":1,"name":"a","cat":"job","args":{"job":1}},
+{"ph":"X","ts":9,"dur":0,"pid":1,"tid":1,"name":"wake job","cat":"flow","args":{"job":1.5}}]],
+    }
+    for i, events in ipairs(odd) do
+      local model = load_text(file(events, 100))
+      assert.is_false(same_both_ways(model, "odd " .. i), "odd " .. i)
+    end
+    -- huge times (epoch microseconds), an empty lane, a job id beyond 2^53, times as integers
+    local model = load_text(file([[
+{"ph":"X","ts":1764000000000000,"dur":20,"pid":1,"tid":1,"name":"a","cat":"job","args":{"job":1}},
+{"ph":"X","ts":1764000000000021,"dur":0.5,"pid":1,"tid":1,"name":"b","cat":"job","args":{"job":9007199254740993}},
+{"ph":"X","ts":1764000000000010,"dur":0,"pid":1,"tid":1,"name":"dependency done","cat":"flow",
+ "args":{"job":1,"dependant":9007199254740993,"ready":true}}
+]], 1764000000000100))
+    assert.is_true(same_both_ways(model, "huge"))
+    -- a job taken the moment it was ready, in float times: math.max(0, 0.0) is the integer 0
+    model = load_text(file([[
+{"ph":"X","ts":1.5,"dur":0.5,"pid":1,"tid":3,"name":"s","cat":"submit","args":{"job":1}},
+{"ph":"X","ts":2.0,"dur":1.5,"pid":1,"tid":1,"name":"a","cat":"job","args":{"job":1}}
+]], 10))
+    assert.is_true(same_both_ways(model, "0 and 0.0"))
+    -- no job at all: no figures, "null" on the page
+    model = load_text(file([[{"ph":"X","ts":0,"dur":5,"pid":1,"tid":3,"name":"x","cat":"other"}]], 10))
+    assert.is_true(same_both_ways(model, "no jobs"))
+    assert.equal(0, graph.native(model):count())
   end)
 end)

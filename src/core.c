@@ -2,7 +2,7 @@
  * core.c - luaopen_jobque_core, the one exported symbol of jobque.core.
  *
  * Returns { profile = {...}, clock_source = "tsc"|"monotonic",
- * noop, monotonic_ns, palette_color, write_file, exact_marker_args, load_trace, page_ns, stderr_is_tty, queue
+ * noop, monotonic_ns, palette_color, write_file, exact_marker_args, load_trace, page_ns, job_graph, stderr_is_tty, queue
  * functions } (and
  * `_test` in test builds). The profile functions
  * sit one level down so that Lua's error messages name them after the module
@@ -16,6 +16,7 @@
 
 #include "bindings.h"
 #include "file_replace.h"
+#include "graph.h"
 #include "json_scan.h"
 #include "trace.h"
 #include "page.h"
@@ -150,6 +151,7 @@ __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   lua_setfield(L, -2, "exact_marker_args");
   jq_open_reader(L); /* load_trace, sort_columns, ... (trace_load.h) */
   jq_open_page(L);   /* page_ns, page_lane, page_markers, page_values (page.h) */
+  jq_open_graph(L);  /* job_graph (graph.h) */
   lua_pushcfunction(L, l_stderr_is_tty);
   lua_setfield(L, -2, "stderr_is_tty");
 #ifdef JQ_TESTING

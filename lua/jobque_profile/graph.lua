@@ -94,11 +94,28 @@ function M._lua_sort_jobs(list, field)
   return list
 end
 
-local native_sort_jobs, native_sort_numbers -- jobque.core's, when the core is there
+local native_sort_jobs, native_sort_numbers, native_graph -- jobque.core's, when the core is there
 do
   local found, core = pcall(require, "jobque.core")
   native_sort_jobs = found and type(core) == "table" and core.sort_jobs or nil
   native_sort_numbers = found and type(core) == "table" and core.sort_numbers or nil
+  native_graph = found and type(core) == "table" and core.job_graph or nil
+end
+
+--- false: figures and the page use the Lua code below even with the core
+-- (the specs compare both).
+M.use_core = true
+
+--- The job graph built in C (jobque.core's job_graph: flat arrays, no
+-- table per job), or nil without the core, with M.use_core false, or for a
+-- model it leaves to the Lua code (an id that is no integer, two slices of
+-- a job at one time, ...). Its methods: count() (jobs with a slice),
+-- latency(top) and critical_path() (as M.latency and M.critical_path; the
+-- latter false when it leaves the path to the Lua code), page(model) (the
+-- page's graph part, jobque_profile.html's; nil: left to the Lua code).
+function M.native(model)
+  if native_graph and M.use_core then return native_graph(model) end
+  return nil
 end
 
 local function sort_jobs(list, field)
@@ -194,10 +211,10 @@ function M.build(model)
         if sl[k] then push(j, "resumes", sl[k].ts - t) end
       end
       order[#order + 1] = j
-      total_run = total_run + j.run
     end
   end
   sort_jobs(order, "start")
+  for _, j in ipairs(order) do total_run = total_run + j.run end -- in a set order (a float sum depends on it)
   local ends = {} -- jobs by finish: the job a "wait all" waited for last
   for i, j in ipairs(order) do ends[i] = j end
   sort_jobs(ends, "finish")
@@ -405,7 +422,14 @@ function M.critical_path(g)
 end
 
 --- Everything above, for the report: latency and critical_path figures.
+-- The job graph's own tables (the third result) only from the Lua code.
 function M.figures(model, top)
+  local cg = M.native(model)
+  if cg then
+    if cg:count() == 0 then return nil, nil end
+    local cp = cg:critical_path()
+    if cp ~= false then return cg:latency(top), cp end
+  end
   local g = M.build(model)
   if #g.order == 0 then return nil, nil, g end
   return M.latency(g, top), M.critical_path(g), g

@@ -244,6 +244,9 @@ end
 -- slice that resumed), rs (k, resume latency summed in ns, how many), sp
 -- (k, suspended ns); and the critical path. "null" without jobs.
 local function graph_data(model)
+  local cg = graph.native(model) -- in C when the core is there and takes the model
+  local text = cg and cg:page(model)
+  if text then return text end
   local g = graph.build(model)
   if #g.order == 0 then return "null" end
   local where, t0 = job_slices(model), model.t0
