@@ -1892,7 +1892,7 @@ static size_t guess_meta(src *t, size_t from) {
   for (size_t k = t->n >= klen ? t->n - klen : 0; k >= lo && k + klen <= t->n; k--) {
     if (t->s[k] == '"' && memcmp(t->s + k, key, klen) == 0) {
       size_t i = ws(t, k + klen);
-      if (i < t->n && t->s[i] == ':')
+      if (i < t->n && t->s[i] == ':' && ws(t, i + 1) < t->n)
         return ws(t, i + 1);
     }
     if (k == 0)
@@ -1937,7 +1937,7 @@ static int load_fast(loader *ld) {
   } else {
     return -1;
   }
-  if (t->s[events] != '[' || !begin(ld, guess != NONE ? guess : meta, is_array))
+  if (events >= t->n || t->s[events] != '[' || !begin(ld, guess != NONE ? guess : meta, is_array))
     return -1;
   int said_no = 0, fallback = 0;
   if (!(i = read_events(ld, events, &said_no, &fallback)))
