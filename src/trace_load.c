@@ -3,15 +3,19 @@
  * reader's columns (issue 12).
  *
  * The file is mapped (or the text given is read in place): no second copy.
- * Pass 1 checks the whole text is JSON (RFC 8259: strings with their
- * escapes and surrogate pairs, numbers with exponents, nothing after the
- * value) with an explicit stack of at most JQ_LOAD_MAX_DEPTH containers,
- * and finds the top object's "traceEvents" and "jobqueProfile". Pass 2
- * walks the events: the common ones (complete slices of a lane, markers)
- * go straight into the lanes' columns; any other is decoded into a Lua
- * table and handed to the reader's own code (hooks.rare), in file order.
- * No byte outside the buffer is read; no recursion; every allocation is
- * Lua's (a raised error leaks nothing: the mapping is a userdata's).
+ * A text shaped as ours is read in one pass that checks the JSON as it
+ * goes, its "jobqueProfile" guessed from the end and checked after; when
+ * anything is off, the checked way: pass 1 checks the whole text is JSON
+ * (RFC 8259: strings with their escapes and surrogate pairs, numbers with
+ * exponents, nothing after the value) with an explicit stack of at most
+ * JQ_LOAD_MAX_DEPTH containers, and finds the top object's "traceEvents"
+ * and "jobqueProfile"; pass 2 walks the events: the common ones (complete
+ * slices of a lane, markers, plain counters) go into columns of C cells
+ * made Lua lists of their exact length at the end; any other is decoded
+ * into a Lua table and handed to the reader's own code (hooks.rare), in
+ * file order. No byte outside the buffer is read; no recursion; the cells
+ * and tables are malloc'd memory owned by the loader's userdata (its __gc
+ * frees them: a raised error leaks nothing), the mapping is a userdata's.
  * Owns: the mapping (its userdata). Must not: be used by the record path.
  */
 #include <errno.h>
