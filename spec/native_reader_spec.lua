@@ -410,4 +410,102 @@ describe("the native trace loader", function()
     assert.matches("item 2 is not a number", S.err_of(core.sort_columns, {ts = {1, "x"}}, {"ts"}, 2))
     assert.matches("no column nope", S.err_of(core.sort_columns, {ts = {2, 1}}, {"ts", "nope"}, 2))
   end)
+
+  -- A random trace (seeded) mixing the events the loader reads itself
+  -- (slices, copies, markers, plain counters) with ones it leaves to the
+  -- reader's Lua code, some of which add to the same columns (an odd slice,
+  -- an "E", a counter with a string value, an escaped key), on few lanes,
+  -- with times out of order and ties.
+  local function random_trace(rnd, ours)
+    local ev = {}
+    local function ts() return rnd(0, 40) + (rnd(0, 1) == 0 and 0 or rnd(0, 999) / 1000) end
+    local function lane() return ('"pid":%d,"tid":%d'):format(rnd(1, 2), rnd(1, 3)) end
+    for _ = 1, rnd(20, 160) do
+      local k = rnd(1, 14)
+      if k <= 3 then
+        local cat = ({"job", "submit", "wait", "work", "copy"})[rnd(1, 5)]
+        local args = cat == "copy" and ({'{"job":%d,"bytes":%d,"category":"work"}', '{"job":%d}', '{"bytes":%d}'})[rnd(1, 3)]
+                     or '{"job":%d}'
+        ev[#ev + 1] = ('{"ph":"X","ts":%s,"dur":%d,%s,"name":"n%d","cat":"%s","args":%s}'):format(ts(), rnd(0, 5), lane(),
+          rnd(1, 4), cat, args:format(rnd(1, 9), rnd(0, 99)))
+      elseif k == 4 then -- read by Lua: a failed slice
+        ev[#ev + 1] = ('{"ph":"X","ts":%s,"dur":1,%s,"name":"w","cat":"job","args":{"job":%d,"failed":true}}')
+          :format(ts(), lane(), rnd(1, 9))
+      elseif k == 5 then
+        ev[#ev + 1] = ('{"ph":"B","ts":%s,%s,"name":"b%d"}'):format(ts(), lane(), rnd(1, 3))
+      elseif k == 6 then
+        ev[#ev + 1] = ('{"ph":"E","ts":%s,%s}'):format(ts(), lane())
+      elseif k <= 8 then
+        local arg = ({'"arg":%d', '"arg":"s%d"', '"arg":%d.5', '"other":%d'})[rnd(1, 4)]:format(rnd(1, 9))
+        ev[#ev + 1] = ('{"ph":"i","s":"g","ts":%s,%s,"name":"m%d","args":{%s}}'):format(ts(), lane(), rnd(1, 2), arg)
+      elseif k == 9 then -- a marker read by Lua (an escaped key)
+        ev[#ev + 1] = ('{"ph":"i","s":"p","ts":%s,%s,"n\\u0061me":"m1"}'):format(ts(), lane())
+      elseif k <= 11 then
+        ev[#ev + 1] = ('{"ph":"C","ts":%s,"pid":%d,"name":"c%d","args":{"a":%d,"b":%d.25}}'):format(ts(), rnd(1, 2),
+          rnd(1, 2), rnd(0, 9), rnd(0, 9))
+      elseif k == 12 then -- a counter read by Lua (a string value)
+        ev[#ev + 1] = ('{"ph":"C","ts":%s,"pid":1,"name":"c1","args":{"a":"%d"}}'):format(ts(), rnd(0, 9))
+      elseif k == 13 then
+        ev[#ev + 1] = ('{"ph":"i","s":"t","ts":%s,%s,"name":"wake"}'):format(ts(), lane())
+      else
+        ev[#ev + 1] = ('{"ph":"f","ts":%s,%s,"name":"flow","cat":"flow","id":%d}'):format(ts(), lane(), rnd(1, 9))
+      end
+    end
+    return HEAD .. table.concat(ev, ",\n") .. "\n]" .. (ours and ",\n" .. META or "}\n")
+  end
+
+  it("builds the same model on random traces mixing the events it reads with ones Lua reads, out of order", function()
+    local seed = tonumber(os.getenv("JQ_SEED") or "") or os.time()
+    local rnd = math.random
+    math.randomseed(seed)
+    for r = 1, 40 do
+      local text = random_trace(rnd, r % 2 == 0)
+      local ok, err = pcall(same_model, text, ("random trace %d (seed %d)"):format(r, seed))
+      assert(ok, ("seed %d, trace %d: %s"):format(seed, r, tostring(err)))
+    end
+  end)
+
+  it("reads the metadata wherever it is: before the events, twice, null, or a guess at the end that is wrong", function()
+    local EV = [[{"ph":"X","ts":1,"dur":2,"pid":1,"tid":1,"name":"work","cat":"job","args":{"job":1}},
+{"ph":"i","s":"g","ts":2,"pid":1,"tid":2,"name":"tick","args":{"arg":1}}]]
+    local M1 = [["jobqueProfile":{"version":1,"startUs":0,"stopUs":50,"categories":[{"id":1,"name":"work"}]}]]
+    local M2 = [["jobqueProfile":{"version":1,"startUs":0,"stopUs":90,"markers":[{"id":1,"name":"tick"}]}]]
+    local shapes = {
+      "{" .. M1 .. ',"traceEvents":[' .. EV .. "]}",
+      "{" .. M1 .. ',"traceEvents":[' .. EV .. "]," .. M2 .. "}",
+      '{"traceEvents":[' .. EV .. "]," .. M2 .. ',"other":[1,2,{"x":"y"}]}',
+      '{"traceEvents":[' .. EV .. '],"jobqueProfile":null}',
+      '{"traceEvents":[' .. EV .. '],"jobqueProfile":{"version":1,"laneInfo":5},' .. M2 .. "}",
+      -- a key with an escaped quote that ends like the metadata's, and no metadata
+      '{"traceEvents":[' .. EV .. ',{"ph":"M","args":{"x\\"jobqueProfile":{"version":1,"startUs":0,"stopUs":7}}}]}',
+      '{"traceEvents":[' .. EV .. '],"z":{"x\\"jobqueProfile":{"version":1}}}',
+      -- two event arrays: the last one counts
+      '{"traceEvents":[' .. EV .. '],"traceEvents":[{"ph":"X","ts":5,"dur":1,"name":"other"}],' .. M1 .. "}",
+      "\n [" .. EV .. "] \n",
+    }
+    for i, text in ipairs(shapes) do same_model(text, "shape " .. i) end
+  end)
+
+  it("says the first JSON problem's offset even when an event before it is refused or the metadata is bad", function()
+    local bad_time = '{"ph":"X","ts":1e300,"dur":1,"name":"n"}'
+    local cases = {
+      {'{"traceEvents":[' .. bad_time .. ',{"ph":"X","ts":1,}]}', "}]}"},
+      {'{"traceEvents":[' .. bad_time .. '],"jobqueProfile":{"version":1,}}', "}}"},
+      {'{"traceEvents":[{"ph":"X","ts":1,"dur":1}],"jobqueProfile":{"version":1},"x":[1,]}', "]}"},
+      {'{"traceEvents":[{"ph":"X","ts":1,"dur":1},{"ph":"X","ts":01}],"jobqueProfile":{"startUs":"x"}}', "1}]"},
+      {'{"traceEvents":[{"ph":"X","ts":1,"dur":1}],"jobqueProfile":{"startUs":"x"}} [', "%[$"},
+    }
+    for _, c in ipairs(cases) do
+      local model, err = trace.decode(c[1], "t.json", {reader = "native"})
+      assert.is_nil(model, c[1])
+      local off = c[1]:find(c[2]) - 1
+      assert.matches("^t%.json: not JSON %(offset " .. off .. ": ", err, nil, c[1])
+    end
+    -- valid JSON: the refused event's message, as the cjson reader says it
+    local text = '{"traceEvents":[' .. bad_time .. '],"jobqueProfile":{"version":1}}'
+    local _, nerr = trace.decode(text, "t.json", {reader = "native"})
+    local _, cerr = trace.decode(text, "t.json", {reader = "cjson"})
+    assert.matches("out of range", nerr)
+    assert.are.equal(cerr, nerr)
+  end)
 end)

@@ -3,15 +3,19 @@
  * reader's columns (issue 12).
  *
  * The file is mapped (or the text given is read in place): no second copy.
- * Pass 1 checks the whole text is JSON (RFC 8259: strings with their
- * escapes and surrogate pairs, numbers with exponents, nothing after the
- * value) with an explicit stack of at most JQ_LOAD_MAX_DEPTH containers,
- * and finds the top object's "traceEvents" and "jobqueProfile". Pass 2
- * walks the events: the common ones (complete slices of a lane, markers)
- * go straight into the lanes' columns; any other is decoded into a Lua
- * table and handed to the reader's own code (hooks.rare), in file order.
- * No byte outside the buffer is read; no recursion; every allocation is
- * Lua's (a raised error leaks nothing: the mapping is a userdata's).
+ * A text shaped as ours is read in one pass that checks the JSON as it
+ * goes, its "jobqueProfile" guessed from the end and checked after; when
+ * anything is off, the checked way: pass 1 checks the whole text is JSON
+ * (RFC 8259: strings with their escapes and surrogate pairs, numbers with
+ * exponents, nothing after the value) with an explicit stack of at most
+ * JQ_LOAD_MAX_DEPTH containers, and finds the top object's "traceEvents"
+ * and "jobqueProfile"; pass 2 walks the events: the common ones (complete
+ * slices of a lane, markers, plain counters) go into columns of C cells
+ * made Lua lists of their exact length at the end; any other is decoded
+ * into a Lua table and handed to the reader's own code (hooks.rare), in
+ * file order. No byte outside the buffer is read; no recursion; the cells
+ * and tables are malloc'd memory owned by the loader's userdata (its __gc
+ * frees them: a raised error leaks nothing), the mapping is a userdata's.
  * Owns: the mapping (its userdata). Must not: be used by the record path.
  */
 #include <errno.h>
@@ -113,11 +117,44 @@ static const unsigned char STOP[256] = {
     1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
     0, 0, 1 /* " */, ['\\'] = 1};
 
+/* A mask of the bytes of x (8, little or big end alike: only "is any"
+ * and the lowest one's place are read) that are '"', '\\' or below 0x20.
+ * The lowest flag of each term is exact; a false flag can only sit above a
+ * true one of its term, so the lowest flag of the three is the first stop. */
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+static inline uint64_t stop_mask(uint64_t x) {
+  uint64_t q = x ^ (ONES * '"'), b = x ^ (ONES * '\\');
+  return (((q - ONES) & ~q) | ((b - ONES) & ~b) | ((x - ONES * 0x20) & ~x)) & HIGHS;
+}
+
+/* The first k >= i with STOP[s[k]], or n. */
+static inline size_t next_stop(const src *t, size_t k) {
+  const char *s = t->s;
+  size_t n = t->n;
+  for (; k + 8 <= n; k += 8) {
+    uint64_t x;
+    memcpy(&x, s + k, 8);
+    uint64_t m = stop_mask(x);
+    if (m) {
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+      return k + (size_t)__builtin_ctzll(m) / 8; /* the lowest flag: the first byte in memory */
+#else
+      for (; !STOP[(unsigned char)s[k]]; k++)
+        ;
+      return k;
+#endif
+    }
+  }
+  while (k < n && !STOP[(unsigned char)s[k]])
+    k++;
+  return k;
+}
+
 static size_t str_end(src *t, size_t i, int *esc) {
   *esc = 0;
   for (size_t k = i + 1; k < t->n;) {
-    while (k < t->n && !STOP[(unsigned char)t->s[k]])
-      k++;
+    k = next_stop(t, k);
     if (k >= t->n)
       break;
     unsigned char c = (unsigned char)t->s[k];
@@ -196,9 +233,7 @@ static void push_str(lua_State *L, src *t, size_t i, size_t end, int esc) {
   luaL_pushresult(&b);
 }
 
-static int digit(const src *t, size_t i) {
-  return i < t->n && t->s[i] >= '0' && t->s[i] <= '9';
-}
+#define IS_DIGIT(c) ((unsigned)((c) - '0') <= 9)
 
 static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
@@ -206,28 +241,30 @@ static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1
 /* The number at s[i]: one past it, or 0 and an error. *isint with *iv
  * when it is an integer literal that fits 64 bits, else *dv. */
 static size_t number(src *t, size_t i, int *isint, int64_t *iv, double *dv) {
-  size_t k = i;
-  int neg = k < t->n && t->s[k] == '-', has_frac = 0, has_exp = 0, dropped = 0, digits = 0, scale = 0;
-  k += (size_t)neg;
-  if (!digit(t, k))
+  const char *s = t->s, *p = s + i, *e = s + t->n;
+  int neg = p < e && *p == '-', has_frac = 0, has_exp = 0, dropped = 0, digits = 0, scale = 0;
+  p += neg;
+  if (p >= e || !IS_DIGIT(*p))
     return fail(t, i, "bad number");
   uint64_t m = 0;
-  if (t->s[k] == '0')
-    k++;
-  else
-    for (; digit(t, k); k++)
-      if (digits < 19)
-        m = m * 10 + (uint64_t)(t->s[k] - '0'), digits++;
-      else
-        dropped = 1;
+  if (*p == '0') {
+    p++;
+  } else {
+    const char *lead = p, *cap = e - p > 19 ? p + 19 : e;
+    for (; p < cap && IS_DIGIT(*p); p++)
+      m = m * 10 + (uint64_t)(*p - '0');
+    digits = (int)(p - lead);
+    for (; p < e && IS_DIGIT(*p); p++)
+      dropped = 1;
+  }
   int over = dropped || m > (uint64_t)INT64_MAX + (uint64_t)neg;
-  if (k < t->n && t->s[k] == '.') {
+  if (p < e && *p == '.') {
     has_frac = 1;
-    if (!digit(t, ++k))
-      return fail(t, k, "bad number (a digit must follow the point)");
-    for (; digit(t, k); k++)
+    if (++p >= e || !IS_DIGIT(*p))
+      return fail(t, (size_t)(p - s), "bad number (a digit must follow the point)");
+    for (; p < e && IS_DIGIT(*p); p++)
       if (digits < 19) {
-        m = m * 10 + (uint64_t)(t->s[k] - '0');
+        m = m * 10 + (uint64_t)(*p - '0');
         digits += m != 0;
         scale++;
       } else {
@@ -235,25 +272,29 @@ static size_t number(src *t, size_t i, int *isint, int64_t *iv, double *dv) {
       }
   }
   int e10 = 0;
-  if (k < t->n && (t->s[k] == 'e' || t->s[k] == 'E')) {
+  if (p < e && (*p == 'e' || *p == 'E')) {
     has_exp = 1;
-    k++;
-    int eneg = k < t->n && t->s[k] == '-';
-    k += (size_t)(k < t->n && (t->s[k] == '-' || t->s[k] == '+'));
-    if (!digit(t, k))
-      return fail(t, k, "bad number (a digit must follow the exponent)");
-    for (; digit(t, k); k++)
-      e10 = e10 < 100000 ? e10 * 10 + (t->s[k] - '0') : e10;
+    p++;
+    int eneg = p < e && *p == '-';
+    p += p < e && (*p == '-' || *p == '+');
+    if (p >= e || !IS_DIGIT(*p))
+      return fail(t, (size_t)(p - s), "bad number (a digit must follow the exponent)");
+    for (; p < e && IS_DIGIT(*p); p++)
+      e10 = e10 < 100000 ? e10 * 10 + (*p - '0') : e10;
     e10 = eneg ? -e10 : e10;
   }
+  size_t k = (size_t)(p - s);
   *isint = !has_frac && !has_exp && !over;
   if (*isint) {
     *iv = neg ? (m == (uint64_t)1 << 63 ? INT64_MIN : -(int64_t)m) : (int64_t)m;
     return k;
   }
-  int p = e10 - scale;
-  if (!dropped && m < ((uint64_t)1 << 53) && p >= -22 && p <= 22) { /* exact operands: correctly rounded */
-    double d = p < 0 ? (double)m / POW10[-p] : (double)m * POW10[p];
+  /* m and 10^|e| (|e| <= 22: 5^22 < 2^53) are exact doubles, and one IEEE
+   * division or product of exact operands is the correctly rounded value,
+   * as strtod's (and lua-cjson's) is. */
+  int p10 = e10 - scale;
+  if (!dropped && m < ((uint64_t)1 << 53) && p10 >= -22 && p10 <= 22) {
+    double d = p10 < 0 ? (double)m / POW10[-p10] : (double)m * POW10[p10];
     *dv = neg ? -d : d;
     return k;
   }
@@ -330,8 +371,9 @@ static size_t push_scalar(lua_State *L, src *t, size_t i, int null_idx) {
  * with L, the value pushed as lua-cjson would decode it (objects and arrays
  * as tables, null as the value at null_idx), but integers exact (on an
  * error the caller resets the stack). An explicit stack of at most
- * JQ_LOAD_MAX_DEPTH containers (with L, two Lua slots each). */
-static size_t walk(lua_State *L, src *t, size_t i, int null_idx) {
+ * JQ_LOAD_MAX_DEPTH containers, depth0 of them open around s[i] already
+ * (with L, two Lua slots each). */
+static size_t walk(lua_State *L, src *t, size_t i, int null_idx, int depth0) {
   char kind[JQ_LOAD_MAX_DEPTH];
   lua_Integer count[JQ_LOAD_MAX_DEPTH];
   int depth = 0;
@@ -345,7 +387,7 @@ static size_t walk(lua_State *L, src *t, size_t i, int null_idx) {
         return 0;
       goto done;
     }
-    if (depth == JQ_LOAD_MAX_DEPTH)
+    if (depth0 + depth >= JQ_LOAD_MAX_DEPTH)
       return fail(t, i, "nested too deep");
     if (L) {
       luaL_checkstack(L, 4, "trace nested too deep");
@@ -399,12 +441,12 @@ static size_t walk(lua_State *L, src *t, size_t i, int null_idx) {
   }
 }
 
-static size_t skip_value(src *t, size_t i) {
-  return walk(NULL, t, i, 0);
+static size_t skip_value(src *t, size_t i, int depth0) {
+  return walk(NULL, t, i, 0, depth0);
 }
 
-static size_t push_value(lua_State *L, src *t, size_t i, int null_idx) {
-  return walk(L, t, i, null_idx);
+static size_t push_value(lua_State *L, src *t, size_t i, int null_idx, int depth0) {
+  return walk(L, t, i, null_idx, depth0);
 }
 
 /* ---- events ---- */
@@ -419,8 +461,8 @@ typedef struct val {
 } val;
 
 /* Reads the value at s[i] (after white space) into *v, containers
- * skipped: one past it, or 0 and an error. */
-static size_t read_val(src *t, size_t i, val *v) {
+ * skipped (depth0 of them open around it): one past it, or 0 and an error. */
+static size_t read_val(src *t, size_t i, val *v, int depth0) {
   int isint;
   i = ws(t, i);
   if (i >= t->n)
@@ -431,7 +473,7 @@ static size_t read_val(src *t, size_t i, val *v) {
   case '{':
   case '[':
     v->kind = t->s[i] == '{' ? V_OBJ : V_ARR;
-    return v->end = skip_value(t, i);
+    return v->end = skip_value(t, i, depth0);
   case '"':
     v->kind = V_STR;
     return v->end = str_end(t, i, &v->esc);
@@ -464,51 +506,69 @@ typedef struct ev {
   int odd;   /* an escaped key: only the generic path reads it right */
 } ev;
 
+/* The field of e the event's key k (len bytes, no escapes) fills: NULL for
+ * one we do not read. */
+static val *top_field(ev *e, const char *k, size_t len) {
+  switch (len) {
+  case 1:
+    return k[0] == 's' ? &e->s : NULL;
+  case 2:
+    return k[0] == 'p' && k[1] == 'h' ? &e->ph : k[0] == 't' && k[1] == 's' ? &e->ts : NULL;
+  case 3:
+    return memcmp(k, "dur", 3) == 0 ? &e->dur : memcmp(k, "pid", 3) == 0 ? &e->pid
+         : memcmp(k, "tid", 3) == 0 ? &e->tid : memcmp(k, "cat", 3) == 0 ? &e->cat : NULL;
+  case 4:
+    return memcmp(k, "name", 4) == 0 ? &e->name : memcmp(k, "args", 4) == 0 ? &e->args : NULL;
+  default:
+    return NULL;
+  }
+}
+
+/* The same for a key of the event's args (its A_* bit in *bit). */
+static val *args_field(ev *e, const char *k, size_t len, int *bit) {
+  *bit = A_OTHER;
+  if (len == 3 && memcmp(k, "job", 3) == 0)
+    return *bit = A_JOB, &e->job;
+  if (len == 5 && memcmp(k, "bytes", 5) == 0)
+    return *bit = A_BYTES, &e->bytes;
+  if (len == 8 && memcmp(k, "category", 8) == 0)
+    return *bit = A_CAT, &e->acat;
+  if (len == 3 && memcmp(k, "arg", 3) == 0)
+    return *bit = A_ARG, &e->arg;
+  return NULL;
+}
+
 /* The key at s[i]: one past its colon; *slot its field of e (NULL: one we
  * do not read). */
-typedef struct key_name {
-  const char *name;
-  size_t len;
-} key_name;
-
-#define KEY(s) {s, sizeof(s) - 1}
-
 static size_t read_key(src *t, size_t i, val **slot, ev *e, int in_args) {
-  static const key_name top[] = {KEY("ph"),  KEY("ts"),  KEY("dur"), KEY("pid"),  KEY("tid"),
-                                 KEY("name"), KEY("cat"), KEY("s"),   KEY("args"), {NULL, 0}};
-  static const key_name inner[] = {KEY("job"), KEY("bytes"), KEY("category"), KEY("arg"), {NULL, 0}};
   int esc;
   i = ws(t, i);
   size_t end = i < t->n && t->s[i] == '"' ? str_end(t, i, &esc) : fail(t, i, "expected a string key");
   if (!end)
     return 0;
-  const key_name *names = in_args ? inner : top;
-  size_t len = end - i - 2;
-  val *fields[] = {&e->ph, &e->ts, &e->dur, &e->pid, &e->tid, &e->name, &e->cat, &e->s, &e->args};
-  val *afields[] = {&e->job, &e->bytes, &e->acat, &e->arg};
   *slot = NULL;
-  if (esc)
+  if (esc) {
     e->odd = 1;
-  for (int k = 0; !esc && names[k].name; k++)
-    if (len == names[k].len && t->s[i + 1] == names[k].name[0] && memcmp(t->s + i + 1, names[k].name, len) == 0) {
-      *slot = in_args ? afields[k] : fields[k];
-      if (in_args)
-        e->amask |= 1 << k;
-      break;
-    }
-  if (in_args && !*slot)
-    e->amask |= A_OTHER;
-  i = ws(t, end);
+    if (in_args)
+      e->amask |= A_OTHER;
+  } else if (in_args) {
+    int bit;
+    *slot = args_field(e, t->s + i + 1, end - i - 2, &bit);
+    e->amask |= bit;
+  } else {
+    *slot = top_field(e, t->s + i + 1, end - i - 2);
+  }
+  i = end < t->n && t->s[end] == ':' ? end : ws(t, end);
   if (i >= t->n || t->s[i] != ':')
     return fail(t, i, "expected ':' after a key");
   return i + 1;
 }
 
-static size_t read_args(src *t, size_t i, ev *e);
+static size_t read_args(src *t, size_t i, ev *e, int depth0);
 
-/* The members of the object at s[i] ('{') into e (in_args: an event's
- * "args"): one past it, or 0. */
-static size_t read_members(src *t, size_t i, ev *e, int in_args) {
+/* The members of the object at s[i] ('{', depth0 containers open with it)
+ * into e (in_args: an event's "args"): one past it, or 0. */
+static size_t read_members(src *t, size_t i, ev *e, int in_args, int depth0) {
   i = ws(t, i + 1);
   if (i < t->n && t->s[i] == '}')
     return i + 1;
@@ -516,7 +576,7 @@ static size_t read_members(src *t, size_t i, ev *e, int in_args) {
     val *slot, skip;
     if (!(i = read_key(t, i, &slot, e, in_args)))
       return 0;
-    i = slot == &e->args ? read_args(t, i, e) : read_val(t, i, slot ? slot : &skip);
+    i = slot == &e->args ? read_args(t, i, e, depth0) : read_val(t, i, slot ? slot : &skip, depth0);
     if (!i)
       return 0;
     i = ws(t, i);
@@ -532,81 +592,371 @@ static size_t read_members(src *t, size_t i, ev *e, int in_args) {
 
 /* An event's "args" value at s[i] (a later "args" key replaces what an
  * earlier one said): its keys of interest in e when it is an object. */
-static size_t read_args(src *t, size_t i, ev *e) {
+static size_t read_args(src *t, size_t i, ev *e, int depth0) {
   e->amask = 0;
   e->job.kind = e->bytes.kind = e->acat.kind = e->arg.kind = V_NONE;
   i = ws(t, i);
   if (i >= t->n || t->s[i] != '{')
-    return read_val(t, i, &e->args);
+    return read_val(t, i, &e->args, depth0);
+  if (depth0 + 1 > JQ_LOAD_MAX_DEPTH)
+    return fail(t, i, "nested too deep");
   e->args.kind = V_OBJ;
   e->args.at = i;
-  return read_members(t, i, e, 1);
+  return read_members(t, i, e, 1, depth0 + 1);
 }
+
+/* The events array and an event: the containers open around an event's
+ * member (walk's count, which leaves the top object out). */
+#define EVENT_DEPTH 2
 
 /* The event object at s[i] ('{') into *e: one past it, or 0. */
 static size_t read_event(src *t, size_t i, ev *e) {
-  memset(e, 0, sizeof *e);
-  return read_members(t, i, e, 0);
+  e->ph.kind = e->ts.kind = e->dur.kind = e->pid.kind = e->tid.kind = e->name.kind = V_NONE;
+  e->cat.kind = e->s.kind = e->args.kind = e->job.kind = e->bytes.kind = e->acat.kind = V_NONE;
+  e->arg.kind = V_NONE;
+  e->amask = e->odd = 0;
+  return read_members(t, i, e, 0, EVENT_DEPTH);
 }
+
+/* ---- columns built in C ----
+ * A column of the model is filled here as 8-byte cells (a tag per cell
+ * only once two kinds of value meet in it), then made a Lua list of its
+ * exact length at the end (or before the reader's Lua code reads an event
+ * that may add to it): no list grows by doubling, and the peak is the model
+ * plus the cells not yet turned into lists. */
+
+enum { T_NUM, T_INT, T_STR, T_FALSE, T_NIL, T_LANE };
+
+typedef struct cells {
+  size_t n, cap;
+  uint64_t *v;        /* a double's bits, an integer, a string's or a lane's index */
+  unsigned char *tag; /* NULL while every cell's tag is tag0 */
+  unsigned char tag0;
+} cells;
+
+#define LANE_COLS 7
+#define COPY_COLS 7
+#define MARKER_COLS 5
+
+typedef struct lane_buf {
+  cells c[LANE_COLS]; /* ts dur cat kind sname job args */
+  int dirty;
+} lane_buf;
+
+typedef struct track_buf {
+  cells ts, value;
+  int dirty;
+} track_buf;
+
+/* A string of the model: its index in the list at S_STRS. */
+typedef struct str_slot {
+  const char *p; /* the Lua string's bytes (the list keeps it) */
+  size_t len;
+  uint64_t hash;
+  uint32_t idx; /* 0: a free slot */
+} str_slot;
+
+/* A counter track by its event's pid, name and key (strings' indexes). */
+typedef struct track_slot {
+  int64_t pid;
+  uint32_t name, key, idx; /* idx 0: a free slot */
+  int has_pid;
+} track_slot;
+
+/* A (pid, tid) met lately, and its lane. */
+typedef struct lane_key {
+  val pid, tid;
+  uint32_t lane; /* 0: none */
+} lane_key;
+
+#define LANE_KEYS 64
 
 /* ---- the loader: Lua stack slots it keeps ---- */
 
 enum {
-  S_HOOKS = 1, S_PATH, S_TEXT, S_BOX, S_NULL, S_ST, S_MTS, S_MKIND, S_MARG, S_MPID, S_MTID,
-  S_CTS, S_CDUR, S_CLANE, S_CCAT, S_CNAME, S_CJOB, S_CBYTES, /* the copies' columns */
-  S_XTS, /* model.extra_ts */
-  S_KJOB, S_KSUBMIT, S_KWAIT, S_KCOPY, S_KSLICE, S_Q, S_KCOPYNAME, S_CACHE, S_LASTCAT, S_LASTKIND,
-  S_LANE, S_LTS, S_LDUR, S_LCAT, S_LKIND, S_LSNAME, S_LJOB, S_LARGS,
-  S_TRACKS, /* the counter tracks met: [3k+1] the track, [3k+2] its ts, [3k+3] its values */
-  S_TOP = S_TRACKS
+  S_HOOKS = 1, S_PATH, S_TEXT, S_BOX, S_NULL, S_ST, S_MODEL,
+  S_LD,        /* the loader (a userdata: its C memory freed by __gc) */
+  S_STRS,      /* the model's strings the loader met, by index */
+  S_LANES,     /* the lanes met, by index; S_LANEIDX: lane -> index */
+  S_LANEIDX,
+  S_TRACKS,    /* the counter tracks met, by index; S_TRACKIDX: track -> index */
+  S_TRACKIDX,
+  S_TOP = S_TRACKIDX
 };
-
-#define CACHE_N 8
-#define TRACKS_N 32     /* counter tracks the loader finds without asking trace.lua */
-#define TRACK_BYTES 120 /* of a track's event name and key, at most, for that */
-
-/* A counter track the loader knows: the pid, name and key that make it. */
-typedef struct track_id {
-  int has_pid;
-  int64_t pid;
-  size_t name_len, key_len;
-  char bytes[TRACK_BYTES]; /* the name, then the key */
-} track_id;
 
 typedef struct loader {
   lua_State *L;
   src t;
-  int ours, has_lane, cache_next;
+  int ours;
   double t0, t1;
-  lua_Integer nev, nmarkers, ncopies, nextra, ln;
-  int ntracks;
-  track_id tracks[TRACKS_N];
-  val lpid, ltid; /* the current lane's */
-  struct {
-    size_t at, len;
-  } cache[CACHE_N];
+  lua_Integer nev, nmarkers, ncopies, nextra;
+  size_t progress_at; /* the farthest progress reported */
+  /* the strings */
+  str_slot *strs;
+  size_t strs_mask, nstrs;
+  uint32_t s_job, s_submit, s_wait, s_copy, s_slice, s_q, lastcat, lastkind;
+  /* the lanes and counter tracks, by index - 1 */
+  lane_buf *lanes;
+  size_t nlanes, lanes_cap;
+  track_buf *tracks;
+  size_t ntracks, tracks_cap;
+  track_slot *track_map;
+  size_t track_mask, ntrack_keys;
+  lane_key lane_keys[LANE_KEYS];
+  uint32_t last_lane;
+  /* the ones holding cells, by index */
+  uint32_t *dirty_lanes, *dirty_tracks;
+  size_t ndirty_lanes, ndirty_tracks;
+  /* the model's columns */
+  cells copy[COPY_COLS];     /* ts dur lane category name job bytes */
+  cells marker[MARKER_COLS]; /* ts kind arg pid tid */
+  cells extra;               /* extra_ts */
+  uint32_t *order;           /* time_order's */
 } loader;
 
-/* Pushes the string v (a V_STR) through a small cache of Lua strings. */
-static void push_cached(loader *ld, const val *v) {
-  lua_State *L = ld->L;
-  size_t len = v->end - v->at;
-  if (v->esc) {
-    push_str(L, &ld->t, v->at, v->end, 1);
-    return;
+static void nomem(lua_State *L) {
+  lua_pushliteral(L, "not enough memory");
+  lua_error(L);
+}
+
+static void col_free(cells *c) {
+  free(c->v);
+  free(c->tag);
+  memset(c, 0, sizeof *c);
+}
+
+static void col_grow(lua_State *L, cells *c) {
+  size_t cap = c->cap ? c->cap * 2 : 64;
+  if (cap > SIZE_MAX / sizeof *c->v)
+    nomem(L);
+  uint64_t *v = realloc(c->v, cap * sizeof *v);
+  if (!v)
+    nomem(L);
+  c->v = v;
+  if (c->tag) {
+    unsigned char *tag = realloc(c->tag, cap);
+    if (!tag)
+      nomem(L);
+    c->tag = tag;
   }
-  for (int k = 0; k < CACHE_N; k++)
-    if (ld->cache[k].len == len && memcmp(ld->t.s + ld->cache[k].at, ld->t.s + v->at, len) == 0) {
-      lua_rawgeti(L, S_CACHE, k + 1);
-      return;
+  c->cap = cap;
+}
+
+static void col_mixed(lua_State *L, cells *c) {
+  if (!(c->tag = malloc(c->cap)))
+    nomem(L);
+  memset(c->tag, c->tag0, c->n);
+}
+
+static inline void col_put(lua_State *L, cells *c, int tag, uint64_t bits) {
+  if (c->n == c->cap)
+    col_grow(L, c);
+  if (c->n == 0 && !c->tag)
+    c->tag0 = (unsigned char)tag;
+  else if (!c->tag && tag != c->tag0)
+    col_mixed(L, c);
+  if (c->tag)
+    c->tag[c->n] = (unsigned char)tag;
+  c->v[c->n++] = bits;
+}
+
+static inline void put_d(lua_State *L, cells *c, double d) {
+  uint64_t b;
+  memcpy(&b, &d, sizeof b);
+  col_put(L, c, T_NUM, b);
+}
+
+static inline void put_i(lua_State *L, cells *c, int64_t i) {
+  uint64_t b;
+  memcpy(&b, &i, sizeof b);
+  col_put(L, c, T_INT, b);
+}
+
+/* Pushes a cell. */
+static inline void push_cell(lua_State *L, int tag, uint64_t b) {
+  double d;
+  int64_t i;
+  switch (tag) {
+  case T_NUM:
+    memcpy(&d, &b, sizeof d);
+    lua_pushnumber(L, d);
+    break;
+  case T_INT:
+    memcpy(&i, &b, sizeof i);
+    lua_pushinteger(L, (lua_Integer)i);
+    break;
+  case T_STR:
+    lua_rawgeti(L, S_STRS, (lua_Integer)b);
+    break;
+  case T_LANE:
+    lua_rawgeti(L, S_LANES, (lua_Integer)b);
+    break;
+  case T_FALSE:
+    lua_pushboolean(L, 0);
+    break;
+  default:
+    lua_pushnil(L);
+  }
+}
+
+/* The cells of c become items base+1 .. base+n of the list t[name] (t at
+ * the absolute index `owner`): a new list of exactly base+n items (the
+ * first base copied) when the cells are as many as those already there,
+ * else appended; in the order `order` gives (NULL: as they are). c
+ * emptied (its memory freed when `last`). */
+static void col_flush(lua_State *L, cells *c, int owner, const char *name, lua_Integer base, int last,
+                      const uint32_t *order) {
+  if (c->n > 0) {
+    lua_getfield(L, owner, name);
+    int old = lua_gettop(L);
+    lua_Integer n = (lua_Integer)c->n;
+    int fresh = n >= base && base + n <= INT32_MAX;
+    if (fresh) {
+      lua_createtable(L, (int)(base + n), 0);
+      for (lua_Integer k = 1; k <= base; k++) {
+        lua_rawgeti(L, old, k);
+        lua_rawseti(L, -2, k);
+      }
+    } else {
+      luaL_checktype(L, old, LUA_TTABLE);
+      lua_pushvalue(L, old);
     }
-  int k = ld->cache_next;
-  ld->cache_next = (k + 1) % CACHE_N;
-  push_str(L, &ld->t, v->at, v->end, 0);
-  lua_pushvalue(L, -1);
-  lua_rawseti(L, S_CACHE, k + 1);
-  ld->cache[k].at = v->at;
-  ld->cache[k].len = len;
+    if (order) {
+      for (lua_Integer k = 0; k < n; k++) {
+        push_cell(L, c->tag ? c->tag[order[k]] : c->tag0, c->v[order[k]]);
+        lua_rawseti(L, -2, base + k + 1);
+      }
+    } else if (c->tag) {
+      for (lua_Integer k = 0; k < n; k++) {
+        push_cell(L, c->tag[k], c->v[k]);
+        lua_rawseti(L, -2, base + k + 1);
+      }
+    } else if (c->tag0 == T_NUM) {
+      for (lua_Integer k = 0; k < n; k++) {
+        double d;
+        memcpy(&d, &c->v[k], sizeof d);
+        lua_pushnumber(L, d);
+        lua_rawseti(L, -2, base + k + 1);
+      }
+    } else if (c->tag0 == T_STR) {
+      for (lua_Integer k = 0; k < n; k++) {
+        lua_rawgeti(L, S_STRS, (lua_Integer)c->v[k]);
+        lua_rawseti(L, -2, base + k + 1);
+      }
+    } else {
+      for (lua_Integer k = 0; k < n; k++) {
+        push_cell(L, c->tag0, c->v[k]);
+        lua_rawseti(L, -2, base + k + 1);
+      }
+    }
+    if (fresh)
+      lua_setfield(L, owner, name);
+    lua_settop(L, old - 1);
+  }
+  c->n = 0;
+  free(c->tag);
+  c->tag = NULL;
+  if (last)
+    col_free(c);
+}
+
+static void loader_free(loader *ld) {
+  for (size_t k = 0; k < ld->nlanes; k++)
+    for (int c = 0; c < LANE_COLS; c++)
+      col_free(&ld->lanes[k].c[c]);
+  for (size_t k = 0; k < ld->ntracks; k++) {
+    col_free(&ld->tracks[k].ts);
+    col_free(&ld->tracks[k].value);
+  }
+  for (int c = 0; c < COPY_COLS; c++)
+    col_free(&ld->copy[c]);
+  for (int c = 0; c < MARKER_COLS; c++)
+    col_free(&ld->marker[c]);
+  col_free(&ld->extra);
+  free(ld->lanes);
+  free(ld->tracks);
+  free(ld->strs);
+  free(ld->track_map);
+  free(ld->dirty_lanes);
+  free(ld->dirty_tracks);
+  free(ld->order);
+  ld->order = NULL;
+  ld->lanes = NULL;
+  ld->tracks = NULL;
+  ld->strs = NULL;
+  ld->track_map = NULL;
+  ld->dirty_lanes = ld->dirty_tracks = NULL;
+  ld->nlanes = ld->ntracks = ld->lanes_cap = ld->tracks_cap = 0;
+  ld->nstrs = ld->strs_mask = ld->ntrack_keys = ld->track_mask = 0;
+  ld->ndirty_lanes = ld->ndirty_tracks = 0;
+}
+
+static int loader_gc(lua_State *L) {
+  loader_free(lua_touserdata(L, 1));
+  return 0;
+}
+
+/* ---- the model's strings ---- */
+
+static uint64_t hash_bytes(const char *p, size_t len) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (size_t k = 0; k < len; k++)
+    h = (h ^ (unsigned char)p[k]) * 0x100000001b3ULL;
+  return h;
+}
+
+static void strs_grow(loader *ld) {
+  size_t size = ld->strs_mask ? (ld->strs_mask + 1) * 2 : 256;
+  str_slot *tab = calloc(size, sizeof *tab);
+  if (!tab)
+    nomem(ld->L);
+  for (size_t k = 0; ld->strs && k <= ld->strs_mask; k++) {
+    if (!ld->strs[k].idx)
+      continue;
+    size_t j = ld->strs[k].hash & (size - 1);
+    while (tab[j].idx)
+      j = (j + 1) & (size - 1);
+    tab[j] = ld->strs[k];
+  }
+  free(ld->strs);
+  ld->strs = tab;
+  ld->strs_mask = size - 1;
+}
+
+/* The index of the string p[0..len) in the list at S_STRS (put there when
+ * new). */
+static uint32_t intern(loader *ld, const char *p, size_t len) {
+  uint64_t h = hash_bytes(p, len);
+  size_t j = h & ld->strs_mask;
+  for (; ld->strs[j].idx; j = (j + 1) & ld->strs_mask)
+    if (ld->strs[j].hash == h && ld->strs[j].len == len && memcmp(ld->strs[j].p, p, len) == 0)
+      return ld->strs[j].idx;
+  if (ld->nstrs >= UINT32_MAX - 1)
+    nomem(ld->L);
+  lua_State *L = ld->L;
+  uint32_t idx = (uint32_t)++ld->nstrs;
+  lua_pushlstring(L, p, len);
+  const char *kept = lua_tostring(L, -1);
+  lua_rawseti(L, S_STRS, idx);
+  ld->strs[j].p = kept;
+  ld->strs[j].len = len;
+  ld->strs[j].hash = h;
+  ld->strs[j].idx = idx;
+  if (ld->nstrs * 2 > ld->strs_mask)
+    strs_grow(ld);
+  return idx;
+}
+
+/* The index of the string v (a V_STR), its escapes decoded. */
+static uint32_t intern_val(loader *ld, const val *v) {
+  if (!v->esc)
+    return intern(ld, ld->t.s + v->at + 1, v->end - v->at - 2);
+  size_t len;
+  push_str(ld->L, &ld->t, v->at, v->end, 1);
+  const char *p = lua_tolstring(ld->L, -1, &len);
+  uint32_t idx = intern(ld, p, len);
+  lua_pop(ld->L, 1);
+  return idx;
 }
 
 static void push_num(lua_State *L, const val *v) {
@@ -624,51 +974,91 @@ static int same_id(const val *a, const val *b) {
   return a->kind == V_NONE || (a->kind == V_INT && a->i == b->i) || (a->kind == V_FLT && a->d == b->d);
 }
 
-static void flush_lane(loader *ld) {
-  if (ld->has_lane) {
-    lua_pushinteger(ld->L, ld->ln);
-    lua_setfield(ld->L, S_LANE, "n");
-    ld->has_lane = 0;
-  }
+/* Room for one more item in a growable array of `size`-byte items. */
+static void *room(lua_State *L, void *p, size_t *cap, size_t n, size_t size) {
+  if (n < *cap)
+    return p;
+  size_t c = *cap ? *cap * 2 : 16;
+  if (c > SIZE_MAX / size / 2)
+    nomem(L);
+  void *q = realloc(p, c * size);
+  if (!q)
+    nomem(L);
+  memset((char *)q + *cap * size, 0, (c - *cap) * size);
+  *cap = c;
+  return q;
 }
 
-/* The lane of (pid, tid) current, by hooks.lane(st, pid, tid). */
-static void use_lane(loader *ld, const ev *e) {
-  static const char *const cols[] = {"ts", "dur", "cat", "kind", "sname", "job", "args"};
+/* The index of the table on top (popped) in the list at `list` (by index)
+ * and `index` (table -> index), put there when new; *fresh says it was. */
+static uint32_t table_index(lua_State *L, int list, int index, size_t count, int *fresh) {
+  lua_pushvalue(L, -1);
+  if (lua_rawget(L, index) == LUA_TNUMBER) {
+    uint32_t k = (uint32_t)lua_tointeger(L, -1);
+    lua_pop(L, 2);
+    *fresh = 0;
+    return k;
+  }
+  lua_pop(L, 1);
+  if (count >= UINT32_MAX - 1)
+    nomem(L);
+  uint32_t k = (uint32_t)count + 1;
+  lua_pushvalue(L, -1);
+  lua_rawseti(L, list, k);
+  lua_pushinteger(L, k);
+  lua_rawset(L, index);
+  *fresh = 1;
+  return k;
+}
+
+static uint64_t id_hash(const val *v) {
+  uint64_t b = 0;
+  if (v->kind == V_INT)
+    memcpy(&b, &v->i, sizeof b);
+  else if (v->kind == V_FLT)
+    memcpy(&b, &v->d, sizeof b);
+  return (b + (uint64_t)v->kind) * 0x9E3779B97F4A7C15ULL;
+}
+
+/* The lane of the event's (pid, tid): its index, by hooks.lane(st, pid,
+ * tid) when not met lately. */
+static uint32_t use_lane(loader *ld, const ev *e) {
   lua_State *L = ld->L;
-  if (ld->has_lane && same_id(&ld->lpid, &e->pid) && same_id(&ld->ltid, &e->tid))
-    return;
-  flush_lane(ld);
+  lane_key *last = &ld->lane_keys[ld->last_lane];
+  if (last->lane && same_id(&last->pid, &e->pid) && same_id(&last->tid, &e->tid))
+    return last->lane;
+  size_t slot = (id_hash(&e->pid) ^ (id_hash(&e->tid) >> 7)) >> 58; /* LANE_KEYS: 64 */
+  lane_key *key = &ld->lane_keys[slot];
+  ld->last_lane = (uint32_t)slot;
+  if (key->lane && same_id(&key->pid, &e->pid) && same_id(&key->tid, &e->tid))
+    return key->lane;
   lua_getfield(L, S_HOOKS, "lane");
   lua_pushvalue(L, S_ST);
   push_num(L, &e->pid);
   push_num(L, &e->tid);
   lua_call(L, 3, 1);
   luaL_checktype(L, -1, LUA_TTABLE);
-  lua_replace(L, S_LANE);
-  for (int k = 0; k < 7; k++) {
-    lua_getfield(L, S_LANE, cols[k]);
-    lua_replace(L, S_LTS + k);
+  int fresh;
+  uint32_t k = table_index(L, S_LANES, S_LANEIDX, ld->nlanes, &fresh);
+  if (fresh) {
+    ld->lanes = room(L, ld->lanes, &ld->lanes_cap, ld->nlanes, sizeof *ld->lanes);
+    ld->dirty_lanes = realloc(ld->dirty_lanes, ld->lanes_cap * sizeof *ld->dirty_lanes);
+    if (!ld->dirty_lanes)
+      nomem(L);
+    ld->nlanes++;
   }
-  lua_getfield(L, S_LANE, "n");
-  ld->ln = lua_tointeger(L, -1);
-  lua_pop(L, 1);
-  ld->lpid = e->pid;
-  ld->ltid = e->tid;
-  ld->has_lane = 1;
+  key->pid = e->pid;
+  key->tid = e->tid;
+  key->lane = k;
+  return k;
 }
 
-/* hooks[name](st, <the value on top>) when it differs from the one in slot
- * `last` (categories and marker kinds, in order of first appearance). */
-static void note_name(loader *ld, const char *name, int last) {
+/* hooks[name](st, the string at index idx). */
+static void note_str(loader *ld, const char *name, uint32_t idx) {
   lua_State *L = ld->L;
-  if (lua_rawequal(L, -1, last))
-    return;
-  lua_pushvalue(L, -1);
-  lua_replace(L, last);
   lua_getfield(L, S_HOOKS, name);
   lua_pushvalue(L, S_ST);
-  lua_pushvalue(L, -3);
+  lua_rawgeti(L, S_STRS, idx);
   lua_call(L, 2, 0);
 }
 
@@ -692,14 +1082,14 @@ static void note_time(loader *ld, double ts, double stop) {
   ld->nev++;
 }
 
-enum { K_JOB = S_KJOB, K_SUBMIT = S_KSUBMIT, K_WAIT = S_KWAIT, K_COPY = S_KCOPY, K_SLICE = S_KSLICE };
+enum { K_JOB = 1, K_SUBMIT, K_WAIT, K_COPY, K_SLICE };
 
-/* What a complete event is (trace.lua's classify): the slot of its kind's
- * name, and its category pushed; 0 (nothing pushed) when only the generic
- * path reads it right, -1 for a seed trace's chained slice. */
-static int classify(loader *ld, const ev *e) {
+/* What a complete event is (trace.lua's classify): its kind, and its
+ * category's string in *cat; 0 when only the generic path reads it right
+ * (a copy whose args the model keeps as a table among them), -1 for a seed
+ * trace's chained slice. */
+static int classify(loader *ld, const ev *e, uint32_t *cat) {
   src *t = &ld->t;
-  lua_State *L = ld->L;
   int plain_args = (e->amask & ~A_JOB) == 0 && (e->job.kind == V_NONE || e->job.kind == V_INT);
   if (e->cat.kind == V_NONE && e->name.esc)
     return 0; /* (is it a seed trace's?) */
@@ -712,103 +1102,34 @@ static int classify(loader *ld, const ev *e) {
     if ((e->amask & (A_ARG | A_OTHER)) || (e->job.kind != V_NONE && e->job.kind != V_INT) ||
         (e->bytes.kind != V_NONE && e->bytes.kind != V_INT) || (e->acat.kind != V_NONE && e->acat.kind != V_STR))
       return 0;
-    if (e->acat.kind == V_STR)
-      push_cached(ld, &e->acat);
-    else
-      lua_pushvalue(L, K_JOB);
+    if (e->args.kind == V_OBJ && (e->amask & ~A_JOB) != 0 && e->amask != (A_JOB | A_BYTES | A_CAT))
+      return 0; /* args kept as a table */
+    *cat = e->acat.kind == V_STR ? intern_val(ld, &e->acat) : ld->s_job;
     return K_COPY;
   }
   if (!plain_args || (ld->ours && is_str(t, &e->cat, "flow")))
     return 0;
   if (ld->ours && is_str(t, &e->cat, "job")) {
-    if (e->name.kind == V_STR)
-      push_cached(ld, &e->name);
-    else
-      lua_pushvalue(L, S_Q);
+    *cat = e->name.kind == V_STR ? intern_val(ld, &e->name) : ld->s_q;
     return K_JOB;
   }
   if (ld->ours && is_str(t, &e->cat, "submit")) {
-    lua_pushvalue(L, K_SUBMIT);
+    *cat = ld->s_submit;
     return K_SUBMIT;
   }
   const val *c = e->cat.kind == V_STR ? &e->cat : e->name.kind == V_STR ? &e->name : NULL;
-  if (c)
-    push_cached(ld, c);
-  else
-    lua_pushvalue(L, S_Q);
   if (is_str(t, c ? c : &e->cat, "wait")) {
-    lua_pop(L, 1);
-    lua_pushvalue(L, K_WAIT);
+    *cat = ld->s_wait;
     return K_WAIT;
   }
+  *cat = c ? intern_val(ld, c) : ld->s_q;
   return K_SLICE;
 }
 
-static void put_num(lua_State *L, int col, lua_Integer k, double x) {
-  lua_pushnumber(L, x);
-  lua_rawseti(L, col, k);
-}
-
-/* col[k] = the event's name, or else the value at slot `otherwise`. */
-static void put_name(loader *ld, int col, lua_Integer k, const ev *e, int otherwise) {
-  if (e->name.kind == V_STR)
-    push_cached(ld, &e->name);
-  else
-    lua_pushvalue(ld->L, otherwise);
-  lua_rawseti(ld->L, col, k);
-}
-
-/* An event's job id for a job column: the integer, or false for none. */
-static void push_job(lua_State *L, const ev *e) {
-  if (e->job.kind == V_INT)
-    lua_pushinteger(L, (lua_Integer)e->job.i);
-  else
-    lua_pushboolean(L, 0);
-}
-
-/* A copy into the model's copy columns (trace.lua's add_copy): ts, dur,
- * lane, category (on top, popped), name, job (false: none), bytes. */
-static void add_copy(loader *ld, const ev *e, double ts, double dur) {
-  lua_State *L = ld->L;
-  lua_Integer k = ++ld->ncopies;
-  lua_rawseti(L, S_CCAT, k);
-  put_num(L, S_CTS, k, ts);
-  put_num(L, S_CDUR, k, dur);
-  lua_pushvalue(L, S_LANE);
-  lua_rawseti(L, S_CLANE, k);
-  put_name(ld, S_CNAME, k, e, S_KCOPYNAME);
-  push_job(L, e);
-  lua_rawseti(L, S_CJOB, k);
-  lua_pushinteger(L, e->bytes.kind == V_INT ? (lua_Integer)e->bytes.i : 0);
-  lua_rawseti(L, S_CBYTES, k);
-}
-
-/* A copy's args column (its keys are job, bytes and category at most):
- * the copy's index when they are all three, else as the generic path
- * decodes them. */
-static void push_copy_args(loader *ld, const ev *e) {
-  lua_State *L = ld->L;
-  if (e->args.kind != V_OBJ || (e->amask & ~A_JOB) == 0) { /* none, {} or {job: N}: the job column says it */
-    lua_pushboolean(L, 0);
-    return;
-  }
-  if (e->amask == (A_JOB | A_BYTES | A_CAT) && e->job.kind == V_INT && e->bytes.kind == V_INT &&
-      e->acat.kind == V_STR) {
-    lua_pushinteger(L, ld->ncopies);
-    return;
-  }
-  lua_createtable(L, 0, 3);
-  if (e->job.kind != V_NONE) {
-    push_num(L, &e->job);
-    lua_setfield(L, -2, "job");
-  }
-  if (e->bytes.kind != V_NONE) {
-    push_num(L, &e->bytes);
-    lua_setfield(L, -2, "bytes");
-  }
-  if (e->acat.kind != V_NONE) {
-    push_cached(ld, &e->acat);
-    lua_setfield(L, -2, "category");
+static void lane_dirty(loader *ld, uint32_t k) {
+  if (!ld->lanes[k - 1].dirty) {
+    ld->lanes[k - 1].dirty = 1;
+    ld->dirty_lanes[ld->ndirty_lanes++] = k;
   }
 }
 
@@ -822,32 +1143,58 @@ static int fast_slice(loader *ld, const ev *e) {
   if (e->dur.kind != V_NONE && !(is_num(&e->dur) && e->dur.d >= 0 && e->dur.d <= MAX_US))
     return 0;
   double ts = e->ts.d, dur = e->dur.kind == V_NONE ? 0 : e->dur.d;
-  int kind = classify(ld, e);
+  uint32_t cat = 0;
+  int kind = classify(ld, e, &cat);
   if (kind <= 0)
     return kind;
-  use_lane(ld, e); /* the category stays on top */
-  lua_Integer n = ++ld->ln;
-  note_name(ld, "category", S_LASTCAT);
-  lua_pushvalue(L, -1);
-  lua_rawseti(L, S_LCAT, n);
-  if (kind == K_COPY)
-    add_copy(ld, e, ts, dur);
+  uint32_t li = use_lane(ld, e);
+  if (cat != ld->lastcat) {
+    ld->lastcat = cat;
+    note_str(ld, "category", cat);
+  }
+  lane_buf *lb = &ld->lanes[li - 1];
+  lane_dirty(ld, li);
+  uint32_t kname = kind == K_JOB ? ld->s_job : kind == K_SUBMIT ? ld->s_submit : kind == K_WAIT ? ld->s_wait
+                 : kind == K_COPY ? ld->s_copy : ld->s_slice;
+  uint32_t name = e->name.kind == V_STR ? intern_val(ld, &e->name) : 0;
+  put_d(L, &lb->c[0], ts);
+  put_d(L, &lb->c[1], dur);
+  col_put(L, &lb->c[2], T_STR, cat);
+  col_put(L, &lb->c[3], T_STR, kname);
+  col_put(L, &lb->c[4], T_STR, name ? name : ld->s_q);
+  if (e->job.kind == V_INT)
+    put_i(L, &lb->c[5], e->job.i);
   else
-    lua_pop(L, 1);
-  put_num(L, S_LTS, n, ts);
-  put_num(L, S_LDUR, n, dur);
-  lua_pushvalue(L, kind);
-  lua_rawseti(L, S_LKIND, n);
-  put_name(ld, S_LSNAME, n, e, S_Q);
-  push_job(L, e);
-  lua_rawseti(L, S_LJOB, n);
-  if (kind == K_COPY)
-    push_copy_args(ld, e);
-  else
-    lua_pushboolean(L, 0);
-  lua_rawseti(L, S_LARGS, n);
+    col_put(L, &lb->c[5], T_FALSE, 0);
+  if (kind == K_COPY) {
+    lua_Integer k = ++ld->ncopies;
+    if (e->args.kind == V_OBJ && e->amask == (A_JOB | A_BYTES | A_CAT))
+      put_i(L, &lb->c[6], k); /* the copy's index: the page rebuilds its args */
+    else
+      col_put(L, &lb->c[6], T_FALSE, 0);
+    put_d(L, &ld->copy[0], ts);
+    put_d(L, &ld->copy[1], dur);
+    col_put(L, &ld->copy[2], T_LANE, li);
+    col_put(L, &ld->copy[3], T_STR, cat);
+    col_put(L, &ld->copy[4], T_STR, name ? name : ld->s_copy);
+    if (e->job.kind == V_INT)
+      put_i(L, &ld->copy[5], e->job.i);
+    else
+      col_put(L, &ld->copy[5], T_FALSE, 0);
+    put_i(L, &ld->copy[6], e->bytes.kind == V_INT ? e->bytes.i : 0);
+  } else {
+    col_put(L, &lb->c[6], T_FALSE, 0);
+  }
   note_time(ld, ts, ts + dur);
   return 1;
+}
+
+/* An id of a marker's column: the number, 0 for none. */
+static void put_id(lua_State *L, cells *c, const val *v) {
+  if (v->kind == V_FLT)
+    put_d(L, c, v->d);
+  else
+    put_i(L, c, v->kind == V_INT ? v->i : 0);
 }
 
 /* A marker (an instant of scope g or p) straight into the model's columns:
@@ -858,34 +1205,27 @@ static int fast_marker(loader *ld, const ev *e) {
   if (e->odd || !time_ok(&e->ts) || !id_ok(&e->pid) || !id_ok(&e->tid) ||
       !(is_str(t, &e->s, "g") || is_str(t, &e->s, "p")))
     return 0;
-  lua_Integer n = ++ld->nmarkers;
-  if (e->name.kind == V_STR)
-    push_cached(ld, &e->name);
-  else
-    lua_pushvalue(L, S_Q);
-  note_name(ld, "marker_kind", S_LASTKIND); /* the kind stays on top */
-  lua_rawseti(L, S_MKIND, n);
-  put_num(L, S_MTS, n, e->ts.d);
+  ld->nmarkers++;
+  uint32_t kind = e->name.kind == V_STR ? intern_val(ld, &e->name) : ld->s_q;
+  if (kind != ld->lastkind) {
+    ld->lastkind = kind;
+    note_str(ld, "marker_kind", kind);
+  }
+  put_d(L, &ld->marker[0], e->ts.d);
+  col_put(L, &ld->marker[1], T_STR, kind);
   const val *a = &e->arg;
-  if (a->kind == V_INT || (a->kind == V_FLT && a->d >= -0x1p63 && a->d < 0x1p63 && a->d == floor(a->d)))
-    lua_pushinteger(L, a->kind == V_INT ? (lua_Integer)a->i : (lua_Integer)a->d);
+  if (a->kind == V_INT)
+    put_i(L, &ld->marker[2], a->i);
+  else if (a->kind == V_FLT && a->d >= -0x1p63 && a->d < 0x1p63 && a->d == floor(a->d))
+    put_i(L, &ld->marker[2], (int64_t)a->d);
   else if (a->kind == V_FLT)
-    lua_pushnumber(L, a->d);
+    put_d(L, &ld->marker[2], a->d);
   else if (a->kind == V_STR)
-    push_str(L, t, a->at, a->end, a->esc);
+    col_put(L, &ld->marker[2], T_STR, intern_val(ld, a));
   else
-    lua_pushnil(L);
-  lua_rawseti(L, S_MARG, n);
-  if (e->pid.kind == V_NONE)
-    lua_pushinteger(L, 0);
-  else
-    push_num(L, &e->pid);
-  lua_rawseti(L, S_MPID, n);
-  if (e->tid.kind == V_NONE)
-    lua_pushinteger(L, 0);
-  else
-    push_num(L, &e->tid);
-  lua_rawseti(L, S_MTID, n);
+    col_put(L, &ld->marker[2], T_NIL, 0);
+  put_id(L, &ld->marker[3], &e->pid);
+  put_id(L, &ld->marker[4], &e->tid);
   note_time(ld, e->ts.d, e->ts.d);
   return 1;
 }
@@ -905,12 +1245,12 @@ static int member_less(const src *t, const member *a, const member *b) {
   return c < 0 || (c == 0 && a->len < b->len);
 }
 
-/* The members of a "C" event's args (an object, pass 1 checked it) into
- * m[], sorted by key (trace.lua's sorted_keys): their count, or -1 when
- * only the generic path reads them right (an escaped or repeated key, a
- * string value, a float a double may have rounded, too many keys). */
+/* The members of a "C" event's args (an object read already) into m[],
+ * sorted by key (trace.lua's sorted_keys): their count, or -1 when only the
+ * generic path reads them right (an escaped or repeated key, a string
+ * value, a float a double may have rounded, too many keys). */
 static int counter_members(const src *t, size_t i, member *m) {
-  src scan = *t; /* errors cannot happen: the text is valid JSON */
+  src scan = *t; /* errors cannot happen: the args were read already */
   int n = 0;
   i = ws(&scan, i + 1);
   while (i < scan.n && scan.s[i] == '"') {
@@ -922,7 +1262,7 @@ static int counter_members(const src *t, size_t i, member *m) {
     x->at = i + 1;
     x->len = end - i - 2;
     i = ws(&scan, end) + 1; /* the colon */
-    if (!(i = read_val(&scan, i, &x->v)))
+    if (!(i = read_val(&scan, i, &x->v, EVENT_DEPTH + 1)))
       return -1;
     if (x->v.kind == V_STR || (x->v.kind == V_FLT && !(fabs(x->v.d) < 0x1p53)))
       return -1;
@@ -941,58 +1281,68 @@ static int counter_members(const src *t, size_t i, member *m) {
   return n;
 }
 
-/* The track of the event's name and pid for key m: its three tables
- * pushed (the track, its ts, its values), from the loader's own list, else
- * from hooks.counter_track(st, name, pid, key) (added to the list). */
-static void push_track(loader *ld, const ev *e, const member *m) {
-  lua_State *L = ld->L;
-  const src *t = &ld->t;
-  const char *name = t->s + e->name.at + 1;
-  size_t name_len = e->name.end - e->name.at - 2;
-  int has_pid = e->pid.kind == V_INT;
-  int k = 0;
-  for (; k < ld->ntracks; k++) {
-    const track_id *id = &ld->tracks[k];
-    if (id->has_pid == has_pid && (!has_pid || id->pid == e->pid.i) && id->name_len == name_len &&
-        id->key_len == m->len && memcmp(id->bytes, name, name_len) == 0 &&
-        memcmp(id->bytes + name_len, t->s + m->at, m->len) == 0)
-      break;
+static uint64_t track_hash(int has_pid, int64_t pid, uint32_t name, uint32_t key) {
+  uint64_t h = ((uint64_t)pid * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)name << 32 | key) ^ (uint64_t)has_pid;
+  return (h ^ (h >> 29)) * 0xBF58476D1CE4E5B9ULL;
+}
+
+static void track_map_grow(loader *ld) {
+  size_t size = ld->track_mask ? (ld->track_mask + 1) * 2 : 64;
+  track_slot *tab = calloc(size, sizeof *tab);
+  if (!tab)
+    nomem(ld->L);
+  for (size_t k = 0; ld->track_map && k <= ld->track_mask; k++) {
+    track_slot *s = &ld->track_map[k];
+    if (!s->idx)
+      continue;
+    size_t j = track_hash(s->has_pid, s->pid, s->name, s->key) & (size - 1);
+    while (tab[j].idx)
+      j = (j + 1) & (size - 1);
+    tab[j] = *s;
   }
-  if (k < ld->ntracks) {
-    for (int c = 1; c <= 3; c++)
-      lua_rawgeti(L, S_TRACKS, 3 * k + c);
-    return;
+  free(ld->track_map);
+  ld->track_map = tab;
+  ld->track_mask = size - 1;
+}
+
+/* The track of the event's name and pid for key m: its index, by
+ * hooks.counter_track(st, name, pid, key) when not met yet. */
+static uint32_t use_track(loader *ld, const ev *e, uint32_t name, const member *m) {
+  lua_State *L = ld->L;
+  int has_pid = e->pid.kind == V_INT;
+  int64_t pid = has_pid ? e->pid.i : 0;
+  uint32_t key = intern(ld, ld->t.s + m->at, m->len);
+  size_t j = track_hash(has_pid, pid, name, key) & ld->track_mask;
+  for (; ld->track_map[j].idx; j = (j + 1) & ld->track_mask) {
+    track_slot *s = &ld->track_map[j];
+    if (s->name == name && s->key == key && s->has_pid == has_pid && s->pid == pid)
+      return s->idx;
   }
   lua_getfield(L, S_HOOKS, "counter_track");
   lua_pushvalue(L, S_ST);
-  lua_pushlstring(L, name, name_len);
+  lua_rawgeti(L, S_STRS, name);
   push_num(L, &e->pid);
-  lua_pushlstring(L, t->s + m->at, m->len);
+  lua_rawgeti(L, S_STRS, key);
   lua_call(L, 4, 1);
   luaL_checktype(L, -1, LUA_TTABLE);
-  lua_getfield(L, -1, "ts");
-  lua_getfield(L, -2, "value");
-  if (ld->ntracks < TRACKS_N && name_len + m->len <= TRACK_BYTES) {
-    track_id *id = &ld->tracks[ld->ntracks++];
-    id->has_pid = has_pid;
-    id->pid = has_pid ? e->pid.i : 0;
-    id->name_len = name_len;
-    id->key_len = m->len;
-    memcpy(id->bytes, name, name_len);
-    memcpy(id->bytes + name_len, t->s + m->at, m->len);
-    for (int c = 1; c <= 3; c++) {
-      lua_pushvalue(L, -4 + c);
-      lua_rawseti(L, S_TRACKS, 3 * (ld->ntracks - 1) + c);
-    }
+  int fresh;
+  uint32_t k = table_index(L, S_TRACKS, S_TRACKIDX, ld->ntracks, &fresh);
+  if (fresh) {
+    ld->tracks = room(L, ld->tracks, &ld->tracks_cap, ld->ntracks, sizeof *ld->tracks);
+    ld->dirty_tracks = realloc(ld->dirty_tracks, ld->tracks_cap * sizeof *ld->dirty_tracks);
+    if (!ld->dirty_tracks)
+      nomem(L);
+    ld->ntracks++;
   }
-}
-
-/* A counter's value as trace.lua keeps it: integers as integers. */
-static void push_counter_value(lua_State *L, const val *v) {
-  if (v->kind == V_FLT && v->d == floor(v->d)) /* |d| < 2^53: counter_members saw to it */
-    lua_pushinteger(L, (lua_Integer)v->d);
-  else
-    push_num(L, v);
+  track_slot *s = &ld->track_map[j];
+  s->has_pid = has_pid;
+  s->pid = pid;
+  s->name = name;
+  s->key = key;
+  s->idx = k;
+  if (++ld->ntrack_keys * 2 > ld->track_mask)
+    track_map_grow(ld);
+  return k;
 }
 
 /* A "C" event straight into its tracks (trace.lua's read_counter): 1, or
@@ -1008,22 +1358,128 @@ static int fast_counter(loader *ld, const ev *e) {
     return 0;
   double ts = e->ts.d;
   note_time(ld, ts, ts);
-  put_num(L, S_XTS, ++ld->nextra, ts);
+  ld->nextra++;
+  put_d(L, &ld->extra, ts);
+  uint32_t name = n > 0 ? intern_val(ld, &e->name) : 0;
   for (int k = 0; k < n; k++) {
-    if (!is_num(&m[k].v))
+    const val *v = &m[k].v;
+    if (!is_num(v))
       continue;
-    push_track(ld, e, &m[k]);
-    lua_getfield(L, -3, "n");
-    lua_Integer c = lua_tointeger(L, -1) + 1;
-    lua_pop(L, 1);
-    lua_pushinteger(L, c);
-    lua_setfield(L, -4, "n");
-    put_num(L, -3, c, ts);
-    push_counter_value(L, &m[k].v);
-    lua_rawseti(L, -2, c);
-    lua_pop(L, 3);
+    uint32_t ti = use_track(ld, e, name, &m[k]);
+    track_buf *tb = &ld->tracks[ti - 1];
+    if (!tb->dirty) {
+      tb->dirty = 1;
+      ld->dirty_tracks[ld->ndirty_tracks++] = ti;
+    }
+    put_d(L, &tb->ts, ts);
+    if (v->kind == V_FLT && v->d == floor(v->d)) /* |d| < 2^53: counter_members saw to it */
+      put_i(L, &tb->value, (int64_t)v->d);
+    else if (v->kind == V_FLT)
+      put_d(L, &tb->value, v->d);
+    else
+      put_i(L, &tb->value, v->i);
   }
   return 1;
+}
+
+/* ---- the cells into the model ---- */
+
+static lua_Integer int_field(lua_State *L, int idx, const char *k) {
+  lua_getfield(L, idx, k);
+  lua_Integer v = lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  return v;
+}
+
+static inline double cell_d(const cells *c, uint32_t k) {
+  double d;
+  memcpy(&d, &c->v[k], sizeof d);
+  return d;
+}
+
+/* The order of the cells of ts (times: doubles) by time, ties as they are
+ * (a merge sort: stable, no recursion), in ld->order: NULL when they are in
+ * it already. trace.lua's sort_columns sorts a whole column the same way,
+ * so sorting its last cells first changes nothing but its work. */
+static const uint32_t *time_order(loader *ld, const cells *ts) {
+  size_t n = ts->n;
+  if (n < 2 || ts->tag || ts->tag0 != T_NUM)
+    return NULL;
+  size_t k = 1;
+  while (k < n && !(cell_d(ts, (uint32_t)k) < cell_d(ts, (uint32_t)k - 1)))
+    k++;
+  if (k == n)
+    return NULL;
+  if (n > UINT32_MAX || n > SIZE_MAX / (2 * sizeof *ld->order))
+    nomem(ld->L);
+  free(ld->order);
+  if (!(ld->order = malloc(2 * n * sizeof *ld->order)))
+    nomem(ld->L);
+  uint32_t *a = ld->order, *tmp = a + n;
+  for (k = 0; k < n; k++)
+    a[k] = (uint32_t)k;
+  for (size_t w = 1; w < n; w *= 2) {
+    for (size_t lo = 0; lo < n - w; lo += 2 * w) {
+      size_t mid = lo + w, hi = mid + w < n ? mid + w : n, x = lo, y = mid, o = lo;
+      while (x < mid && y < hi)
+        tmp[o++] = cell_d(ts, a[y]) < cell_d(ts, a[x]) ? a[y++] : a[x++];
+      while (x < mid)
+        tmp[o++] = a[x++];
+      while (y < hi)
+        tmp[o++] = a[y++];
+      memcpy(a + lo, tmp + lo, (hi - lo) * sizeof *a);
+    }
+  }
+  return a;
+}
+
+/* Every cell into the model's lists (`last`: the load's end, the cells put
+ * in time order and their memory freed as each column is done). */
+static void flush_all(loader *ld, int last) {
+  static const char *const lane_cols[] = {"ts", "dur", "cat", "kind", "sname", "job", "args"};
+  static const char *const copy_cols[] = {"copy_ts", "copy_dur", "copy_lane", "copy_category",
+                                          "copy_name", "copy_job", "copy_bytes"};
+  static const char *const marker_cols[] = {"marker_ts", "marker_kind", "marker_arg", "marker_pid", "marker_tid"};
+  lua_State *L = ld->L;
+  for (size_t d = 0; d < ld->ndirty_lanes; d++) {
+    uint32_t k = ld->dirty_lanes[d];
+    lane_buf *lb = &ld->lanes[k - 1];
+    lua_rawgeti(L, S_LANES, k);
+    int lane = lua_gettop(L);
+    lua_Integer base = int_field(L, lane, "n"), n = (lua_Integer)lb->c[0].n;
+    const uint32_t *order = last ? time_order(ld, &lb->c[0]) : NULL;
+    for (int c = 0; c < LANE_COLS; c++)
+      col_flush(L, &lb->c[c], lane, lane_cols[c], base, last, order);
+    lua_pushinteger(L, base + n);
+    lua_setfield(L, lane, "n");
+    lua_pop(L, 1);
+    lb->dirty = 0;
+  }
+  ld->ndirty_lanes = 0;
+  for (size_t d = 0; d < ld->ndirty_tracks; d++) {
+    uint32_t k = ld->dirty_tracks[d];
+    track_buf *tb = &ld->tracks[k - 1];
+    lua_rawgeti(L, S_TRACKS, k);
+    int track = lua_gettop(L);
+    lua_Integer base = int_field(L, track, "n"), n = (lua_Integer)tb->ts.n;
+    const uint32_t *order = last ? time_order(ld, &tb->ts) : NULL;
+    col_flush(L, &tb->value, track, "value", base, last, order);
+    col_flush(L, &tb->ts, track, "ts", base, last, order);
+    lua_pushinteger(L, base + n);
+    lua_setfield(L, track, "n");
+    lua_pop(L, 1);
+    tb->dirty = 0;
+  }
+  ld->ndirty_tracks = 0;
+  lua_Integer base = ld->ncopies - (lua_Integer)ld->copy[0].n;
+  for (int c = 0; c < COPY_COLS; c++)
+    col_flush(L, &ld->copy[c], S_MODEL, copy_cols[c], base, last, NULL);
+  base = ld->nmarkers - (lua_Integer)ld->marker[0].n;
+  const uint32_t *order = last ? time_order(ld, &ld->marker[0]) : NULL;
+  for (int c = MARKER_COLS - 1; c >= 0; c--)
+    col_flush(L, &ld->marker[c], S_MODEL, marker_cols[c], base, last, order);
+  order = last ? time_order(ld, &ld->extra) : NULL;
+  col_flush(L, &ld->extra, S_MODEL, "extra_ts", ld->nextra - (lua_Integer)ld->extra.n, last, order);
 }
 
 static void set_num(lua_State *L, int idx, const char *k, double v) {
@@ -1042,7 +1498,6 @@ static double get_num(lua_State *L, int idx, const char *k) {
 static void sync_counts(loader *ld, int to_lua) {
   lua_State *L = ld->L;
   if (to_lua) {
-    flush_lane(ld);
     set_num(L, S_ST, "t0", ld->t0);
     set_num(L, S_ST, "t1", ld->t1);
     lua_pushinteger(L, ld->nev);
@@ -1058,19 +1513,38 @@ static void sync_counts(loader *ld, int to_lua) {
   ld->nev = (lua_Integer)get_num(L, S_ST, "nev");
   ld->nmarkers = (lua_Integer)get_num(L, S_ST, "nmarkers");
   ld->nextra = (lua_Integer)get_num(L, S_ST, "nextra");
-  ld->ncopies = (lua_Integer)lua_rawlen(L, S_CTS);
+}
+
+/* The generic path adds nothing to the columns for this event (read by
+ * read_event; e NULL: not an object): a metadata event, a "B", an instant
+ * of another scope than g and p. Anything else may (a slice, a marker, a
+ * counter, an "E", a flow...): the cells go into the lists first. */
+static int touches_no_column(const src *t, const ev *e) {
+  if (!e)
+    return 1;
+  if (e->odd)
+    return 0;
+  if (is_str(t, &e->ph, "M") || is_str(t, &e->ph, "B"))
+    return 1;
+  if (is_str(t, &e->ph, "i") || is_str(t, &e->ph, "I") || is_str(t, &e->ph, "R"))
+    return e->s.kind != V_STR || (!e->s.esc && !is_str(t, &e->s, "g") && !is_str(t, &e->s, "p"));
+  return 0;
 }
 
 /* Any other event: decoded into a table, read by hooks.rare(st, e, index)
- * (trace.lua's own code). 1, 0 and an error (the JSON), or -2 when the hook
- * said no (its two results stay on the stack). */
-static int rare(loader *ld, size_t at, lua_Integer index) {
+ * (trace.lua's own code). One past it, or 0: an error (the JSON), or the
+ * hook said no (*said_no; its two results stay on the stack). */
+static size_t rare(loader *ld, size_t at, lua_Integer index, const ev *e, int *said_no) {
   lua_State *L = ld->L;
   int top = lua_gettop(L);
+  int flush = !touches_no_column(&ld->t, e);
+  if (flush)
+    flush_all(ld, 0);
   sync_counts(ld, 1);
   lua_getfield(L, S_HOOKS, "rare");
   lua_pushvalue(L, S_ST);
-  if (!push_value(L, &ld->t, at, S_NULL)) {
+  size_t end = push_value(L, &ld->t, at, S_NULL, 1);
+  if (!end) {
     lua_settop(L, top);
     return 0;
   }
@@ -1079,15 +1553,24 @@ static int rare(loader *ld, size_t at, lua_Integer index) {
   if (lua_toboolean(L, -2) && lua_type(L, -2) != LUA_TSTRING) {
     lua_settop(L, top);
     sync_counts(ld, 0);
-    return 1;
+    if (flush) { /* its copies are in the list now */
+      lua_getfield(L, S_MODEL, "copy_ts");
+      ld->ncopies = (lua_Integer)lua_rawlen(L, -1);
+      lua_pop(L, 1);
+    }
+    return end;
   }
-  return -2;
+  *said_no = 1;
+  return 0;
 }
 
 #define PROGRESS_STEP ((size_t)1 << 24)
 
 static void progress(loader *ld, size_t at) {
   lua_State *L = ld->L;
+  if (at <= ld->progress_at)
+    return;
+  ld->progress_at = at;
   if (lua_getfield(L, S_HOOKS, "progress") != LUA_TFUNCTION) {
     lua_pop(L, 1);
     return;
@@ -1098,47 +1581,58 @@ static void progress(loader *ld, size_t at) {
 }
 
 /* One element of the events array, at s[i]: one past it; 0 and an error
- * (JSON); or 0 with ld->t.err NULL and the hook's answer on the stack. */
-static size_t one_event(loader *ld, size_t i, lua_Integer index, int *fallback) {
+ * (JSON); 0 with *said_no (the hook's answer on the stack); 0 with
+ * *fallback. */
+static size_t one_event(loader *ld, size_t i, lua_Integer index, int *said_no, int *fallback) {
   src *t = &ld->t;
   ev e;
-  if (t->s[i] == '{') {
-    size_t end = read_event(t, i, &e);
-    if (!end)
-      return 0;
-    int done = 0;
-    if (is_str(t, &e.ph, "X"))
+  if (t->s[i] != '{')
+    return rare(ld, i, index, NULL, said_no);
+  size_t end = read_event(t, i, &e);
+  if (!end)
+    return 0;
+  int done = 0;
+  if (e.ph.kind == V_STR && !e.ph.esc && e.ph.end - e.ph.at == 3) {
+    switch (t->s[e.ph.at + 1]) {
+    case 'X':
       done = fast_slice(ld, &e);
-    else if (is_str(t, &e.ph, "i") || is_str(t, &e.ph, "I") || is_str(t, &e.ph, "R"))
+      break;
+    case 'i':
+    case 'I':
+    case 'R':
       done = fast_marker(ld, &e);
-    else if (is_str(t, &e.ph, "C"))
+      break;
+    case 'C':
       done = fast_counter(ld, &e);
-    if (done < 0) {
-      *fallback = 1;
-      return 0;
+      break;
+    default:
+      break;
     }
-    if (done)
-      return end;
   }
-  int r = rare(ld, i, index);
-  return r == 1 ? skip_value(t, i) : 0;
+  if (done < 0) {
+    *fallback = 1;
+    return 0;
+  }
+  if (done)
+    return end;
+  return rare(ld, i, index, &e, said_no) ? end : 0;
 }
 
-/* The events array at s[i] ('['), every element read in order. 1, or 0
- * (an error of the JSON in t, else the hook's two results on the stack,
- * else *fallback). */
-static int read_events(loader *ld, size_t i, int *fallback) {
+/* The events array at s[i] ('['), every element read in order: one past
+ * it, or 0 (an error of the JSON in t, else *said_no with the hook's two
+ * results on the stack, else *fallback). */
+static size_t read_events(loader *ld, size_t i, int *said_no, int *fallback) {
   src *t = &ld->t;
   lua_Integer index = 0;
   size_t next_progress = PROGRESS_STEP;
   i = ws(t, i + 1);
   if (i < t->n && t->s[i] == ']')
-    return 1;
+    return i + 1;
   for (;;) {
     i = ws(t, i);
     if (i >= t->n)
-      return (int)fail(t, i, "unexpected end of the text (a value expected)");
-    if (!(i = one_event(ld, i, ++index, fallback)))
+      return fail(t, i, "unexpected end of the text (a value expected)");
+    if (!(i = one_event(ld, i, ++index, said_no, fallback)))
       return 0;
     if (i >= next_progress) {
       next_progress = i + PROGRESS_STEP;
@@ -1152,16 +1646,16 @@ static int read_events(loader *ld, size_t i, int *fallback) {
       continue;
     }
     if (i < t->n && t->s[i] == ']')
-      return 1;
-    return (int)fail(t, i, "expected ',' or ']'");
+      return i + 1;
+    return fail(t, i, "expected ',' or ']'");
   }
 }
 
 #define NONE ((size_t)-1)
 
-/* Pass 1: the text is one JSON value and nothing else; for an object, the
- * values of its "traceEvents" and "jobqueProfile" keys (NONE: none; a key
- * with escapes in it sets *odd). 1, or 0 and an error. */
+/* Pass 1 of the checked path: the text is one JSON value and nothing else;
+ * for an object, the values of its "traceEvents" and "jobqueProfile" keys
+ * (NONE: none; a key with escapes in it sets *odd). 1, or 0 and an error. */
 static int outline(src *t, size_t *events, size_t *meta, int *odd) {
   size_t i = ws(t, 0);
   *events = *meta = NONE;
@@ -1185,7 +1679,7 @@ static int outline(src *t, size_t *events, size_t *meta, int *odd) {
       i = ws(t, i + 1);
       if (slot)
         *slot = i;
-      if (!(i = skip_value(t, i)))
+      if (!(i = skip_value(t, i, 0)))
         return 0;
       i = ws(t, i);
       if (i < t->n && t->s[i] == ',') {
@@ -1199,7 +1693,7 @@ static int outline(src *t, size_t *events, size_t *meta, int *odd) {
     if (i >= t->n)
       return (int)fail(t, i, "unexpected end of the text (expected '}')");
     i++;
-  } else if (!(i = skip_value(t, i))) {
+  } else if (!(i = skip_value(t, i, 0))) {
     return 0;
   }
   i = ws(t, i);
@@ -1248,7 +1742,6 @@ static int map_file(lua_State *L, const char *path, src *t) {
     return -1;
   }
   void *addr = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-  int err = errno;
   close(fd);
   if (addr == MAP_FAILED)
     return -1;
@@ -1258,18 +1751,48 @@ static int map_file(lua_State *L, const char *path, src *t) {
   t->s = addr;
   t->n = m->len;
   t->mapped = 1;
-  (void)err;
   return 1;
 }
 
+/* The loader's state made anew (its strings, lanes and tracks; the text
+ * kept), as before a first reading. */
+static void fresh_state(loader *ld) {
+  lua_State *L = ld->L;
+  loader_free(ld);
+  src t = ld->t;
+  memset(ld, 0, sizeof *ld);
+  ld->L = L;
+  ld->t = t;
+  ld->t.err = NULL;
+  ld->t.err_at = 0;
+  ld->t.release_at = 0;
+  lua_settop(L, S_TOP);
+  for (int k = S_STRS; k <= S_TRACKIDX; k++) {
+    lua_newtable(L);
+    lua_replace(L, k);
+  }
+  strs_grow(ld);
+  track_map_grow(ld);
+  ld->s_job = intern(ld, "job", 3);
+  ld->s_submit = intern(ld, "submit", 6);
+  ld->s_wait = intern(ld, "wait", 4);
+  ld->s_copy = intern(ld, "copy", 4);
+  ld->s_slice = intern(ld, "slice", 5);
+  ld->s_q = intern(ld, "?", 1);
+}
+
 /* hooks.begin(meta, is_array) -> st | nil, message | "fallback"; then the
- * model's columns from st.model into their slots. 1, or 0 (the results on
- * the stack). */
+ * model at S_MODEL. 1, or 0 (the results on the stack; nothing when the
+ * meta's JSON is bad). */
 static int begin(loader *ld, size_t meta, int is_array) {
   lua_State *L = ld->L;
   lua_getfield(L, S_HOOKS, "begin");
   if (meta != NONE && ld->t.s[meta] != 'n') {
-    if (!push_value(L, &ld->t, meta, S_NULL))
+    size_t release_at = ld->t.release_at; /* the meta may come after the events: */
+    ld->t.release_at = NONE;                /* no page is given back on its account */
+    size_t end = push_value(L, &ld->t, meta, S_NULL, 0);
+    ld->t.release_at = release_at;
+    if (!end)
       return 0;
   } else {
     lua_pushnil(L);
@@ -1282,42 +1805,33 @@ static int begin(loader *ld, size_t meta, int is_array) {
   lua_replace(L, S_ST);
   lua_getfield(L, S_ST, "ours");
   ld->ours = lua_toboolean(L, -1);
+  lua_pop(L, 1);
   lua_getfield(L, S_ST, "model");
-  static const char *const cols[] = {"marker_ts",  "marker_kind",   "marker_arg", "marker_pid", "marker_tid",
-                                     "copy_ts",    "copy_dur",      "copy_lane",  "copy_category",
-                                     "copy_name",  "copy_job",      "copy_bytes", "extra_ts"};
-  enum { NCOLS = sizeof cols / sizeof cols[0] };
-  for (int k = 0; k < NCOLS; k++) {
-    lua_getfield(L, -1 - k, cols[k]);
-    luaL_checktype(L, -1, LUA_TTABLE);
-  }
-  for (int k = NCOLS - 1; k >= 0; k--)
-    lua_replace(L, S_MTS + k);
-  lua_pop(L, 2);
+  luaL_checktype(L, -1, LUA_TTABLE);
+  lua_replace(L, S_MODEL);
   sync_counts(ld, 0);
   return 1;
 }
 
 /* The slots a load keeps; then the text: the string given, else the file
  * mapped. 1, or 0 with what to return pushed (nil, message | "fallback"). */
-static int setup(lua_State *L, loader *ld) {
+static int setup(lua_State *L, loader **ldp) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 3);
   luaL_checkstack(L, S_TOP + 20, "load_trace");
   lua_pushnil(L); /* S_BOX */
   lua_getfield(L, S_HOOKS, "null");
-  for (int k = S_ST; k < S_KJOB; k++)
-    lua_pushnil(L);
-  static const char *const kinds[] = {"job", "submit", "wait", "copy", "slice", "?", "copy"};
-  for (int k = 0; k < 7; k++)
-    lua_pushstring(L, kinds[k]);
-  lua_createtable(L, CACHE_N, 0);
   while (lua_gettop(L) < S_TOP)
     lua_pushnil(L);
-  lua_createtable(L, 3 * TRACKS_N, 0);
-  lua_replace(L, S_TRACKS);
+  loader *ld = lua_newuserdatauv(L, sizeof *ld, 0);
   memset(ld, 0, sizeof *ld);
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, loader_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);
+  lua_replace(L, S_LD);
   ld->L = L;
+  *ldp = ld;
   if (lua_type(L, S_TEXT) == LUA_TSTRING) {
     ld->t.s = lua_tolstring(L, S_TEXT, &ld->t.n);
     lua_getfield(L, S_HOOKS, "exact");
@@ -1343,62 +1857,180 @@ static int setup(lua_State *L, loader *ld) {
   return 0;
 }
 
-/* load_trace(hooks, path [, text]) -> st | nil, message [, "json"] | "fallback" */
-static int load(lua_State *L, loader *ld);
+/* The loaded model's state: the cells into the lists, the counts to st. */
+static int finish_load(loader *ld) {
+  flush_all(ld, 1);
+  sync_counts(ld, 1);
+  lua_pushvalue(ld->L, S_ST);
+  return 1;
+}
 
+/* A key of the top object at s[i] (its quote): the value's place, or 0
+ * when it is not a plain key followed by a colon; *is: 1 for
+ * "traceEvents", 2 for "jobqueProfile", else 0. */
+static size_t top_key(src *t, size_t i, int *is) {
+  int esc;
+  size_t end = i < t->n && t->s[i] == '"' ? str_end(t, i, &esc) : 0;
+  if (!end || esc)
+    return 0;
+  size_t len = end - i - 2;
+  *is = len == 11 && memcmp(t->s + i + 1, "traceEvents", 11) == 0     ? 1
+      : len == 13 && memcmp(t->s + i + 1, "jobqueProfile", 13) == 0 ? 2
+                                                                       : 0;
+  i = ws(t, end);
+  if (i >= t->n || t->s[i] != ':')
+    return 0;
+  return ws(t, i + 1);
+}
+
+#define META_WINDOW ((size_t)1 << 22) /* where, at the end, the metadata is looked for */
+
+/* Where the value of the last "jobqueProfile" key after s[from] is, as a
+ * guess (looked for backwards, in the text's last META_WINDOW bytes; the
+ * reading checks it): NONE when none is there. */
+static size_t guess_meta(src *t, size_t from) {
+  static const char key[] = "\"jobqueProfile\"";
+  size_t klen = sizeof key - 1, lo = t->n > META_WINDOW ? t->n - META_WINDOW : 0;
+  if (lo <= from)
+    lo = from + 1;
+  for (size_t k = t->n >= klen ? t->n - klen : 0; k >= lo && k + klen <= t->n; k--) {
+    if (t->s[k] == '"' && memcmp(t->s + k, key, klen) == 0) {
+      size_t i = ws(t, k + klen);
+      if (i < t->n && t->s[i] == ':' && ws(t, i + 1) < t->n)
+        return ws(t, i + 1);
+    }
+    if (k == 0)
+      break;
+  }
+  return NONE;
+}
+
+/* The reading in one pass, for a text shaped as ours and Chrome's are: an
+ * object whose keys are plain, with "traceEvents" an array (or a bare
+ * array), its "jobqueProfile" (which our writer puts last) found first by a
+ * guess. Pass 2 of the checked path checks the JSON as it reads, and this
+ * checks the rest of the text: the model, or -1 when anything is not so
+ * (bad JSON, a guess that was wrong, an event the hooks refused or the
+ * cjson path's): the checked path then reads the text anew, and says
+ * what it says in the order it says it. */
+static int load_fast(loader *ld) {
+  src *t = &ld->t;
+  size_t i = ws(t, 0), events = NONE, meta = NONE, guess = NONE;
+  int is_array = t->s[i] == '[', is = 0;
+  if (is_array) {
+    events = i;
+  } else if (t->s[i] == '{') {
+    i = ws(t, i + 1);
+    while (events == NONE) {
+      if (!(i = top_key(t, i, &is)))
+        return -1;
+      if (is == 1) {
+        events = i;
+        break;
+      }
+      if (is == 2)
+        meta = i;
+      if (!(i = skip_value(t, i, 0)))
+        return -1;
+      i = ws(t, i);
+      if (i >= t->n || t->s[i] != ',')
+        return -1;
+      i = ws(t, i + 1);
+    }
+    guess = guess_meta(t, events);
+  } else {
+    return -1;
+  }
+  if (events >= t->n || t->s[events] != '[' || !begin(ld, guess != NONE ? guess : meta, is_array))
+    return -1;
+  int said_no = 0, fallback = 0;
+  if (!(i = read_events(ld, events, &said_no, &fallback)))
+    return -1;
+  if (!is_array) { /* the keys after the events */
+    for (;;) {
+      i = ws(t, i);
+      if (i < t->n && t->s[i] == '}') {
+        i++;
+        break;
+      }
+      if (i >= t->n || t->s[i] != ',')
+        return -1;
+      if (!(i = top_key(t, ws(t, i + 1), &is)) || is == 1)
+        return -1;
+      if (is == 2)
+        meta = i;
+      if (!(i = skip_value(t, i, 0)))
+        return -1;
+    }
+    if (meta != (guess != NONE ? guess : meta) || (guess != NONE && meta == NONE))
+      return -1;
+  }
+  if (ws(t, i) != t->n)
+    return -1;
+  return finish_load(ld);
+}
+
+/* The checked reading: the whole text checked first (pass 1), then read
+ * (pass 2). What load_trace returns, on the stack: its count. */
+static int load_checked(loader *ld) {
+  lua_State *L = ld->L;
+  size_t events, meta;
+  int odd, said_no = 0, fallback = 0;
+  if (!outline(&ld->t, &events, &meta, &odd)) {
+    luaL_pushfail(L);
+    lua_pushfstring(L, "offset %I: %s", (LUAI_UACINT)ld->t.err_at, ld->t.err);
+    lua_pushliteral(L, "json");
+    return 3;
+  }
+  size_t top = ws(&ld->t, 0);
+  int is_array = ld->t.s[top] == '[';
+  if (is_array)
+    events = top;
+  if (odd || events == NONE || ld->t.s[events] != '[') {
+    lua_pushliteral(L, "fallback");
+    return 1;
+  }
+  if (!begin(ld, meta, is_array))
+    return 2;
+  if (!read_events(ld, events, &said_no, &fallback)) {
+    if (fallback) {
+      lua_pushliteral(L, "fallback");
+      return 1;
+    }
+    if (said_no)
+      return 2;
+    luaL_pushfail(L);
+    lua_pushfstring(L, "offset %I: %s", (LUAI_UACINT)ld->t.err_at, ld->t.err);
+    lua_pushliteral(L, "json");
+    return 3;
+  }
+  return finish_load(ld);
+}
+
+/* load_trace(hooks, path [, text]) -> st | nil, message [, "json"] | "fallback" */
 static int l_load_trace(lua_State *L) {
-  loader ld;
+  loader *ld;
   if (!setup(L, &ld))
     return lua_gettop(L) - S_TOP;
-  int n = load(L, &ld);
-  if (ld.t.mapped) { /* the model holds copies of what it needs: the file can go now */
+  int n;
+  if (ws(&ld->t, 0) == ld->t.n) { /* the cjson path's words, for the same file */
+    luaL_pushfail(L);
+    lua_pushstring(L, ld->t.n ? "not a trace: the file is empty (only white space)" : "not a trace: the file is empty");
+    n = 2;
+  } else {
+    fresh_state(ld);
+    if ((n = load_fast(ld)) < 0) {
+      fresh_state(ld);
+      n = load_checked(ld);
+    }
+  }
+  loader_free(ld);
+  if (ld->t.mapped) { /* the model holds copies of what it needs: the file can go now */
     lua_pushcfunction(L, mapping_gc);
     lua_pushvalue(L, S_BOX);
     lua_call(L, 1, 0);
   }
   return n;
-}
-
-static int load(lua_State *L, loader *ldp) {
-  loader ld = *ldp;
-  size_t events, meta;
-  int odd, fallback = 0;
-  if (ws(&ld.t, 0) == ld.t.n) { /* the cjson path's words, for the same file */
-    luaL_pushfail(L);
-    lua_pushstring(L, ld.t.n ? "not a trace: the file is empty (only white space)" : "not a trace: the file is empty");
-    return 2;
-  }
-  if (!outline(&ld.t, &events, &meta, &odd)) {
-    luaL_pushfail(L);
-    lua_pushfstring(L, "offset %I: %s", (LUAI_UACINT)ld.t.err_at, ld.t.err);
-    lua_pushliteral(L, "json");
-    return 3;
-  }
-  size_t top = ws(&ld.t, 0);
-  int is_array = ld.t.s[top] == '[';
-  if (is_array)
-    events = top;
-  if (odd || events == NONE || ld.t.s[events] != '[') {
-    lua_pushliteral(L, "fallback");
-    return 1;
-  }
-  if (!begin(&ld, meta, is_array))
-    return 2;
-  if (!read_events(&ld, events, &fallback)) {
-    if (fallback) {
-      lua_pushliteral(L, "fallback");
-      return 1;
-    }
-    if (!ld.t.err)
-      return 2;
-    luaL_pushfail(L);
-    lua_pushfstring(L, "offset %I: %s", (LUAI_UACINT)ld.t.err_at, ld.t.err);
-    lua_pushliteral(L, "json");
-    return 3;
-  }
-  sync_counts(&ld, 1);
-  lua_pushvalue(L, S_ST);
-  return 1;
 }
 
 /* ---- sort_columns ---- */
@@ -1437,21 +2069,28 @@ static int l_sort_columns(lua_State *L) {
   lua_pushvalue(L, 4);
   if (lua_gettable(L, 1) != LUA_TTABLE) /* 5: the first column */
     return luaL_error(L, "sort_columns: no column %s", luaL_tolstring(L, 4, NULL));
-  keyed *a = lua_newuserdatauv(L, (size_t)(n ? n : 1) * 2 * sizeof *a, 0);
   int sorted = 1;
-  for (lua_Integer i = 1; i <= n; i++) {
+  double prev = 0;
+  for (lua_Integer i = 1; i <= n; i++) { /* in order already (the loader sees to it, mostly): nothing made */
     lua_rawgeti(L, 5, i);
     int ok;
-    a[i - 1].ts = lua_tonumberx(L, -1, &ok);
-    a[i - 1].i = i;
+    double ts = lua_tonumberx(L, -1, &ok);
     lua_pop(L, 1);
     if (!ok)
       return luaL_error(L, "sort_columns: item %I is not a number", (LUAI_UACINT)i);
-    if (i > 1 && a[i - 1].ts < a[i - 2].ts)
+    if (i > 1 && ts < prev)
       sorted = 0;
+    prev = ts;
   }
   if (sorted)
     return 0;
+  keyed *a = lua_newuserdatauv(L, (size_t)(n ? n : 1) * 2 * sizeof *a, 0);
+  for (lua_Integer i = 1; i <= n; i++) {
+    lua_rawgeti(L, 5, i);
+    a[i - 1].ts = lua_tonumber(L, -1);
+    a[i - 1].i = i;
+    lua_pop(L, 1);
+  }
   merge_sort(a, a + n, (size_t)n);
   lua_Integer nf = (lua_Integer)lua_rawlen(L, 2);
   for (lua_Integer f = 1; f <= nf; f++) {

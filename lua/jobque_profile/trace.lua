@@ -829,9 +829,10 @@ local function finish(st, meta, text)
     if nev == 0 or model.session.start < t0 then t0 = model.session.start end
     if nev == 0 or model.session.stop > t1 then t1 = model.session.stop end
   end
-  -- A "B" never ended runs to the end of the trace.
-  for lane, stack in pairs(st.open_b) do
-    for _, b in ipairs(stack) do
+  -- A "B" never ended runs to the end of the trace (lane by lane, in the
+  -- order they were met: the categories' order must not hang on addresses).
+  for _, lane in ipairs(model.lanes) do
+    for _, b in ipairs(st.open_b[lane] or {}) do
       local kind, cat = classify(b, ours)
       if kind then
         add_slice(lane, b.ts, math.max(0, t1 - b.ts), cat, kind, b)
