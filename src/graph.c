@@ -100,10 +100,15 @@ typedef struct buf {
 
 #define NBUF 12
 
+typedef struct hslot {
+  lua_Integer id;
+  int32_t k;
+} hslot;
+
 typedef struct graph {
   gjob *jobs;
   size_t njobs, cjobs;
-  int32_t *hash; /* job index + 1; 0 empty */
+  hslot *hash; /* a job's id and index + 1 (0: empty), the id kept beside it: one cache line a probe */
   size_t hcap;
   gslice *sl;
   size_t nsl, csl;
@@ -395,11 +400,11 @@ static int32_t find_job(const graph *g, lua_Integer id) {
   if (!g->hcap)
     return -1;
   for (size_t h = hash_id(id, g->hcap);; h = (h + 1) & (g->hcap - 1)) {
-    int32_t k = g->hash[h];
-    if (k == 0)
+    const hslot *e = &g->hash[h];
+    if (e->k == 0)
       return -1;
-    if (g->jobs[k - 1].id == id)
-      return k - 1;
+    if (e->id == id)
+      return e->k - 1;
   }
 }
 
@@ -412,14 +417,14 @@ static int32_t job_of(lua_State *L, graph *g, lua_Integer id) {
     luaL_error(L, "not enough memory");
   if ((g->njobs + 1) * 2 > g->hcap) { /* rehash at half full */
     size_t cap = g->hcap ? g->hcap * 2 : 1024;
-    int32_t *h = alloc_n(L, cap, sizeof *h);
+    hslot *h = alloc_n(L, cap, sizeof *h);
     free(g->hash);
     g->hash = h, g->hcap = cap;
     for (size_t j = 0; j < g->njobs; j++) {
       size_t p = hash_id(g->jobs[j].id, cap);
-      while (h[p])
+      while (h[p].k)
         p = (p + 1) & (cap - 1);
-      h[p] = (int32_t)j + 1;
+      h[p].id = g->jobs[j].id, h[p].k = (int32_t)j + 1;
     }
   }
   gjob *j = PUSH(L, g->jobs, g->njobs, g->cjobs);
@@ -427,9 +432,9 @@ static int32_t job_of(lua_State *L, graph *g, lua_Integer id) {
   j->id = id, j->cat = -1, j->sub_lane = -1, j->sub_wait = -1;
   j->run = ZERO, j->suspended = ZERO;
   size_t p = hash_id(id, g->hcap);
-  while (g->hash[p])
+  while (g->hash[p].k)
     p = (p + 1) & (g->hcap - 1);
-  g->hash[p] = (int32_t)g->njobs;
+  g->hash[p].id = id, g->hash[p].k = (int32_t)g->njobs;
   return (int32_t)g->njobs - 1;
 }
 
