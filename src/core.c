@@ -17,6 +17,7 @@
 #include "bindings.h"
 #include "file_replace.h"
 #include "json_scan.h"
+#include "stats.h"
 #include "trace.h"
 #include "trace_load.h"
 
@@ -148,6 +149,7 @@ __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   lua_pushcfunction(L, l_exact_marker_args);
   lua_setfield(L, -2, "exact_marker_args");
   jq_open_reader(L); /* load_trace, page_ns, sort_columns, ... (trace_load.h) */
+  jq_open_stats(L);  /* stats_lanes, stats_counters, stats_copies (stats.h) */
   lua_pushcfunction(L, l_stderr_is_tty);
   lua_setfield(L, -2, "stderr_is_tty");
 #ifdef JQ_TESTING
