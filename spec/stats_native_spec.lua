@@ -92,14 +92,19 @@ local function same(model, what, from, to, top)
   return fc
 end
 
+-- core.stats_lanes over [a, b] as compute calls it.
+local function lanes_of(model, a, b)
+  local cat_index, names = {}, {}
+  for c, entry in ipairs(model.categories) do cat_index[entry.name], names[c] = c, entry.name end
+  return core.stats_lanes(model, a, b, stats.TOP, cat_index, names)
+end
+
 -- The core's loops take the model (they return figures, not nil).
 local function taken(model, from, to)
   local a, b = from or model.t0, to or model.t1
   if a > b then a, b = b, a end
-  local cat_index, names = {}, {}
-  for c, entry in ipairs(model.categories) do cat_index[entry.name], names[c] = c, entry.name end
-  return core.stats_lanes(model, a, b, stats.TOP, cat_index, names) ~= nil
-    and core.stats_counters(model, a, b) ~= nil and core.stats_copies(model, a, b) ~= nil
+  return lanes_of(model, a, b) ~= nil and core.stats_counters(model, a, b) ~= nil
+    and core.stats_copies(model, a, b) ~= nil
 end
 
 local function load_text(text, reader)
@@ -479,6 +484,16 @@ describe("stats.compute's loops in C", function()
     m.counters = {{name = "c", pid = 1, n = 2, ts = {1000, 1001}, value = {"x", "y"}}}
     assert.is_true(taken(m))
     same(m, "values out of range")
+  end)
+
+  it("refuse a model that is not a table, naming the argument", function()
+    for _, name in ipairs{"stats_lanes", "stats_counters", "stats_copies"} do
+      local err = S.err_of(core[name], nil, 0, 1)
+      assert.matches(("bad argument #1 to '[%%w%%.]*%s' %%(table expected, got nil%%)"):format(name), err)
+    end
+    local swept = lanes_of(load_text(OURS), 0, 100)
+    assert.matches("bad argument #1 to '.-' %(no such unit%)", S.err_of(swept.markers[1].row, 4))
+    assert.matches("number expected, got string", S.err_of(swept.markers[1].row, "x"))
   end)
 
   it("keep a kind's units as userdata, each unit's table made when first read", function()
