@@ -600,8 +600,9 @@ typedef struct marker { /* a marker in range, 16 bytes */
 } marker;
 
 /* The marker kinds' units over [a, b) into the table at idx markers
- * ({ count, min, median, p95, max, slowest, row } per kind); their units
- * in u[0..nkinds - 1]. 0 when left to Lua. */
+ * ({ count, min, median, p95, max, slowest, row } per kind), and in *out
+ * the *nout of them that have units (the trackers the sweeps feed; the
+ * array a userdata left on the stack). 0 when left to Lua. */
 static int marker_units(lua_State *L, int model, scratch *s, num a, num b, lua_Integer top, int names,
                         size_t ncat, int markers, units ***out, size_t *nout) {
   int base = lua_gettop(L);
