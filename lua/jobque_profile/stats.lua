@@ -58,6 +58,16 @@ local graph = require "jobque_profile.graph"
 
 local M = {}
 
+-- jobque.core's loops (src/stats.c), when the core is there: each gives
+-- what the Lua below gives, bit for bit, or nil when it leaves the input to
+-- the Lua. M.native = false runs the Lua always (the specs compare the two).
+local native
+do
+  local found, core = pcall(require, "jobque.core")
+  if found and type(core) == "table" and core.stats_lanes then native = core end
+end
+M.native = true
+
 M.TOP = 10 -- the slowest units listed per marker kind, by default
 
 local ROLES = {worker = true, caller = true, other = true}
@@ -241,8 +251,8 @@ end
 -- Busy time of the units of one kind by category, filled by add(x, y, c)
 -- for each busy piece of each lane in time order (reset(): next lane). A
 -- trace can hold a million units and a report shows twenty: the sweep fills
--- a flat array, and units[j] becomes a table when first read (#units,
--- ipairs and indexing work as on a plain list).
+-- a flat array, and row(j) -> arg, from, to, { { name, busy } ... } (in
+-- category order) gives unit j's figures when its table is first made.
 local function unit_tracker(from, arg, n, names)
   local ncat = #names
   local acc = {} -- busy time of unit j in category c at (j - 1) * ncat + c
@@ -261,27 +271,34 @@ local function unit_tracker(from, arg, n, names)
       j = j + 1
     end
   end
-  t.units = setmetatable({}, {
+  function t.row(j)
+    local by = {}
+    for c = 1, ncat do
+      local time = acc[(j - 1) * ncat + c]
+      if time then by[#by + 1] = {name = names[c], busy = time} end
+    end
+    return arg[j], from[j], from[j + 1], by
+  end
+  return t
+end
+
+-- The n units of a marker kind as a list whose units[j] becomes a table
+-- when first read (#units, ipairs and indexing work as on a plain list).
+local function unit_view(n, row)
+  return setmetatable({}, {
     __len = function() return n end,
     __index = function(list, j)
       if math.type(j) ~= "integer" or j < 1 or j > n then return nil end
-      local by, busy = {}, 0
-      for c = 1, ncat do
-        local time = acc[(j - 1) * ncat + c]
-        if time then
-          by[#by + 1] = {name = names[c], busy = time}
-          busy = busy + time
-        end
-      end
+      local arg, from, to, by = row(j)
+      local busy = 0
+      for _, e in ipairs(by) do busy = busy + e.busy end
       for _, e in ipairs(by) do e.share = busy > 0 and e.busy / busy or 0 end
       table.sort(by, by_busy)
-      local u = {index = j, arg = arg[j], from = from[j], to = from[j + 1], duration = from[j + 1] - from[j],
-                 busy = busy, by_category = by}
+      local u = {index = j, arg = arg, from = from, to = to, duration = to - from, busy = busy, by_category = by}
       rawset(list, j, u)
       return u
     end,
   })
-  return t
 end
 
 --- How many failures compute lists (the first ones in time).
@@ -326,10 +343,21 @@ local function failures(model, a, b)
   return out
 end
 
+local function sort_copies(rows)
+  table.sort(rows, function(x, y)
+    if x.time ~= y.time then return x.time > y.time end
+    return x.name < y.name
+  end)
+  return rows
+end
+
 -- Copy time (clipped to [a, b)), count and bytes of the copies that overlap
 -- the range, by the category of their job, most time first.
 local function copies(model, a, b)
-  local rows, by_name = {}, {}
+  local rows = M.native and native and native.stats_copies(model, a, b)
+  if rows then return sort_copies(rows) end
+  local by_name = {}
+  rows = {}
   local cts, cdur, ccat, cbytes = model.copy_ts or {}, model.copy_dur, model.copy_category, model.copy_bytes
   for i = 1, #cts do -- the columns (model.copies is their view)
     local ts = cts[i]
@@ -347,11 +375,7 @@ local function copies(model, a, b)
       r.bytes = r.bytes + cbytes[i]
     end
   end
-  table.sort(rows, function(x, y)
-    if x.time ~= y.time then return x.time > y.time end
-    return x.name < y.name
-  end)
-  return rows
+  return sort_copies(rows)
 end
 
 -- Busy, wait, idle and parallelism of the lanes of figures `list` over `duration`.
@@ -400,7 +424,9 @@ end
 -- [min, max]: values near the largest doubles do not overflow), the plain
 -- mean when no time passed. (math.min(e, b) is written b < e and b or e.)
 local function counter_stats(model, a, b)
-  local out = {}
+  local out = M.native and native and native.stats_counters(model, a, b)
+  if out then return out end
+  out = {}
   for _, c in ipairs(model.counters or {}) do
     local ts, v, n = c.ts, c.value, c.n
     local min, max, covered, count = nil, nil, 0, 0
@@ -437,27 +463,23 @@ local function counter_stats(model, a, b)
   return out
 end
 
-local function compute(model, from, to, top)
-  local a = from or model.t0
-  local b = to or model.t1
-  if a > b then a, b = b, a end
-  local duration = b - a
-  -- Marker units first, so that one sweep of each lane feeds them too.
-  local cat_index, names = {}, {}
-  for c, entry in ipairs(model.categories) do
-    cat_index[entry.name], names[c] = c, entry.name
-  end
+-- The lane sweeps over [a, b] (core.stats_lanes in C): per lane { busy,
+-- wait, events }, acc (busy by category name), events (the markers on no
+-- lane and the other events in range), and per marker kind { count, min,
+-- median, p95, max, slowest, row } (row: unit_tracker's), the marker units
+-- first so that one sweep of each lane feeds them too.
+local function sweep(model, a, b, top, cat_index, names)
   local markers, trackers = {}, {}
   for _, kind in ipairs(model.marker_kinds) do
     local ufrom, uarg, n = unit_bounds(model, kind, a, b)
     local d = {}
     for i = 1, n do d[i] = ufrom[i + 1] - ufrom[i] end
-    local slowest = largest(d, n, top or M.TOP)
+    local slowest = largest(d, n, top)
     local min, median, p95, max = order_stats(d, n)
     local tracker = unit_tracker(ufrom, uarg, n, names)
     if n > 0 then trackers[#trackers + 1] = tracker end
-    markers[#markers + 1] = {kind = kind, count = n, min = min, max = max, median = median, p95 = p95,
-                             units = tracker.units, slowest = slowest}
+    markers[#markers + 1] = {count = n, min = min, max = max, median = median, p95 = p95,
+                             row = tracker.row, slowest = slowest}
   end
   local span
   if #trackers == 1 then
@@ -469,19 +491,47 @@ local function compute(model, from, to, top)
       for _, tr in ipairs(trackers) do tr.add(x, y, c) end
     end
   end
-  local acc = {}
-  local lanes, tbusy, events = {}, 0, 0
+  local acc, lanes = {}, {}
   for i, lane in ipairs(model.lanes) do
     for _, tr in ipairs(trackers) do tr.reset() end
     local busy, wait, n = sweep_lane(lane, a, b, acc, span)
     n = n + count_in(lane.instants, a, b) + count_sorted(lane.marker_ts or {}, a, b)
+    lanes[i] = {busy = busy, wait = wait, events = n}
+  end
+  local events = count_sorted(model.loose_marker_ts or model.marker_ts, a, b)
+    + count_sorted(model.extra_ts or {}, a, b)
+  return {markers = markers, lanes = lanes, acc = acc, events = events}
+end
+
+local function compute(model, from, to, top)
+  local a = from or model.t0
+  local b = to or model.t1
+  if a > b then a, b = b, a end
+  local duration = b - a
+  -- The lane sweeps and the marker units: in C when the core can (sweep below otherwise).
+  local cat_index, names = {}, {}
+  for c, entry in ipairs(model.categories) do
+    cat_index[entry.name], names[c] = c, entry.name
+  end
+  local swept = M.native and native and native.stats_lanes(model, a, b, top or M.TOP, cat_index, names)
+    or sweep(model, a, b, top or M.TOP, cat_index, names)
+  local markers = {}
+  for k, kind in ipairs(model.marker_kinds) do
+    local m = swept.markers[k]
+    markers[k] = {kind = kind, count = m.count, min = m.min, max = m.max, median = m.median, p95 = m.p95,
+                  units = unit_view(m.count, m.row), slowest = m.slowest}
+  end
+  local acc = swept.acc
+  local lanes, tbusy, events = {}, 0, 0
+  for i, lane in ipairs(model.lanes) do
+    local l = swept.lanes[i]
+    local busy, wait, n = l.busy, l.wait, l.events
     lanes[i] = {name = lane.name, role = M.lane_role(lane, model), busy = busy, wait = wait, events = n,
                 idle = duration > 0 and 1 - busy / duration or 0,
                 dropped = lane.dropped, full_at = lane.full_at}
     tbusy, events = tbusy + busy, events + n
   end
-  events = events + count_sorted(model.loose_marker_ts or model.marker_ts, a, b)
-    + count_sorted(model.extra_ts or {}, a, b)
+  events = events + swept.events
   local awaits = {count = 0, time = 0}
   for _, w in ipairs(model.awaits) do
     local x, y = math.max(w.ts, a), math.min(w.ts + w.dur, b)
