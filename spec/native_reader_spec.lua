@@ -191,6 +191,50 @@ describe("the native trace loader", function()
        native.counters[1].name})
   end)
 
+  it("tells an event's keys as the reader does whatever their order, length or escapes (keys read a word at a time)",
+     function()
+    local ev = {}
+    local function e(text) ev[#ev + 1] = text end
+    -- our writer's order, then others
+    e('{"ph":"X","ts":1,"dur":2,"pid":1,"tid":1,"name":"work","cat":"job","args":{"job":1}}')
+    e('{"args":{"job":2},"cat":"job","name":"work","tid":1,"pid":1,"dur":2,"ts":3,"ph":"X"}')
+    e('{"tid":2,"args":{"category":"work","bytes":5,"job":3},"ts":4,"name":"copy in","ph":"X","cat":"copy","dur":1}')
+    -- keys that look like ours: escaped, longer, shorter, a byte off
+    e('{"\\u0070h":"X","ts":5,"dur":1,"pid":1,"tid":1,"name":"esc ph","cat":"job","args":{"job":4}}')
+    e('{"ph":"X","ts":6,"dur":1,"pid":1,"tid":1,"na\\u006de":"esc name","cat":"job","args":{"j\\u006fb":5}}')
+    e('{"ph":"X","ts":7,"dur":1,"pid":1,"tid":1,"name":"long keys","cat":"job","args":{"job":6},"phX":1,' ..
+      '"tsx":2,"durs":3,"pids":4,"name2":5,"args2":6,"cat ":7,"c":8,"p":9,"":10,"abcdefg":11,"abcdefgh":12,' ..
+      '"abcdefghijklmno":13,"abcdefghijklmnop":14,"abcdefghijklmnopq":15,"abcdefg\\u0068":16,"nam":17}')
+    e('{"ph":"X","ts":8,"dur":1,"pid":1,"tid":1,"name":"copy x","cat":"copy","args":{"job":7,"bytes":1,' ..
+      '"categoryy":"work"}}')
+    e('{"ph":"X","ts":9,"dur":1,"pid":1,"tid":1,"name":"copy y","cat":"copy","args":{"job":8,"bytes":1,' ..
+      '"categor":"work"}}')
+    e('{"ph":"X","ts":10,"dur":1,"pid":1,"tid":1,"name":"copy z","cat":"copy","args":{"jo":1,"byte":2,"jobs":3}}')
+    e('{"ph":"X","ts":11,"dur":1,"pid":1,"tid":1,"name":"twice","cat":"job","args":{"job":9},"args":{"job":10}}')
+    e('{"ph":"X","ts":12,"dur":1,"pid":1,"tid":1,"name":"ctl\\u0001","cat":"job","args":{"job\\u0000":11}}')
+    e('{"ph":"i","s":"g","ts":13,"pid":1,"tid":2,"name":"tick","args":{"arg":1,"ar":2,"argh":3}}')
+    e('{"s":"p","ph":"i","name":"tock","ts":14,"tid":2,"pid":1,"args":{"ar\\u0067":4}}')
+    -- counters: their args' keys kept as read, in any order, repeated, escaped, ours, too many
+    e('{"ph":"C","ts":15,"pid":1,"name":"m","args":{"b":1,"a":2,"c":3}}')
+    e('{"ph":"C","ts":16,"pid":1,"name":"m","args":{"job":1,"bytes":2,"category":3,"arg":4}}')
+    e('{"ph":"C","ts":17,"pid":1,"name":"m","args":{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8}}')
+    e('{"ph":"C","ts":18,"pid":1,"name":"m","args":{"a":1},"args":{"b":5}}')
+    e('{"ph":"C","ts":19,"pid":1,"name":"m","args":{"a":1,"a":9}}')
+    e('{"ph":"C","ts":20,"pid":1,"name":"m","args":{"\\u0061":7}}')
+    e('{"ph":"C","ts":21,"pid":1,"name":"m","args":{"abcdefghijklmnopq":1,"abcdefgh":2,"":3}}')
+    e('{"args":{"b":8},"name":"m","pid":1,"ts":22,"ph":"C"}')
+    e('{"ph":"C","ts":23,"pid":1,"name":"m","args":{"b":1,"c":{"a":1,"b":2},"a":[1,2]}}')
+    -- the last keys near the end of the text
+    e('{"ph":"C","ts":24,"name":"m","args":{"a":3}}')
+    local text = "[" .. table.concat(ev, ",\n") .. "]"
+    local native = same_model(text, "keys")
+    assert.are.same({1, 2, 5, 8, 1}, native.counter_by_name["m b"].value)
+    for cut = 1, 24 do -- events near the end cut short: the same error as the reader's checked pass
+      local model = trace.decode(text:sub(1, #text - cut), "t.json", {reader = "native"})
+      assert.is_nil(model)
+    end
+  end)
+
   it("builds the same model on the fixtures and the seed's example", function()
     for _, path in ipairs{"spec/fixtures/seed_trace_example.json", "/work/shared/reference/seed_trace_example.json"} do
       local f = io.open(path, "rb")

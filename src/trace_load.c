@@ -46,6 +46,13 @@ typedef struct src {
 
 #define RELEASE_STEP ((size_t)1 << 24)
 
+/* Eight bytes read as one word: the scans below test eight at a time. */
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define JQ_SWAR 1 /* the word's lowest byte is the first in memory: the fast paths below */
+#endif
+
 /* A mapped file's pages before s[i] go back to the system (a later read
  * maps them again): a pass holds about RELEASE_STEP bytes of the file in
  * memory, not all of it. */
@@ -64,7 +71,11 @@ static size_t fail(src *t, size_t at, const char *why) {
   return 0;
 }
 
-static size_t ws(const src *t, size_t i) {
+/* Our writer puts no white space inside an event: a byte above ' ' ends
+ * the scan at once. */
+static inline size_t ws(const src *t, size_t i) {
+  if (i < t->n && (unsigned char)t->s[i] > ' ')
+    return i;
   while (i < t->n) {
     char c = t->s[i];
     if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
@@ -121,8 +132,6 @@ static const unsigned char STOP[256] = {
  * and the lowest one's place are read) that are '"', '\\' or below 0x20.
  * The lowest flag of each term is exact; a false flag can only sit above a
  * true one of its term, so the lowest flag of the three is the first stop. */
-#define ONES 0x0101010101010101ULL
-#define HIGHS 0x8080808080808080ULL
 static inline uint64_t stop_mask(uint64_t x) {
   uint64_t q = x ^ (ONES * '"'), b = x ^ (ONES * '\\');
   return (((q - ONES) & ~q) | ((b - ONES) & ~b) | ((x - ONES * 0x20) & ~x)) & HIGHS;
@@ -137,7 +146,7 @@ static inline size_t next_stop(const src *t, size_t k) {
     memcpy(&x, s + k, 8);
     uint64_t m = stop_mask(x);
     if (m) {
-#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#ifdef JQ_SWAR
       return k + (size_t)__builtin_ctzll(m) / 8; /* the lowest flag: the first byte in memory */
 #else
       for (; !STOP[(unsigned char)s[k]]; k++)
@@ -462,7 +471,7 @@ typedef struct val {
 
 /* Reads the value at s[i] (after white space) into *v, containers
  * skipped (depth0 of them open around it): one past it, or 0 and an error. */
-static size_t read_val(src *t, size_t i, val *v, int depth0) {
+static inline size_t read_val(src *t, size_t i, val *v, int depth0) {
   int isint;
   i = ws(t, i);
   if (i >= t->n)
@@ -500,10 +509,19 @@ static inline int is_str_n(const src *t, const val *v, const char *word, size_t 
 
 enum { A_JOB = 1, A_BYTES = 2, A_CAT = 4, A_ARG = 8, A_OTHER = 16 };
 
+#define COUNTER_KEYS 8 /* of a "C" event's args, at most, for the fast path */
+
+typedef struct member {
+  size_t at, len; /* the key's bytes (no quotes, no escapes) */
+  val v;
+} member;
+
 typedef struct ev {
   val ph, ts, dur, pid, tid, name, cat, s, args, job, bytes, acat, arg;
   int amask; /* the keys args has (A_*) */
   int odd;   /* an escaped key: only the generic path reads it right */
+  member mem[COUNTER_KEYS]; /* args' members in file order (a counter's) */
+  int nmem;                 /* their count; -1: more, or an escaped key */
 } ev;
 
 /* The field of e the event's key k (len bytes, no escapes) fills: NULL for
@@ -538,19 +556,94 @@ static val *args_field(ev *e, const char *k, size_t len, int *bit) {
   return NULL;
 }
 
+#ifdef JQ_SWAR
+/* A key's bytes as one word (the first byte lowest, zeros after it). */
+#define B8(c, k) ((uint64_t)(unsigned char)(c) << 8 * (k))
+#define KW2(a, b) (B8(a, 0) | B8(b, 1))
+#define KW3(a, b, c) (KW2(a, b) | B8(c, 2))
+#define KW4(a, b, c, d) (KW3(a, b, c) | B8(d, 3))
+#define KW5(a, b, c, d, e) (KW4(a, b, c, d) | B8(e, 4))
+#define KW8(a, b, c, d, e, f, g, h) (KW5(a, b, c, d, e) | B8(f, 5) | B8(g, 6) | B8(h, 7))
+
+/* The key whose bytes are the word w (n < 8 of them: the others zeros)
+ * or, for n == 8, w and w2 == 0: top_field's and args_field's answer. */
+static inline val *word_field(ev *e, uint64_t w, uint64_t w2, size_t n, int in_args) {
+  if (in_args) {
+    val *v = NULL;
+    int bit = A_OTHER;
+    if (n == 3 && w == KW3('j', 'o', 'b'))
+      v = &e->job, bit = A_JOB;
+    else if (n == 5 && w == KW5('b', 'y', 't', 'e', 's'))
+      v = &e->bytes, bit = A_BYTES;
+    else if (n == 8 && w == KW8('c', 'a', 't', 'e', 'g', 'o', 'r', 'y') && !w2)
+      v = &e->acat, bit = A_CAT;
+    else if (n == 3 && w == KW3('a', 'r', 'g'))
+      v = &e->arg, bit = A_ARG;
+    e->amask |= bit;
+    return v;
+  }
+  switch (n) {
+  case 1:
+    return w == 's' ? &e->s : NULL;
+  case 2:
+    return w == KW2('p', 'h') ? &e->ph : w == KW2('t', 's') ? &e->ts : NULL;
+  case 3:
+    return w == KW3('d', 'u', 'r') ? &e->dur : w == KW3('p', 'i', 'd') ? &e->pid
+         : w == KW3('t', 'i', 'd') ? &e->tid : w == KW3('c', 'a', 't') ? &e->cat : NULL;
+  case 4:
+    return w == KW4('n', 'a', 'm', 'e') ? &e->name : w == KW4('a', 'r', 'g', 's') ? &e->args : NULL;
+  default:
+    return NULL;
+  }
+}
+#endif
+
 /* The key at s[i]: one past its colon; *slot its field of e (NULL: one we
  * do not read). */
-static size_t read_key(src *t, size_t i, val **slot, ev *e, int in_args) {
+static size_t read_key(src *t, size_t i, val **slot, ev *e, int in_args, size_t *kat, size_t *klen) {
   int esc;
   i = ws(t, i);
+#ifdef JQ_SWAR
+  /* A key of at most 15 bytes with no escape: its closing quote found
+   * in one or two words, and the key told by them. */
+  if (i + 17 <= t->n && t->s[i] == '"') {
+    uint64_t w, w2 = 0, m;
+    size_t n;
+    memcpy(&w, t->s + i + 1, 8);
+    if ((m = stop_mask(w))) {
+      n = (size_t)__builtin_ctzll(m) / 8;
+    } else {
+      memcpy(&w2, t->s + i + 9, 8);
+      n = (m = stop_mask(w2)) ? 8 + (size_t)__builtin_ctzll(m) / 8 : 0;
+    }
+    if (m && t->s[i + 1 + n] == '"') {
+      if (n < 8)
+        w &= ~(~0ULL << 8 * n); /* (n == 0: w is 0) */
+      else
+        w2 &= ~(~0ULL << 8 * (n - 8));
+      *slot = word_field(e, w, w2, n, in_args);
+      *kat = i + 1;
+      *klen = n;
+      size_t end = i + n + 2;
+      i = end < t->n && t->s[end] == ':' ? end : ws(t, end);
+      if (i >= t->n || t->s[i] != ':')
+        return fail(t, i, "expected ':' after a key");
+      return i + 1;
+    }
+  }
+#endif
   size_t end = i < t->n && t->s[i] == '"' ? str_end(t, i, &esc) : fail(t, i, "expected a string key");
   if (!end)
     return 0;
   *slot = NULL;
+  *kat = i + 1;
+  *klen = end - i - 2;
   if (esc) {
     e->odd = 1;
-    if (in_args)
+    if (in_args) {
       e->amask |= A_OTHER;
+      e->nmem = -1;
+    }
   } else if (in_args) {
     int bit;
     *slot = args_field(e, t->s + i + 1, end - i - 2, &bit);
@@ -574,11 +667,22 @@ static size_t read_members(src *t, size_t i, ev *e, int in_args, int depth0) {
     return i + 1;
   for (;;) {
     val *slot, skip;
-    if (!(i = read_key(t, i, &slot, e, in_args)))
+    size_t kat, klen;
+    if (!(i = read_key(t, i, &slot, e, in_args, &kat, &klen)))
       return 0;
     i = slot == &e->args ? read_args(t, i, e, depth0) : read_val(t, i, slot ? slot : &skip, depth0);
     if (!i)
       return 0;
+    if (in_args && e->nmem >= 0) { /* kept for a counter: its args are not read twice */
+      if (e->nmem == COUNTER_KEYS) {
+        e->nmem = -1;
+      } else {
+        member *m = &e->mem[e->nmem++];
+        m->at = kat;
+        m->len = klen;
+        m->v = slot ? *slot : skip;
+      }
+    }
     i = ws(t, i);
     if (i < t->n && t->s[i] == ',') {
       i++;
@@ -593,7 +697,7 @@ static size_t read_members(src *t, size_t i, ev *e, int in_args, int depth0) {
 /* An event's "args" value at s[i] (a later "args" key replaces what an
  * earlier one said): its keys of interest in e when it is an object. */
 static size_t read_args(src *t, size_t i, ev *e, int depth0) {
-  e->amask = 0;
+  e->amask = e->nmem = 0;
   e->job.kind = e->bytes.kind = e->acat.kind = e->arg.kind = V_NONE;
   i = ws(t, i);
   if (i >= t->n || t->s[i] != '{')
@@ -614,7 +718,7 @@ static size_t read_event(src *t, size_t i, ev *e) {
   e->ph.kind = e->ts.kind = e->dur.kind = e->pid.kind = e->tid.kind = e->name.kind = V_NONE;
   e->cat.kind = e->s.kind = e->args.kind = e->job.kind = e->bytes.kind = e->acat.kind = V_NONE;
   e->arg.kind = V_NONE;
-  e->amask = e->odd = 0;
+  e->amask = e->odd = e->nmem = 0;
   return read_members(t, i, e, 0, EVENT_DEPTH);
 }
 
@@ -898,11 +1002,53 @@ static int loader_gc(lua_State *L) {
 
 /* ---- the model's strings ---- */
 
+/* The n (<= 8) bytes at p as one word, only those read: for n >= 4 the
+ * first four and the last four (overlapping), for n < 4 the first, middle
+ * and last byte. For a given n, two texts give the same word only when
+ * they are the same bytes. */
+static inline uint64_t short_word(const char *p, size_t n) {
+  if (n >= 4) {
+    uint32_t a, b;
+    memcpy(&a, p, 4);
+    memcpy(&b, p + n - 4, 4);
+    return (uint64_t)a << 32 | b;
+  }
+  if (!n)
+    return 0;
+  return (uint64_t)(unsigned char)p[0] << 16 | (uint64_t)(unsigned char)p[n / 2] << 8 | (unsigned char)p[n - 1];
+}
+
+/* The model's strings are short (names, categories, counter keys): hashed
+ * a word at a time, only their own bytes read. */
 static uint64_t hash_bytes(const char *p, size_t len) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (size_t k = 0; k < len; k++)
-    h = (h ^ (unsigned char)p[k]) * 0x100000001b3ULL;
-  return h;
+  uint64_t h = (uint64_t)len * 0x9E3779B97F4A7C15ULL, w;
+  size_t k = 0;
+  for (; len - k > 8; k += 8) {
+    memcpy(&w, p + k, 8);
+    h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
+    h ^= h >> 32;
+  }
+  if (len - k == 8)
+    memcpy(&w, p + k, 8);
+  else
+    w = short_word(p + k, len - k);
+  h = (h ^ w) * 0x94D049BB133111EBULL;
+  return h ^ (h >> 31);
+}
+
+/* a[0..len) and b[0..len) hold the same bytes. */
+static inline int same_bytes(const char *a, const char *b, size_t len) {
+  if (len > 16)
+    return memcmp(a, b, len) == 0;
+  if (len >= 8) {
+    uint64_t x, y, u, v;
+    memcpy(&x, a, 8);
+    memcpy(&y, b, 8);
+    memcpy(&u, a + len - 8, 8);
+    memcpy(&v, b + len - 8, 8);
+    return x == y && u == v;
+  }
+  return short_word(a, len) == short_word(b, len);
 }
 
 static void strs_grow(loader *ld) {
@@ -929,7 +1075,7 @@ static uint32_t intern(loader *ld, const char *p, size_t len) {
   uint64_t h = hash_bytes(p, len);
   size_t j = h & ld->strs_mask;
   for (; ld->strs[j].idx; j = (j + 1) & ld->strs_mask)
-    if (ld->strs[j].hash == h && ld->strs[j].len == len && memcmp(ld->strs[j].p, p, len) == 0)
+    if (ld->strs[j].hash == h && ld->strs[j].len == len && same_bytes(ld->strs[j].p, p, len))
       return ld->strs[j].idx;
   if (ld->nstrs >= UINT32_MAX - 1)
     nomem(ld->L);
@@ -1232,51 +1378,31 @@ static int fast_marker(loader *ld, const ev *e) {
 
 /* ---- counters ("C" events) ---- */
 
-#define COUNTER_KEYS 8 /* of a "C" event's args, at most, for the fast path */
-
-typedef struct member {
-  size_t at, len; /* the key's bytes (no quotes, no escapes) */
-  val v;
-} member;
-
 static int member_less(const src *t, const member *a, const member *b) {
   size_t n = a->len < b->len ? a->len : b->len;
   int c = memcmp(t->s + a->at, t->s + b->at, n);
   return c < 0 || (c == 0 && a->len < b->len);
 }
 
-/* The members of a "C" event's args (an object read already) into m[],
+/* The members of a "C" event's args (kept by read_members) into m[],
  * sorted by key (trace.lua's sorted_keys): their count, or -1 when only the
  * generic path reads them right (an escaped or repeated key, a string
  * value, a float a double may have rounded, too many keys). */
-static int counter_members(const src *t, size_t i, member *m) {
-  src scan = *t; /* errors cannot happen: the args were read already */
+static int counter_members(const src *t, const ev *e, member *m) {
+  if (e->nmem < 0)
+    return -1;
   int n = 0;
-  i = ws(&scan, i + 1);
-  while (i < scan.n && scan.s[i] == '"') {
-    int esc;
-    size_t end = str_end(&scan, i, &esc);
-    if (!end || esc || n == COUNTER_KEYS)
-      return -1;
-    member *x = &m[n];
-    x->at = i + 1;
-    x->len = end - i - 2;
-    i = ws(&scan, end) + 1; /* the colon */
-    if (!(i = read_val(&scan, i, &x->v, EVENT_DEPTH + 1)))
-      return -1;
+  for (int j = 0; j < e->nmem; j++) {
+    const member *x = &e->mem[j];
     if (x->v.kind == V_STR || (x->v.kind == V_FLT && !(fabs(x->v.d) < 0x1p53)))
       return -1;
     int k = n++;
-    for (; k > 0 && !member_less(&scan, &m[k - 1], x); k--) {
-      if (!member_less(&scan, x, &m[k - 1]))
+    for (; k > 0 && !member_less(t, &m[k - 1], x); k--) {
+      if (!member_less(t, x, &m[k - 1]))
         return -1; /* the same key twice */
     }
-    member tmp = *x;
     memmove(&m[k + 1], &m[k], (size_t)(n - 1 - k) * sizeof *m);
-    m[k] = tmp;
-    i = ws(&scan, i);
-    if (i < scan.n && scan.s[i] == ',')
-      i = ws(&scan, i + 1);
+    m[k] = *x;
   }
   return n;
 }
@@ -1353,7 +1479,7 @@ static int fast_counter(loader *ld, const ev *e) {
   if (e->odd || !time_ok(&e->ts) || (e->pid.kind != V_NONE && e->pid.kind != V_INT) || e->name.kind != V_STR ||
       e->name.esc || e->args.kind != V_OBJ)
     return 0;
-  int n = counter_members(&ld->t, e->args.at, m);
+  int n = counter_members(&ld->t, e, m);
   if (n < 0)
     return 0;
   double ts = e->ts.d;
