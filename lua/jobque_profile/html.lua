@@ -48,13 +48,6 @@ local function times(col, n, t0)
   return table.concat(out, ",")
 end
 
--- Names as JSON strings, made once each.
-local quoted = setmetatable({}, {__index = function(t, k)
-  local q = quote(k)
-  t[k] = q
-  return q
-end})
-
 local INERT = {["<"] = "\\u003c", [">"] = "\\u003e", ["\226\128\168"] = "\\u2028", ["\226\128\169"] = "\\u2029"}
 
 -- str's index in list (0-based), str added when new (index: str -> it).
@@ -108,6 +101,14 @@ local function inert(text)
   return text
 end
 
+-- Names as JSON strings made inert, made once each (a copy's category:
+-- a million copies name a few categories).
+local quoted = setmetatable({}, {__index = function(t, k)
+  local q = inert(quote(k))
+  t[k] = q
+  return q
+end})
+
 -- A marker's arg as the page writes it: null; an integer plain (beyond
 -- 2^53, where a JavaScript number would round it, as text); a finite
 -- float to 14 digits; anything else as the text of tostring.
@@ -152,6 +153,7 @@ local function data(model)
   local env = {cat_index = cat_index, names = names, name_index = name_index, args = args, arg_index = arg_index,
                keys = keys, key_index = key_index, cbytes = model.copy_bytes, ccat = model.copy_category,
                cjob = model.copy_job, quoted = quoted}
+  local made = {} -- the args env.other made (a copy's are inert already: `quoted`)
   for li, lane in ipairs(model.lanes) do
     local failed = {}
     function env.other(ea, i) -- slice i's args, a table: its a, ak, av
@@ -160,7 +162,10 @@ local function data(model)
       if plain_key[k] and math.tointeger(v) and next(ea, k) == nil then
         return -2, intern(keys, key_index, k), math.tointeger(v)
       end
-      return intern(args, arg_index, json(ea)), 0, 0
+      local n = #args
+      local at = intern(args, arg_index, json(ea))
+      if at == n then made[#made + 1] = at + 1 end -- new: made inert once every lane is done
+      return at, 0, 0
     end
     local c, n, a, ak, av = page_lane(lane, env)
     local k = #lanes -- a lane's pieces, not joined (a lane can hold a million slices)
@@ -176,7 +181,9 @@ local function data(model)
   local kinds, kind_index = {}, {}
   local mt, mk, ma = markers(model, kinds, kind_index)
   -- Only names (and args, which hold names) can hold what inert changes:
-  -- those are made inert, not the whole text (a page's worth of numbers).
+  -- those are made inert, not the whole text (a page's worth of numbers;
+  -- a copy's args inert already, its category from `quoted`).
+  for _, k in ipairs(made) do args[k] = inert(args[k]) end
   for i, str in ipairs(names) do names[i] = inert(quote(str)) end
   for i, str in ipairs(keys) do keys[i] = inert(quote(str)) end
   for i, str in ipairs(kinds) do kinds[i] = inert(quote(str)) end
@@ -184,7 +191,7 @@ local function data(model)
   local out = {('{"title":%s,"format":%s,"t0":%.17g,"span":%d,"cats":[%s],"names":[%s],"args":[')
     :format(inert(quote(model.path or "trace")), inert(quote(model.format)), t0, ns(model.t1 - t0),
             table.concat(cats, ","), table.concat(names, ",")),
-    inert(table.concat(args, ",")), ('],"keys":[%s],"kinds":[%s],"mt":['):format(table.concat(keys, ","),
+    table.concat(args, ","), ('],"keys":[%s],"kinds":[%s],"mt":['):format(table.concat(keys, ","),
     table.concat(kinds, ",")), mt, '],"mk":[', mk, '],"ma":[', ma, '],"lanes":['}
   table.move(lanes, 1, #lanes, #out + 1, out)
   out[#out + 1] = "]}"
