@@ -15,6 +15,7 @@
 #include <lauxlib.h>
 
 #include "bindings.h"
+#include "columns.h"
 #include "file_replace.h"
 #include "graph.h"
 #include "json_scan.h"
@@ -154,6 +155,7 @@ __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   jq_open_page(L);   /* page_ns, page_lane, page_markers, page_values (page.h) */
   jq_open_graph(L);  /* job_graph (graph.h) */
   jq_open_stats(L);  /* stats_lanes, stats_counters, stats_copies (stats.h) */
+  jq_open_columns(L); /* column_native (columns.h) */
   lua_pushcfunction(L, l_stderr_is_tty);
   lua_setfield(L, -2, "stderr_is_tty");
 #ifdef JQ_TESTING

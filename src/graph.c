@@ -25,6 +25,7 @@
 
 #include <lauxlib.h>
 
+#include "columns.h"
 #include "graph.h"
 
 #define GRAPH_MT "jobque.job_graph"
@@ -208,6 +209,39 @@ static int get_id(lua_State *L, int idx, int false_none, lua_Integer *out) {
   int ok;
   *out = lua_tointegerx(L, idx, &ok);
   return ok ? 1 : -1;
+}
+
+/* get_num and get_id of cell k of a native column (columns.h). */
+static int cell_get_num(const jq_column *c, size_t k, num *out) {
+  int t = jq_cell_tag(c, k);
+  if (t == JQ_C_INT) {
+    int64_t i = jq_cell_int(c, k);
+    if (i > (int64_t)INT_LIMIT || i < -(int64_t)INT_LIMIT)
+      return 0;
+    out->v = (double)i, out->isint = 1;
+    return 1;
+  }
+  if (t != JQ_C_NUM)
+    return 0;
+  out->v = jq_cell_num(c, k), out->isint = 0;
+  return isfinite(out->v);
+}
+
+static int cell_get_id(const jq_column *c, size_t k, int false_none, lua_Integer *out) {
+  int t = jq_cell_tag(c, k);
+  if (t == JQ_C_NIL || (false_none && t == JQ_C_FALSE))
+    return 0;
+  if (t == JQ_C_INT) {
+    *out = (lua_Integer)jq_cell_int(c, k);
+    return 1;
+  }
+  if (t != JQ_C_NUM)
+    return -1;
+  double d = jq_cell_num(c, k);
+  if (!(d >= -0x1p63 && d < 0x1p63) || d != floor(d))
+    return -1;
+  *out = (lua_Integer)d;
+  return 1;
 }
 
 static num add(graph *g, num a, num b) {
@@ -480,8 +514,9 @@ static int bail(lua_State *L) {
 
 /* The lanes' slices (graph.lua's build, its first loop). 0: left to Lua. */
 static int read_lanes(lua_State *L, graph *g) {
-  cat_cache cc;
+  cat_cache cc, ncc; /* ncc: native cells' strings, by the address of their bytes */
   memset(&cc, 0, sizeof cc);
+  memset(&ncc, 0, sizeof ncc);
   lua_pushliteral(L, "job");
   lua_pushliteral(L, "submit");
   lua_pushliteral(L, "wait");
@@ -509,12 +544,82 @@ static int read_lanes(lua_State *L, graph *g) {
     lua_Integer n = lua_tointegerx(L, -1, &ok);
     if (!lua_isinteger(L, -1))
       return 0;
-    for (const char *f = "kind\0job\0ts\0dur\0cat\0"; *f; f += strlen(f) + 1)
-      if (lua_getfield(L, lane, f) != LUA_TTABLE && n > 0)
+    for (const char *f = "kind\0job\0ts\0dur\0cat\0"; *f; f += strlen(f) + 1) {
+      int type = jq_column_field(L, lane, f);
+      if (type != LUA_TTABLE && !(type == LUA_TUSERDATA && jq_column_test(L, -1)) && n > 0)
         return 0;
+    }
     const int ckind = lane + 3, cjob = lane + 4, cts = lane + 5, cdur = lane + 6, ccat = lane + 7;
     int32_t cur = -1, last_wait = -1;
     num cur_ts = ZERO, cur_stop = ZERO;
+    const jq_column *nk = jq_column_test(L, ckind), *nj = jq_column_test(L, cjob), *nt = jq_column_test(L, cts);
+    const jq_column *nd = jq_column_test(L, cdur), *nc = jq_column_test(L, ccat);
+    if (n > 0 && (nk || nj || nt || nd || nc)) { /* native: the cells read directly */
+      if (!nk || !nj || !nt || !nd || !nc || nk->n < (size_t)n || nj->n < (size_t)n || nt->n < (size_t)n ||
+          nd->n < (size_t)n || nc->n < (size_t)n)
+        return 0;
+      for (size_t k = 0; k < (size_t)n; k++) {
+        int is_job = JQ_CELL_IS(nk, k, "job"), is_wait = !is_job && JQ_CELL_IS(nk, k, "wait");
+        if (!is_job && !is_wait && !JQ_CELL_IS(nk, k, "submit"))
+          continue;
+        lua_Integer id = 0;
+        int has = cell_get_id(nj, k, 1, &id);
+        if (has < 0)
+          return 0;
+        num ts, dur;
+        if (is_wait || has) {
+          if (!cell_get_num(nt, k, &ts) || !cell_get_num(nd, k, &dur))
+            return 0;
+        }
+        if (is_wait) {
+          if (g->nwt >= INT32_MAX / 2)
+            return 0;
+          gwait *w = PUSH(L, g->wt, g->nwt, g->cwt);
+          w->ts = ts, w->stop = add(g, ts, dur), w->job = id, w->hasjob = has;
+          last_wait = (int32_t)g->nwt - 1;
+          continue;
+        }
+        if (!has)
+          continue;
+        int32_t j = job_of(L, g, id);
+        if (is_job) {
+          if (jq_cell_tag(nc, k) != JQ_C_STR)
+            return 0;
+          const char *p = nc->strs->p[nc->v[k]];
+          size_t h = ((uintptr_t)p >> 4) & 63;
+          int32_t cat;
+          if (ncc.p[h] == p) {
+            cat = ncc.k[h];
+          } else {
+            jq_column_push(L, ccat, k);
+            cat = cat_of(L, g, &cc);
+            lua_pop(L, 1);
+            ncc.p[h] = p, ncc.k[h] = cat;
+          }
+          if (g->nsl >= INT32_MAX / 2)
+            return 0;
+          gslice *s = PUSH(L, g->sl, g->nsl, g->csl);
+          s->ts = ts, s->dur = dur, s->index = (lua_Integer)k, s->job = j, s->lane = (int32_t)li - 1, s->cat = cat,
+          s->await = -1;
+          gjob *jj = &g->jobs[j];
+          if (!(jj->flags & HAS_CAT))
+            jj->cat = cat, jj->flags |= HAS_CAT;
+          jj->run = add(g, jj->run, dur);
+          cur = j, cur_ts = ts, cur_stop = add(g, ts, dur);
+        } else { /* a submit */
+          gjob *jj = &g->jobs[j];
+          jj->flags = (jj->flags & ~(uint32_t)(HAS_SUB | HAS_PARENT)) | HAS_SUB;
+          jj->sub_ts = ts, jj->sub_dur = dur, jj->sub_lane = (int32_t)li - 1, jj->sub_wait = -1;
+          if (cur >= 0 && ts.v >= cur_ts.v && add(g, ts, dur).v <= cur_stop.v) {
+            jj->flags |= HAS_PARENT;
+            jj->sub_parent = g->jobs[cur].id;
+          } else {
+            jj->sub_wait = last_wait;
+          }
+        }
+      }
+      continue;
+    }
     for (lua_Integer i = 1; i <= n; i++) {
       lua_settop(L, ccat);
       if (lua_rawgeti(L, ckind, i) != LUA_TSTRING)
@@ -587,14 +692,41 @@ static int field_is(lua_State *L, int idx, const char *field, const char *s) {
 
 /* The copies, flows and awaits. 0: left to Lua. */
 static int read_rest(lua_State *L, graph *g) {
-  lua_getfield(L, 1, "copy_ts"); /* 5 */
-  lua_getfield(L, 1, "copy_dur");
-  lua_getfield(L, 1, "copy_name");
-  lua_getfield(L, 1, "copy_job"); /* 8 */
-  for (int k = 5; k <= 8; k++)
-    if (!lua_istable(L, k))
+  jq_column_field(L, 1, "copy_ts"); /* 5 */
+  jq_column_field(L, 1, "copy_dur");
+  jq_column_field(L, 1, "copy_name");
+  jq_column_field(L, 1, "copy_job"); /* 8 */
+  const jq_column *nt = jq_column_test(L, 5), *nd = jq_column_test(L, 6), *nn = jq_column_test(L, 7),
+                  *nj = jq_column_test(L, 8);
+  if (nt && nd && nn && nj) { /* native: the cells read directly */
+    size_t n = nt->n;
+    if (nd->n < n || nn->n < n || nj->n < n)
       return 0;
-  lua_Unsigned nc = lua_rawlen(L, 5);
+    for (size_t i = 0; i < n; i++) {
+      lua_Integer id;
+      if (jq_cell_tag(nj, i) == JQ_C_FALSE || jq_cell_tag(nj, i) == JQ_C_NIL || cell_get_id(nj, i, 0, &id) != 1)
+        continue;
+      int32_t j = find_job(g, id);
+      if (j < 0)
+        continue;
+      int in = JQ_CELL_IS(nn, i, "copy in"), out = !in && JQ_CELL_IS(nn, i, "copy out");
+      if (!in && !out)
+        continue;
+      num ts, dur;
+      if (!cell_get_num(nt, i, &ts) || !cell_get_num(nd, i, &dur))
+        return 0;
+      gjob *jj = &g->jobs[j];
+      if (in)
+        jj->cin_ts = ts, jj->cin_dur = dur, jj->flags |= HAS_CIN;
+      else
+        jj->cout_ts = ts, jj->cout_dur = dur, jj->flags |= HAS_COUT;
+    }
+  } else {
+    for (int k = 5; k <= 8; k++)
+      if (!lua_istable(L, k))
+        return 0;
+  }
+  lua_Unsigned nc = nt ? 0 : lua_rawlen(L, 5);
   for (lua_Unsigned i = 1; i <= nc; i++) {
     lua_settop(L, 8);
     lua_Integer id;

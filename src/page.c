@@ -20,7 +20,35 @@
 
 #include <lauxlib.h>
 
+#include "columns.h"
 #include "page.h"
+
+/* ---- columns: a Lua list, or the loader's native cells (columns.h) ---- */
+
+/* Pushes item i of the column at t: its type. */
+static int item(lua_State *L, int t, lua_Integer i) {
+  const jq_column *c = jq_column_test(L, t);
+  if (!c)
+    return lua_rawgeti(L, t, i);
+  if (i < 1 || (lua_Unsigned)i > c->n) {
+    lua_pushnil(L);
+    return LUA_TNIL;
+  }
+  int tag = jq_cell_tag(c, (size_t)i - 1);
+  if (tag == JQ_C_NUM)
+    lua_pushnumber(L, jq_cell_num(c, (size_t)i - 1));
+  else if (tag == JQ_C_INT)
+    lua_pushinteger(L, (lua_Integer)jq_cell_int(c, (size_t)i - 1));
+  else
+    jq_column_push(L, t, (size_t)i - 1);
+  return lua_type(L, -1);
+}
+
+/* Argument k: a list or a native column. */
+static void check_column(lua_State *L, int k) {
+  if (!jq_column_test(L, k))
+    luaL_checktype(L, k, LUA_TTABLE);
+}
 
 /* ---- numbers ---- */
 
@@ -66,17 +94,25 @@ static long long page_ns_of(double us, double t0, const char **why) {
  * integer nanoseconds since t0, rounded as the page's writer does in Lua:
  * (us * 1000 + 0.5) // 1 (jobque_profile.html's ns). */
 static int l_page_ns(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
+  check_column(L, 1);
   lua_Integer n = luaL_checkinteger(L, 2);
   double t0 = luaL_checknumber(L, 3);
   lua_settop(L, 3);
+  const jq_column *c = jq_column_test(L, 1);
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   for (lua_Integer i = 1; i <= n; i++) {
-    lua_rawgeti(L, 1, i);
     int ok;
-    double us = lua_tonumberx(L, -1, &ok);
-    lua_pop(L, 1);
+    double us;
+    if (c) { /* native: the cells read directly */
+      int tag = (lua_Unsigned)i <= c->n ? jq_cell_tag(c, (size_t)i - 1) : JQ_C_NIL;
+      ok = tag == JQ_C_NUM || tag == JQ_C_INT;
+      us = tag == JQ_C_NUM ? jq_cell_num(c, (size_t)i - 1) : ok ? (double)jq_cell_int(c, (size_t)i - 1) : 0;
+    } else {
+      lua_rawgeti(L, 1, i);
+      us = lua_tonumberx(L, -1, &ok);
+      lua_pop(L, 1);
+    }
     if (!ok)
       return luaL_error(L, "page_ns: item %I is not a number", (LUAI_UACINT)i);
     const char *why = NULL;
@@ -144,7 +180,7 @@ static lua_Integer intern_cached(lua_State *L, seen *c, int env, const char *lis
 }
 
 static lua_Integer int_at(lua_State *L, int col, lua_Integer i, const char *what) {
-  lua_rawgeti(L, col, i);
+  item(L, col, i);
   int ok;
   lua_Integer v = lua_tointegerx(L, -1, &ok);
   if (!ok)
@@ -173,7 +209,10 @@ typedef struct lane_ctx {
 static lua_Integer copy_args(lua_State *L, lane_ctx *x) {
   lua_Integer ci = lua_tointeger(L, -1);
   lua_pop(L, 1);
-  lua_geti(L, x->ccat, ci);
+  if (jq_column_test(L, x->ccat))
+    item(L, x->ccat, ci);
+  else
+    lua_geti(L, x->ccat, ci);
   const char *name = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
   unsigned k = name ? slot_of(name) : 0;
   const char *cat;
@@ -221,7 +260,7 @@ static void slice_args(lua_State *L, lane_ctx *x, int ljob, lua_Integer i, lua_I
     x->nargs = (lua_Integer)lua_rawlen(L, x->args); /* it may have added one */
   } else {
     lua_pop(L, 1);
-    lua_rawgeti(L, ljob, i);
+    item(L, ljob, i);
     if (lua_toboolean(L, -1)) { /* args { job = N } alone */
       out[2] = int_at(L, ljob, i, "job");
       if (!x->job_key_known) { /* "job" is interned when first met, as in Lua */
@@ -243,7 +282,7 @@ static void slice_args(lua_State *L, lane_ctx *x, int ljob, lua_Integer i, lua_I
  * cbytes, ccat, cjob (the copy columns), quoted, other(args, i). */
 static int l_page_lane(lua_State *L) {
   for (int k = 1; k <= 4; k++)
-    luaL_checktype(L, k, LUA_TTABLE);
+    check_column(L, k);
   lua_Integer n = luaL_checkinteger(L, 5);
   luaL_checktype(L, 6, LUA_TTABLE);
   luaL_argcheck(L, n >= 0 && (lua_Unsigned)n < ((size_t)-1 / 8) / (5 * sizeof(lua_Integer)), 5, "count out of range");
@@ -262,7 +301,7 @@ static int l_page_lane(lua_State *L) {
   x->cbytes = 10, x->cjob = 11, x->quoted = 12, x->ccat = 13, x->args = 14;
   x->nargs = (lua_Integer)lua_rawlen(L, 14);
   for (lua_Integer i = 1; i <= n; i++) {
-    lua_rawgeti(L, 1, i);
+    item(L, 1, i);
     const char *cs = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
     unsigned ck = cs ? slot_of(cs) : 0;
     if (cs && x->cats.key[ck] == cs) {
@@ -276,10 +315,10 @@ static int l_page_lane(lua_State *L) {
         x->cats.key[ck] = cs, x->cats.val[ck] = col[i - 1];
       lua_pop(L, 1);
     }
-    lua_rawgeti(L, 2, i);
+    item(L, 2, i);
     col[n + i - 1] = intern_cached(L, &x->names, 6, "names", "name_index");
     lua_Integer a[3];
-    lua_rawgeti(L, 3, i);
+    item(L, 3, i);
     slice_args(L, x, 4, i, a);
     for (int k = 0; k < 3; k++)
       col[(2 + k) * n + i - 1] = a[k];
@@ -305,7 +344,7 @@ static int l_page_lane(lua_State *L) {
  * anything else through env.other(arg), a JSON string). */
 static int l_page_markers(lua_State *L) {
   for (int k = 1; k <= 3; k++)
-    luaL_checktype(L, k, LUA_TTABLE);
+    check_column(L, k);
   lua_Integer n = luaL_checkinteger(L, 4);
   double t0 = luaL_checknumber(L, 5);
   luaL_checktype(L, 6, LUA_TTABLE);
@@ -315,7 +354,7 @@ static int l_page_markers(lua_State *L) {
   seen *kinds = lua_newuserdatauv(L, sizeof *kinds, 0);                              /* 8 */
   memset(kinds, 0, sizeof *kinds);
   for (lua_Integer i = 1; i <= n; i++) {
-    lua_rawgeti(L, 1, i);
+    item(L, 1, i);
     int ok;
     double us = lua_tonumberx(L, -1, &ok);
     lua_pop(L, 1);
@@ -325,7 +364,7 @@ static int l_page_markers(lua_State *L) {
     col[i - 1] = page_ns_of(us, t0, &why);
     if (why)
       return luaL_error(L, "page_markers: time %I is %s", (LUAI_UACINT)i, why);
-    lua_rawgeti(L, 2, i);
+    item(L, 2, i);
     col[n + i - 1] = intern_cached(L, kinds, 6, "kinds", "kind_index");
   }
   for (int k = 0; k < 2; k++) {
@@ -342,7 +381,7 @@ static int l_page_markers(lua_State *L) {
     size_t len = 0;
     if (i > 1)
       text[len++] = ',';
-    int t = lua_rawgeti(L, 3, i);
+    int t = item(L, 3, i);
     int isint;
     lua_Integer v = t == LUA_TNIL ? 0 : lua_tointegerx(L, -1, &isint);
     if (t == LUA_TNIL) {
@@ -360,7 +399,7 @@ static int l_page_markers(lua_State *L) {
       lua_pop(L, 1);
       luaL_addlstring(&b, text, len); /* the comma */
       lua_getfield(L, 6, "other");
-      lua_rawgeti(L, 3, i);
+      item(L, 3, i);
       lua_call(L, 1, 1);
       luaL_checkstring(L, -1);
       luaL_addvalue(&b);
@@ -409,13 +448,13 @@ static int num_less(lua_State *L, int ia, int ib) {
  * are; math.huge and -math.huge when n is 0). One pass: the text and the
  * extremes (kept at stack slots 3 and 4, below the buffer's). */
 static int l_page_values(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
+  check_column(L, 1);
   lua_Integer n = luaL_checkinteger(L, 2);
   lua_settop(L, 2);
   lua_pushnumber(L, HUGE_VAL);  /* 3: min */
   lua_pushnumber(L, -HUGE_VAL); /* 4: max */
   for (lua_Integer i = 1; i <= n; i++) { /* checked first: no error once the buffer is open */
-    if (lua_rawgeti(L, 1, i) != LUA_TNUMBER)
+    if (item(L, 1, i) != LUA_TNUMBER)
       return luaL_error(L, "page_values: item %I is not a number", (LUAI_UACINT)i);
     if (num_less(L, 5, 3)) {
       lua_pushvalue(L, 5);
@@ -434,7 +473,7 @@ static int l_page_values(lua_State *L) {
     size_t len = 0;
     if (i > 1)
       p[len++] = ',';
-    lua_rawgeti(L, 1, i);
+    item(L, 1, i);
     len += page_number(L, -1, p + len, 39);
     lua_pop(L, 1);
     luaL_addsize(&b, len);

@@ -21,6 +21,7 @@
 
 #include <lauxlib.h>
 
+#include "columns.h"
 #include "stats.h"
 
 /* ---- numbers as Lua has them ---- */
@@ -148,7 +149,54 @@ static num arg_num(lua_State *L, int idx) {
   return pop_num(L, lua_type(L, -1));
 }
 
-static inline num geti_num(lua_State *L, int t, lua_Integer i) { return pop_num(L, lua_rawgeti(L, t, i)); }
+/* ---- columns: a Lua list, or the loader's native cells (columns.h) ---- */
+
+/* Cell k (0-based) of a native column as a num (T_NIL: not a number). */
+static inline num cell_num(const jq_column *c, size_t k) {
+  int t = jq_cell_tag(c, k);
+  if (t == JQ_C_NUM)
+    return fnum(jq_cell_num(c, k));
+  if (t == JQ_C_INT)
+    return inum((lua_Integer)jq_cell_int(c, k));
+  num x;
+  x.v.i = 0;
+  x.t = T_NIL;
+  return x;
+}
+
+/* Item i of the column at t (a list, or a native column's userdata). */
+static inline num geti_num(lua_State *L, int t, lua_Integer i) {
+  if (lua_type(L, t) == LUA_TUSERDATA) {
+    const jq_column *c = lua_touserdata(L, t);
+    if (i < 1 || (lua_Unsigned)i > c->n) {
+      num x = {{0}, T_NIL};
+      return x;
+    }
+    return cell_num(c, (size_t)i - 1);
+  }
+  return pop_num(L, lua_rawgeti(L, t, i));
+}
+
+/* Pushes item i of the column at t: its type. */
+static inline int push_item(lua_State *L, int t, lua_Integer i) {
+  if (lua_type(L, t) == LUA_TUSERDATA) {
+    const jq_column *c = lua_touserdata(L, t);
+    if (i < 1 || (lua_Unsigned)i > c->n) {
+      lua_pushnil(L);
+      return LUA_TNIL;
+    }
+    jq_column_push(L, t, (size_t)i - 1);
+    return lua_type(L, -1);
+  }
+  return lua_rawgeti(L, t, i);
+}
+
+/* The length of the column at t (#t of a list). */
+static inline lua_Integer col_len(lua_State *L, int t) {
+  if (lua_type(L, t) == LUA_TUSERDATA)
+    return (lua_Integer)((const jq_column *)lua_touserdata(L, t))->n;
+  return (lua_Integer)lua_rawlen(L, t);
+}
 
 /* The value at idx (of type `type`) as a num: T_NIL when it is not a number. */
 static inline num num_at(lua_State *L, int idx, int type) {
@@ -185,7 +233,7 @@ static inline num time_at(lua_State *L, int idx, int type) {
 static void push_rows(lua_State *L, const int *cols, int ncols, lua_Integer i, int m, int *types) {
   for (int r = 0; r < m; r++)
     for (int c = 0; c < ncols; c++)
-      types[r * ncols + c] = lua_rawgeti(L, cols[c], i + r);
+      types[r * ncols + c] = push_item(L, cols[c], i + r);
 }
 
 static inline int batch_rows(lua_Integer i, lua_Integer last) {
@@ -194,10 +242,14 @@ static inline int batch_rows(lua_Integer i, lua_Integer last) {
 
 /* ---- reading the model ---- */
 
-/* t[field] pushed when it is a table without a metatable (its columns are
- * read raw): its stack index; else 0, nothing pushed. */
+/* t[field] pushed when it is a native column (its userdata) or a table
+ * without a metatable (its columns are read raw): its stack index; else
+ * 0, nothing pushed. */
 static int get_column(lua_State *L, int t, const char *field) {
-  if (lua_getfield(L, t, field) == LUA_TTABLE) {
+  int type = jq_column_field(L, t, field);
+  if (type == LUA_TUSERDATA && jq_column_test(L, -1))
+    return lua_gettop(L);
+  if (type == LUA_TTABLE) {
     if (!lua_getmetatable(L, -1))
       return lua_gettop(L);
     lua_pop(L, 1);
@@ -303,9 +355,9 @@ static int count_sorted(lua_State *L, int idx, int none, num a, num b, lua_Integ
   *out = 0;
   if (none && !lua_toboolean(L, idx))
     return 1;
-  if (!plain_table(L, idx))
+  if (!jq_column_test(L, idx) && !plain_table(L, idx))
     return 0;
-  lua_Integer len = (lua_Integer)lua_rawlen(L, idx);
+  lua_Integer len = col_len(L, idx);
   lua_Integer hi = first_at_least(L, idx, len, b, 1), lo = first_at_least(L, idx, len, a, 0);
   if (hi < 0 || lo < 0)
     return 0;
@@ -436,7 +488,7 @@ static int l_unit_row(lua_State *L) {
   lua_Integer j = luaL_checkinteger(L, 1);
   luaL_argcheck(L, j >= 1 && (lua_Unsigned)j <= u->n, 1, "no such unit");
   lua_getiuservalue(L, lua_upvalueindex(1), 1);
-  lua_rawgeti(L, -1, u->idx[j - 1]);
+  push_item(L, lua_gettop(L), u->idx[j - 1]);
   lua_replace(L, -2);
   push_num(L, unit_from(u, (size_t)j));
   push_num(L, unit_from(u, (size_t)j + 1));
@@ -630,7 +682,7 @@ static int marker_units(lua_State *L, int model, scratch *s, num a, num b, lua_I
     if (!(mts = get_column(L, model, "marker_ts")) || !(mkind = get_column(L, model, "marker_kind")) ||
         !(marg = get_column(L, model, "marker_arg")))
       return 0;
-    nm = (lua_Integer)lua_rawlen(L, mts);
+    nm = col_len(L, mts);
     if ((lua_Unsigned)nm >= UINT32_MAX)
       return 0;
   }
@@ -643,6 +695,35 @@ static int marker_units(lua_State *L, int model, scratch *s, num a, num b, lua_I
   memset(kc.key, 0, sizeof kc.key);
   const int cols[2] = {mkind, mts};
   int types[BATCH * 2], rows = lua_gettop(L);
+  const jq_column *ck = nm > 0 ? jq_column_test(L, mkind) : NULL, *ct = nm > 0 ? jq_column_test(L, mts) : NULL;
+  if (ck && ct && ck->n >= (size_t)nm) { /* native: the cells read directly */
+    for (size_t i = 0; i < (size_t)nm; i++) {
+      if (jq_cell_tag(ck, i) != JQ_C_STR)
+        continue;
+      const char *p = ck->strs->p[ck->v[i]];
+      int h = cache_slot(p), k;
+      if (kc.key[h] == p) {
+        k = kc.val[h];
+      } else {
+        jq_column_push(L, mkind, i);
+        k = lua_rawget(L, kind_of) == LUA_TNUMBER ? (int)lua_tointeger(L, -1) : 0;
+        lua_pop(L, 1);
+        kc.key[h] = p, kc.val[h] = k;
+      }
+      if (k == 0)
+        continue;
+      num t = cell_num(ct, i);
+      if (t.t == T_NIL)
+        return 0;
+      if (le(a, t) && lt(t, b)) {
+        in[nin].ts = t.v, in[nin].ts_t = (unsigned char)t.t;
+        in[nin].i = (uint32_t)(i + 1), in[nin].kind = (uint16_t)k;
+        nin++;
+        count[k]++;
+      }
+    }
+    nm = 0; /* done */
+  }
   for (lua_Integer i0 = 1; i0 <= nm; i0 += BATCH) {
     int m = batch_rows(i0, nm);
     push_rows(L, cols, 2, i0, m, types);
@@ -781,6 +862,56 @@ static int category_of(lua_State *L, sweep *w, int idx, int *slot, int *c) {
   return 1;
 }
 
+/* A lane's sums as its sweep goes. */
+typedef struct sums {
+  num busy, wait, busy_end, wait_end;
+} sums;
+
+/* The slice [s, e) of a category (category_of's slot and c) into the
+ * lane's sums and the units' trackers. 0 when left to Lua. */
+static int take(sweep *w, sums *z, num s, num e, int slot, int c) {
+  num a = w->a, b = w->b;
+  num x = lt(s, a) ? a : s, y = lt(b, e) ? b : e;
+  if (slot == 0) { /* a wait */
+    if (lt(z->wait_end, y)) {
+      z->wait = sub(add(z->wait, y), lt(z->wait_end, x) ? x : z->wait_end);
+      z->wait_end = y;
+    }
+  } else if (lt(z->busy_end, y)) {
+    num start = lt(z->busy_end, x) ? x : z->busy_end;
+    z->busy = sub(add(z->busy, y), start);
+    num *sum = (num *)w->s->p[0] + (slot - 1); /* category_of may have moved it */
+    *sum = add(sum->t == T_NIL ? inum(0) : *sum, sub(y, start));
+    if (w->ntr > 0 && c == 0)
+      return 0; /* a category stats.lua has no number for */
+    for (size_t k = 0; k < w->ntr; k++) {
+      units *u = w->tr[k];
+      if (u->floats && start.t == T_FLT && y.t == T_FLT)
+        units_add_floats(u, start.v.f, y.v.f, (size_t)c);
+      else
+        units_add(u, start, y, (size_t)c);
+    }
+    z->busy_end = y;
+  }
+  return 1;
+}
+
+/* category_of for cell k of the native column c (its userdata at col):
+ * the cache asked first by the address of the string's bytes. */
+static int category_of_cell(lua_State *L, sweep *w, int col, const jq_column *c, size_t k, int *slot, int *ci) {
+  const char *p = c->strs->p[c->v[k]];
+  int h = cache_slot(p);
+  if (w->cc.key[h] == p) {
+    *slot = w->ent[h].slot;
+    *ci = w->ent[h].c;
+    return 1;
+  }
+  jq_column_push(L, col, k);
+  int ok = category_of(L, w, lua_gettop(L), slot, ci);
+  lua_pop(L, 1);
+  return ok;
+}
+
 /* stats.lua's sweep_lane over the lane at idx, and its count of events
  * (slices, instants and its markers in range). 0 when left to Lua. */
 static int sweep_lane(lua_State *L, sweep *w, int lane, num *busy_out, num *wait_out, lua_Integer *events_out) {
@@ -814,9 +945,35 @@ static int sweep_lane(lua_State *L, sweep *w, int lane, num *busy_out, num *wait
     }
     for (size_t k = 0; k < w->ntr; k++)
       w->tr[k]->k = 1;
-    num busy_end = fnum(-HUGE_VAL), wait_end = busy_end;
+    sums z;
+    z.busy = busy, z.wait = wait, z.busy_end = fnum(-HUGE_VAL), z.wait_end = z.busy_end;
     const int cols[4] = {ts, dur, kind, cat};
     int types[BATCH * 4], rows = lua_gettop(L), done = 0;
+    const jq_column *cts = jq_column_test(L, ts), *cdur = jq_column_test(L, dur);
+    const jq_column *ckind = jq_column_test(L, kind), *ccat = jq_column_test(L, cat);
+    if (cts && cdur && ckind && ccat && cts->n >= (size_t)n && cdur->n >= (size_t)n && ckind->n >= (size_t)n &&
+        ccat->n >= (size_t)n) { /* native: the cells read directly */
+      for (size_t k = (size_t)lo - 1; k < (size_t)n; k++) {
+        num s = cell_num(cts, k);
+        if (s.t == T_NIL)
+          return 0;
+        if (lt(b, s))
+          break;
+        if (le(a, s))
+          events++;
+        num d = cell_num(cdur, k);
+        if (d.t == T_NIL)
+          return 0;
+        num e = add(s, d);
+        if (!lt(a, e) || !lt(s, b) || JQ_CELL_IS(ckind, k, "span"))
+          continue;
+        int slot, c;
+        if (jq_cell_tag(ccat, k) != JQ_C_STR || !category_of_cell(L, w, cat, ccat, k, &slot, &c) ||
+            !take(w, &z, s, e, slot, c))
+          return 0;
+      }
+      done = 1;
+    }
     for (lua_Integer i0 = lo; i0 <= n && !done; i0 += BATCH) {
       int m = batch_rows(i0, n);
       push_rows(L, cols, 4, i0, m, types);
@@ -844,34 +1001,13 @@ static int sweep_lane(lua_State *L, sweep *w, int lane, num *busy_out, num *wait
           if (len == 4 && memcmp(k, "span", 4) == 0)
             continue;
         }
-        num x = lt(s, a) ? a : s, y = lt(b, e) ? b : e;
         int slot, c;
-        if (ty[3] != LUA_TSTRING || !category_of(L, w, at + 3, &slot, &c))
+        if (ty[3] != LUA_TSTRING || !category_of(L, w, at + 3, &slot, &c) || !take(w, &z, s, e, slot, c))
           return 0;
-        if (slot == 0) { /* a wait */
-          if (lt(wait_end, y)) {
-            wait = sub(add(wait, y), lt(wait_end, x) ? x : wait_end);
-            wait_end = y;
-          }
-        } else if (lt(busy_end, y)) {
-          num start = lt(busy_end, x) ? x : busy_end;
-          busy = sub(add(busy, y), start);
-          num *sum = (num *)w->s->p[0] + (slot - 1); /* category_of may have moved it */
-          *sum = add(sum->t == T_NIL ? inum(0) : *sum, sub(y, start));
-          if (w->ntr > 0 && c == 0)
-            return 0; /* a category stats.lua has no number for */
-          for (size_t k = 0; k < w->ntr; k++) {
-            units *u = w->tr[k];
-            if (u->floats && start.t == T_FLT && y.t == T_FLT)
-              units_add_floats(u, start.v.f, y.v.f, (size_t)c);
-            else
-              units_add(u, start, y, (size_t)c);
-          }
-          busy_end = y;
-        }
       }
       lua_settop(L, rows);
     }
+    busy = z.busy, wait = z.wait;
   }
   lua_settop(L, base);
   lua_Integer more;
@@ -879,7 +1015,7 @@ static int sweep_lane(lua_State *L, sweep *w, int lane, num *busy_out, num *wait
   if (!count_in(L, base + 1, a, b, &more))
     return 0;
   events += more;
-  lua_getfield(L, lane, "marker_ts");
+  jq_column_field(L, lane, "marker_ts");
   if (!count_sorted(L, base + 2, 1, a, b, &more))
     return 0;
   events += more;
@@ -957,14 +1093,14 @@ static int lanes_in_c(lua_State *L, scratch *s) {
   lua_setfield(L, result, "acc");
   /* the markers not on a lane, and the other events */
   lua_Integer loose, extra;
-  lua_getfield(L, A_MODEL, "loose_marker_ts");
+  jq_column_field(L, A_MODEL, "loose_marker_ts");
   if (!lua_toboolean(L, -1)) {
     lua_pop(L, 1);
-    lua_getfield(L, A_MODEL, "marker_ts");
+    jq_column_field(L, A_MODEL, "marker_ts");
   }
   if (!count_sorted(L, lua_gettop(L), 0, a, b, &loose))
     return 0;
-  lua_getfield(L, A_MODEL, "extra_ts");
+  jq_column_field(L, A_MODEL, "extra_ts");
   if (!count_sorted(L, lua_gettop(L), 1, a, b, &extra))
     return 0;
   lua_pushinteger(L, (lua_Integer)((lua_Unsigned)loose + (lua_Unsigned)extra));
@@ -1017,7 +1153,7 @@ static int counters_in_c(lua_State *L, scratch *s, num a, num b) {
       lua_settop(L, track - 1);
       continue;
     }
-    if ((lua_Unsigned)n > lua_rawlen(L, ts) || (lua_Unsigned)n >= ((size_t)-1 / 4) / (2 * sizeof(lua_Number)))
+    if (n > col_len(L, ts) || (lua_Unsigned)n >= ((size_t)-1 / 4) / (2 * sizeof(lua_Number)))
       return 0; /* samples with no time: stats.lua's to meet */
     /* Pass 1 as the columns are read (sample i when ts[i + 1] is); each
      * sample in range keeps its time held and its value for pass 2, as
@@ -1120,7 +1256,7 @@ static int copies_in_c(lua_State *L, scratch *s, num a, num b) {
   lua_newtable(L); /* 6: category -> its row's number */
   int rows = 5, row_of = 6;
   int cts = 0, cdur = 0, ccat = 0, cbytes = 0;
-  lua_getfield(L, 1, "copy_ts");
+  jq_column_field(L, 1, "copy_ts");
   int none = !lua_toboolean(L, -1);
   lua_pop(L, 1);
   if (none)
@@ -1128,7 +1264,7 @@ static int copies_in_c(lua_State *L, scratch *s, num a, num b) {
   if (!(cts = get_column(L, 1, "copy_ts")) || !(cdur = get_column(L, 1, "copy_dur")) ||
       !(ccat = get_column(L, 1, "copy_category")) || !(cbytes = get_column(L, 1, "copy_bytes")))
     return 0;
-  lua_Integer n = (lua_Integer)lua_rawlen(L, cts), nrows = 0;
+  lua_Integer n = col_len(L, cts), nrows = 0;
   cache rc;
   memset(rc.key, 0, sizeof rc.key);
   num zero = inum(0);

@@ -31,6 +31,7 @@
 
 #include <lauxlib.h>
 
+#include "columns.h"
 #include "trace_load.h"
 
 #define MAX_US 3e15 /* trace.lua's MAX_US */
@@ -785,7 +786,8 @@ enum {
   S_LANEIDX,
   S_TRACKS,    /* the counter tracks met, by index; S_TRACKIDX: track -> index */
   S_TRACKIDX,
-  S_TOP = S_TRACKIDX
+  S_CSTRS,     /* at the end: the strings' userdata of the native columns */
+  S_TOP = S_CSTRS
 };
 
 typedef struct loader {
@@ -816,6 +818,7 @@ typedef struct loader {
   cells marker[MARKER_COLS]; /* ts kind arg pid tid */
   cells extra;               /* extra_ts */
   uint32_t *order;           /* time_order's */
+  int native;                /* columns with no item in Lua stay native at the end */
 } loader;
 
 static void nomem(lua_State *L) {
@@ -1166,6 +1169,22 @@ static uint64_t id_hash(const val *v) {
   return (b + (uint64_t)v->kind) * 0x9E3779B97F4A7C15ULL;
 }
 
+/* The index of the lane on top (popped), made a lane of the loader when new. */
+static uint32_t lane_index(loader *ld) {
+  lua_State *L = ld->L;
+  int fresh;
+  uint32_t k = table_index(L, S_LANES, S_LANEIDX, ld->nlanes, &fresh);
+  if (fresh) {
+    ld->lanes = room(L, ld->lanes, &ld->lanes_cap, ld->nlanes, sizeof *ld->lanes);
+    uint32_t *d = realloc(ld->dirty_lanes, ld->lanes_cap * sizeof *ld->dirty_lanes);
+    if (!d)
+      nomem(L);
+    ld->dirty_lanes = d;
+    ld->nlanes++;
+  }
+  return k;
+}
+
 /* The lane of the event's (pid, tid): its index, by hooks.lane(st, pid,
  * tid) when not met lately. */
 static uint32_t use_lane(loader *ld, const ev *e) {
@@ -1184,15 +1203,7 @@ static uint32_t use_lane(loader *ld, const ev *e) {
   push_num(L, &e->tid);
   lua_call(L, 3, 1);
   luaL_checktype(L, -1, LUA_TTABLE);
-  int fresh;
-  uint32_t k = table_index(L, S_LANES, S_LANEIDX, ld->nlanes, &fresh);
-  if (fresh) {
-    ld->lanes = room(L, ld->lanes, &ld->lanes_cap, ld->nlanes, sizeof *ld->lanes);
-    ld->dirty_lanes = realloc(ld->dirty_lanes, ld->lanes_cap * sizeof *ld->dirty_lanes);
-    if (!ld->dirty_lanes)
-      nomem(L);
-    ld->nlanes++;
-  }
+  uint32_t k = lane_index(ld);
   key->pid = e->pid;
   key->tid = e->tid;
   key->lane = k;
@@ -1559,14 +1570,170 @@ static const uint32_t *time_order(loader *ld, const cells *ts) {
   return a;
 }
 
+/* ---- native columns: the cells kept as they are (columns.h) ---- */
+
+/* The cells of c, all of owner[name] (none in a Lua list), become its
+ * native column, in the order `order` gives (NULL: as they are); c
+ * emptied, its memory the column's (or freed). */
+static void col_native(loader *ld, cells *c, int owner, const char *name, const uint32_t *order) {
+  lua_State *L = ld->L;
+  size_t n = c->n;
+  jq_column *col = jq_column_new(L, S_CSTRS);
+  col->tag0 = c->tag0;
+  if (order) {
+    if (!(col->v = malloc(n * sizeof *col->v)))
+      nomem(L);
+    for (size_t k = 0; k < n; k++)
+      col->v[k] = c->v[order[k]];
+    if (c->tag) {
+      if (!(col->tag = malloc(n)))
+        nomem(L);
+      for (size_t k = 0; k < n; k++)
+        col->tag[k] = c->tag[order[k]];
+    }
+    col_free(c);
+  } else { /* its exact size */
+    uint64_t *v = realloc(c->v, n * sizeof *v);
+    col->v = v ? v : c->v;
+    c->v = NULL;
+    if (c->tag) {
+      unsigned char *tag = realloc(c->tag, n);
+      col->tag = tag ? tag : c->tag;
+      c->tag = NULL;
+    }
+    col_free(c);
+  }
+  col->n = n;
+  jq_column_attach(L, owner, name);
+}
+
+/* trace.lua's markers_to_lanes for native markers (the cells of pid and
+ * tid, in the order `order`; their ts native already): each lane's
+ * marker_ts (the markers of its pid and tid, by model.lane_cache), and
+ * model.loose_marker_ts for the others; marker_pid and marker_tid gone. */
+static void markers_to_lanes(loader *ld, const uint32_t *order) {
+  lua_State *L = ld->L;
+  const cells *ts = &ld->marker[0], *pid = &ld->marker[3], *tid = &ld->marker[4];
+  size_t n = ts->n;
+  int top = lua_gettop(L);
+  if (n > UINT32_MAX || n > SIZE_MAX / 16)
+    nomem(L);
+  uint32_t *lane = lua_newuserdatauv(L, n * sizeof *lane + 1, 0);
+  lua_getfield(L, S_MODEL, "lane_cache");
+  int cache = lua_gettop(L);
+  uint64_t last_p = 0, last_t = 0;
+  int last_pt = -1, last_tt = -1;
+  uint32_t last = 0;
+  for (size_t k = 0; k < n; k++) {
+    size_t i = order ? order[k] : k;
+    int pt = pid->tag ? pid->tag[i] : pid->tag0, tt = tid->tag ? tid->tag[i] : tid->tag0;
+    if (!(pt == last_pt && tt == last_tt && pid->v[i] == last_p && tid->v[i] == last_t)) {
+      last = 0;
+      push_cell(L, pt, pid->v[i]);
+      if (lua_type(L, cache) == LUA_TTABLE && lua_rawget(L, cache) == LUA_TTABLE) {
+        push_cell(L, tt, tid->v[i]);
+        if (lua_rawget(L, -2) == LUA_TTABLE)
+          last = lane_index(ld);
+        else
+          lua_pop(L, 1);
+      }
+      lua_settop(L, cache);
+      last_pt = pt, last_tt = tt, last_p = pid->v[i], last_t = tid->v[i];
+    }
+    lane[k] = last;
+  }
+  /* the times grouped by lane (a counting sort), each group a column */
+  size_t nl = ld->nlanes + 1;
+  size_t *at = lua_newuserdatauv(L, (nl + 1) * sizeof *at, 0);
+  uint64_t *v = lua_newuserdatauv(L, n * sizeof *v + 1, 0);
+  memset(at, 0, (nl + 1) * sizeof *at);
+  for (size_t k = 0; k < n; k++)
+    at[lane[k] + 1]++;
+  for (size_t l = 1; l <= nl; l++)
+    at[l] += at[l - 1];
+  for (size_t k = 0; k < n; k++)
+    v[at[lane[k]]++] = ts->v[order ? order[k] : k];
+  for (size_t l = nl; l > 0; l--) /* at[l]: the start of group l again */
+    at[l] = at[l - 1];
+  at[0] = 0;
+  for (size_t l = 0; l < nl; l++) {
+    size_t m = at[l + 1] - at[l];
+    if (l > 0 && m == 0)
+      continue;
+    int owner = S_MODEL;
+    if (l > 0) {
+      lua_rawgeti(L, S_LANES, (lua_Integer)l);
+      owner = lua_gettop(L);
+    }
+    const char *name = l > 0 ? "marker_ts" : "loose_marker_ts";
+    if (m == 0) {
+      lua_newtable(L);
+      lua_setfield(L, owner, name);
+    } else {
+      jq_column *col = jq_column_new(L, S_CSTRS);
+      col->tag0 = T_NUM;
+      if (!(col->v = malloc(m * sizeof *col->v)))
+        nomem(L);
+      memcpy(col->v, v + at[l], m * sizeof *col->v);
+      col->n = m;
+      jq_column_attach(L, owner, name);
+    }
+    if (l > 0)
+      lua_pop(L, 1);
+  }
+  lua_pushnil(L);
+  lua_setfield(L, S_MODEL, "marker_pid");
+  lua_pushnil(L);
+  lua_setfield(L, S_MODEL, "marker_tid");
+  lua_settop(L, top);
+}
+
+/* The strings' userdata of the native columns (at S_CSTRS): the bytes of
+ * each string of the list at S_STRS, by index. */
+static void native_strings(loader *ld) {
+  lua_State *L = ld->L;
+  jq_strs *s = jq_strs_new(L, S_STRS, S_LANES, ld->nstrs);
+  for (size_t j = 0; ld->strs && j <= ld->strs_mask; j++) {
+    const str_slot *x = &ld->strs[j];
+    if (x->idx && x->idx <= ld->nstrs)
+      s->p[x->idx] = x->p, s->len[x->idx] = x->len;
+  }
+  lua_replace(L, S_CSTRS);
+}
+
+/* The greatest of a lane's durations (trace.lua's order_lanes: 0, else
+ * the float that beats it). */
+static void set_maxdur(loader *ld, const cells *dur, int lane) {
+  lua_State *L = ld->L;
+  double max = 0;
+  int any = 0;
+  for (size_t k = 0; k < dur->n; k++) {
+    int tag = dur->tag ? dur->tag[k] : dur->tag0;
+    if (tag != T_NUM)
+      luaL_error(L, "load_trace: a duration is not a number");
+    double d = cell_d(dur, (uint32_t)k);
+    if (d > max)
+      max = d, any = 1;
+  }
+  if (any)
+    lua_pushnumber(L, max);
+  else
+    lua_pushinteger(L, 0);
+  lua_setfield(L, lane, "maxdur");
+}
+
 /* Every cell into the model's lists (`last`: the load's end, the cells put
- * in time order and their memory freed as each column is done). */
+ * in time order and their memory freed as each column is done; a column
+ * with no item in Lua stays native, see columns.h). */
 static void flush_all(loader *ld, int last) {
   static const char *const lane_cols[] = {"ts", "dur", "cat", "kind", "sname", "job", "args"};
   static const char *const copy_cols[] = {"copy_ts", "copy_dur", "copy_lane", "copy_category",
                                           "copy_name", "copy_job", "copy_bytes"};
   static const char *const marker_cols[] = {"marker_ts", "marker_kind", "marker_arg", "marker_pid", "marker_tid"};
   lua_State *L = ld->L;
+  int native = last && ld->native;
+  if (native)
+    native_strings(ld);
   for (size_t d = 0; d < ld->ndirty_lanes; d++) {
     uint32_t k = ld->dirty_lanes[d];
     lane_buf *lb = &ld->lanes[k - 1];
@@ -1574,8 +1741,14 @@ static void flush_all(loader *ld, int last) {
     int lane = lua_gettop(L);
     lua_Integer base = int_field(L, lane, "n"), n = (lua_Integer)lb->c[0].n;
     const uint32_t *order = last ? time_order(ld, &lb->c[0]) : NULL;
-    for (int c = 0; c < LANE_COLS; c++)
-      col_flush(L, &lb->c[c], lane, lane_cols[c], base, last, order);
+    if (native && base == 0 && n > 0) {
+      set_maxdur(ld, &lb->c[1], lane);
+      for (int c = 0; c < LANE_COLS; c++)
+        col_native(ld, &lb->c[c], lane, lane_cols[c], order);
+    } else {
+      for (int c = 0; c < LANE_COLS; c++)
+        col_flush(L, &lb->c[c], lane, lane_cols[c], base, last, order);
+    }
     lua_pushinteger(L, base + n);
     lua_setfield(L, lane, "n");
     lua_pop(L, 1);
@@ -1589,8 +1762,13 @@ static void flush_all(loader *ld, int last) {
     int track = lua_gettop(L);
     lua_Integer base = int_field(L, track, "n"), n = (lua_Integer)tb->ts.n;
     const uint32_t *order = last ? time_order(ld, &tb->ts) : NULL;
-    col_flush(L, &tb->value, track, "value", base, last, order);
-    col_flush(L, &tb->ts, track, "ts", base, last, order);
+    if (native && base == 0 && n > 0) {
+      col_native(ld, &tb->value, track, "value", order);
+      col_native(ld, &tb->ts, track, "ts", order);
+    } else {
+      col_flush(L, &tb->value, track, "value", base, last, order);
+      col_flush(L, &tb->ts, track, "ts", base, last, order);
+    }
     lua_pushinteger(L, base + n);
     lua_setfield(L, track, "n");
     lua_pop(L, 1);
@@ -1598,14 +1776,31 @@ static void flush_all(loader *ld, int last) {
   }
   ld->ndirty_tracks = 0;
   lua_Integer base = ld->ncopies - (lua_Integer)ld->copy[0].n;
-  for (int c = 0; c < COPY_COLS; c++)
-    col_flush(L, &ld->copy[c], S_MODEL, copy_cols[c], base, last, NULL);
+  int copies_native = native && base == 0 && ld->copy[0].n > 0;
+  for (int c = 0; c < COPY_COLS; c++) {
+    if (copies_native)
+      col_native(ld, &ld->copy[c], S_MODEL, copy_cols[c], NULL);
+    else
+      col_flush(L, &ld->copy[c], S_MODEL, copy_cols[c], base, last, NULL);
+  }
   base = ld->nmarkers - (lua_Integer)ld->marker[0].n;
   const uint32_t *order = last ? time_order(ld, &ld->marker[0]) : NULL;
-  for (int c = MARKER_COLS - 1; c >= 0; c--)
-    col_flush(L, &ld->marker[c], S_MODEL, marker_cols[c], base, last, order);
+  if (native && base == 0 && ld->marker[0].n > 0) {
+    markers_to_lanes(ld, order);
+    for (int c = 2; c >= 0; c--)
+      col_native(ld, &ld->marker[c], S_MODEL, marker_cols[c], order);
+    col_free(&ld->marker[3]);
+    col_free(&ld->marker[4]);
+  } else {
+    for (int c = MARKER_COLS - 1; c >= 0; c--)
+      col_flush(L, &ld->marker[c], S_MODEL, marker_cols[c], base, last, order);
+  }
   order = last ? time_order(ld, &ld->extra) : NULL;
-  col_flush(L, &ld->extra, S_MODEL, "extra_ts", ld->nextra - (lua_Integer)ld->extra.n, last, order);
+  base = ld->nextra - (lua_Integer)ld->extra.n;
+  if (native && base == 0 && ld->extra.n > 0)
+    col_native(ld, &ld->extra, S_MODEL, "extra_ts", order);
+  else
+    col_flush(L, &ld->extra, S_MODEL, "extra_ts", base, last, order);
 }
 
 static void set_num(lua_State *L, int idx, const char *k, double v) {
@@ -1931,6 +2126,9 @@ static int begin(loader *ld, size_t meta, int is_array) {
   lua_replace(L, S_ST);
   lua_getfield(L, S_ST, "ours");
   ld->ours = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  lua_getfield(L, S_HOOKS, "lists"); /* the specs': every column a Lua list */
+  ld->native = !lua_toboolean(L, -1);
   lua_pop(L, 1);
   lua_getfield(L, S_ST, "model");
   luaL_checktype(L, -1, LUA_TTABLE);

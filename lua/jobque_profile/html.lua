@@ -38,6 +38,17 @@ local plain_key = setmetatable({}, {__index = function(t, k) -- usable in JSON a
   return plain
 end})
 
+-- t[field]: the loader's native column as it is (the core's page functions
+-- read its cells; reading t[field] would make it a Lua list), else the field.
+local column_native
+do
+  local found, core = pcall(require, "jobque.core")
+  column_native = found and type(core) == "table" and core.column_native or nil
+end
+local function column(t, field)
+  return column_native and column_native(t, field) or t[field]
+end
+
 -- col[1..n] as the page's integer nanoseconds since t0, joined by commas:
 -- by the native core when it is there (a page holds millions of them).
 local function times(col, n, t0)
@@ -67,7 +78,8 @@ end
 local function page_lane(lane, env)
   local found, core = pcall(require, "jobque.core")
   if found and type(core) == "table" and core.page_lane then
-    return core.page_lane(lane.cat, lane.sname, lane.args, lane.job, lane.n, env)
+    return core.page_lane(column(lane, "cat"), column(lane, "sname"), column(lane, "args"), column(lane, "job"),
+                          lane.n, env)
   end
   local c, n, a, ak, av = {}, {}, {}, {}, {}
   local lcat, lname, ljob, largs = lane.cat, lane.sname, lane.job, lane.args
@@ -124,12 +136,13 @@ end
 -- commas (kinds interned in kinds/kind_index): by the native core when it
 -- is there (a trace can hold a million markers).
 local function markers(model, kinds, kind_index)
-  local mts, mkind, marg = model.marker_ts, model.marker_kind, model.marker_arg
   local found, core = pcall(require, "jobque.core")
   if found and type(core) == "table" and core.page_markers then
-    return core.page_markers(mts, mkind, marg, #mts, model.t0, {kinds = kinds, kind_index = kind_index,
-                                                                other = marker_arg})
+    local mts = column(model, "marker_ts")
+    return core.page_markers(mts, column(model, "marker_kind"), column(model, "marker_arg"), #mts, model.t0,
+                             {kinds = kinds, kind_index = kind_index, other = marker_arg})
   end
+  local mts, mkind, marg = model.marker_ts, model.marker_kind, model.marker_arg
   local mt, mk, ma = {}, {}, {}
   for i = 1, #mts do
     mt[i], mk[i], ma[i] = ns(mts[i] - model.t0), intern(kinds, kind_index, mkind[i]), marker_arg(marg[i])
@@ -151,8 +164,8 @@ local function data(model)
   end
   local lanes = {}
   local env = {cat_index = cat_index, names = names, name_index = name_index, args = args, arg_index = arg_index,
-               keys = keys, key_index = key_index, cbytes = model.copy_bytes, ccat = model.copy_category,
-               cjob = model.copy_job, quoted = quoted}
+               keys = keys, key_index = key_index, cbytes = column(model, "copy_bytes"),
+               ccat = column(model, "copy_category"), cjob = column(model, "copy_job"), quoted = quoted}
   local made = {} -- the args env.other made (a copy's are inert already: `quoted`)
   for li, lane in ipairs(model.lanes) do
     local failed = {}
@@ -172,8 +185,9 @@ local function data(model)
     lanes[k + 1] = ('%s{"name":%s,"maxdur":%d,"dropped":%d,"full":%s,"ts":['):format(li > 1 and ",\n" or "",
       inert(quote(lane.name)), ns(lane.maxdur), lane.dropped or 0,
       lane.full_at and tostring(ns(lane.full_at - t0)) or "null")
-    lanes[k + 2], lanes[k + 3] = times(lane.ts, lane.n, t0), '],"dur":['
-    lanes[k + 4], lanes[k + 5], lanes[k + 6], lanes[k + 7] = times(lane.dur, lane.n, 0), '],"c":[', c, '],"n":['
+    lanes[k + 2], lanes[k + 3] = times(column(lane, "ts"), lane.n, t0), '],"dur":['
+    lanes[k + 4], lanes[k + 5], lanes[k + 6], lanes[k + 7] = times(column(lane, "dur"), lane.n, 0), '],"c":[', c,
+      '],"n":['
     lanes[k + 8], lanes[k + 9], lanes[k + 10], lanes[k + 11] = n, '],"a":[', a, '],"ak":['
     lanes[k + 12], lanes[k + 13], lanes[k + 14], lanes[k + 15] = ak, '],"av":[', av, '],"f":['
     lanes[k + 16] = table.concat(failed, ",") .. "]}"
@@ -333,12 +347,12 @@ end
 local function counter_data(model)
   local out, t0 = {"["}, model.t0
   for _, c in ipairs(model.counters or {}) do
-    local v, lo, hi = values(c.value, c.n)
+    local v, lo, hi = values(column(c, "value"), c.n)
     if c.n > 0 then
       local k = #out
       out[k + 1] = ('%s{"name":%s,"pid":%s,"ts":['):format(k > 1 and "," or "", inert(quote(c.name)),
         inert(quote(tostring(c.pid))))
-      out[k + 2], out[k + 3], out[k + 4] = times(c.ts, c.n, t0), '],"v":[', v
+      out[k + 2], out[k + 3], out[k + 4] = times(column(c, "ts"), c.n, t0), '],"v":[', v
       out[k + 5] = ('],"min":%s,"max":%s}'):format(number(lo), number(hi))
     end
   end
@@ -353,10 +367,12 @@ local function span_data(model)
   local out = {}
   for li, lane in ipairs(model.lanes) do
     local idx = {}
-    for i = 1, lane.n do
+    local native = column_native and column_native(lane, "kind") -- the loader's: no span among them
+    for i = 1, native and 0 or lane.n do
       if lane.kind[i] == "span" then idx[#idx + 1] = i end
     end
-    local ts, dur = lane.ts, lane.dur
+    local ts, dur
+    if #idx > 0 then ts, dur = lane.ts, lane.dur end
     table.sort(idx, function(a, b) -- the outer of two spans that start together first
       if ts[a] ~= ts[b] then return ts[a] < ts[b] end
       if dur[a] ~= dur[b] then return dur[a] > dur[b] end

@@ -226,11 +226,13 @@ end
 -- Markers are kept as columns (model.marker_ts, marker_kind, marker_arg: a
 -- trace can hold a million); model.markers is a list view of them whose
 -- entries { ts, kind, arg } are made when first read.
+-- The columns are fetched on first use (the loader's may be native until
+-- then: see docs/internals.md).
 local function marker_list(model)
-  local ts, kind, arg = model.marker_ts, model.marker_kind, model.marker_arg
   return setmetatable({}, {
-    __len = function() return #ts end,
+    __len = function() return #model.marker_ts end,
     __index = function(t, i)
+      local ts, kind, arg = model.marker_ts, model.marker_kind, model.marker_arg
       if math.type(i) ~= "integer" or ts[i] == nil then return nil end
       local m = {ts = ts[i], kind = kind[i], arg = arg[i]}
       rawset(t, i, m)
@@ -364,11 +366,14 @@ local COPY_FIELDS = {"ts", "dur", "lane", "category", "name", "job", "bytes"}
 -- model.copies: a list view of the copy columns whose entries { ts, dur,
 -- lane, category, name, job, bytes } are made when first read.
 local function copy_list(model)
-  local cols = {}
-  for i, f in ipairs(COPY_FIELDS) do cols[i] = model["copy_" .. f] end
+  local cols
   return setmetatable({}, {
-    __len = function() return #cols[1] end,
+    __len = function() return #model.copy_ts end,
     __index = function(t, i)
+      if not cols then
+        cols = {}
+        for k, f in ipairs(COPY_FIELDS) do cols[k] = model["copy_" .. f] end
+      end
       if math.type(i) ~= "integer" or cols[1][i] == nil then return nil end
       local c = {}
       for k, f in ipairs(COPY_FIELDS) do c[f] = cols[k][i] end
@@ -574,6 +579,11 @@ local function new_state(model, ours, events)
 end
 
 M.FALLBACK = "fallback"
+
+--- Whether the native loader keeps the columns it built as C cells until
+-- they are read (true; false: every column a Lua list at once, as the
+-- specs compare).
+M.native_columns = true
 
 -- A marker (an instant of scope g or p), inline: a trace can hold a million.
 local function read_marker(st, e, ts, i)
@@ -783,17 +793,23 @@ local function order_lanes(model)
     if sa ~= sb then return sa < sb end
     return a.order < b.order
   end)
+  -- (columns the native loader kept native are in order, their maxdur set:
+  -- rawget says nil for them, and reading them would make them Lua lists)
   for i, lane in ipairs(model.lanes) do
     lane.index = i
-    sort_columns(lane, {"ts", "dur", "cat", "kind", "sname", "job", "args"}, lane.n)
-    local maxdur = 0
-    for k = 1, lane.n do
-      if lane.dur[k] > maxdur then maxdur = lane.dur[k] end
+    if rawget(lane, "ts") then
+      sort_columns(lane, {"ts", "dur", "cat", "kind", "sname", "job", "args"}, lane.n)
+      local maxdur = 0
+      for k = 1, lane.n do
+        if lane.dur[k] > maxdur then maxdur = lane.dur[k] end
+      end
+      lane.maxdur = maxdur
     end
-    lane.maxdur = maxdur
   end
-  sort_columns(model, {"marker_ts", "marker_kind", "marker_arg", "marker_pid", "marker_tid"}, #model.marker_ts)
-  local extra_ts = model.extra_ts
+  if rawget(model, "marker_ts") then
+    sort_columns(model, {"marker_ts", "marker_kind", "marker_arg", "marker_pid", "marker_tid"}, #model.marker_ts)
+  end
+  local extra_ts = rawget(model, "extra_ts") or {}
   for k = 2, #extra_ts do
     if extra_ts[k] < extra_ts[k - 1] then table.sort(extra_ts) break end
   end
@@ -845,14 +861,16 @@ local function finish(st, meta, text)
   local ok, err = read_lane_info(model, meta)
   if not ok then return nil, err end
   order_lanes(model)
-  markers_to_lanes(model)
+  if rawget(model, "marker_pid") then markers_to_lanes(model) end -- else the native loader did
   model.markers = marker_list(model)
   model.copies = copy_list(model)
   local function by_ts(x, y) return x.ts < y.ts end
   table.sort(model.failures, by_ts)
   table.sort(model.cancels, by_ts)
   span_totals(model)
-  for _, c in ipairs(model.counters) do sort_columns(c, {"ts", "value"}, c.n) end
+  for _, c in ipairs(model.counters) do
+    if rawget(c, "ts") then sort_columns(c, {"ts", "value"}, c.n) end
+  end
   model.counter_key = nil
   model.kind_seen, model.lane_by_key, model.lane_cache, model.failure_by_job,
     model.category_by_id = nil, nil, nil, nil, nil
@@ -941,7 +959,8 @@ end
 -- a message; or M.FALLBACK (a shape it leaves to the cjson path, or no core).
 local function load_native(path, text, name, progress)
   if not native_load then return M.FALLBACK end
-  local call = setmetatable({progress = progress, exact = text and M._exact_copy}, {__index = hooks})
+  local call = setmetatable({progress = progress, exact = text and M._exact_copy, lists = not M.native_columns},
+                            {__index = hooks})
   local st, err, json_err = native_load(call, path, text)
   if st == M.FALLBACK or err == M.FALLBACK then return M.FALLBACK end
   if not st then
