@@ -25,9 +25,25 @@
 
 /* ---- columns: a Lua list, or the loader's native cells (columns.h) ---- */
 
+/* The native columns among a call's arguments (stack indices 1 to
+ * COLS_N - 1), found once a call: NULL for a Lua list. */
+#define COLS_N 16
+
+typedef struct colset {
+  const jq_column *c[COLS_N];
+} colset;
+
+/* Records whether the value at idx is a native column (else it must be a
+ * list, when `check`). */
+static void col_find(lua_State *L, colset *s, int idx, int check) {
+  s->c[idx] = jq_column_test(L, idx);
+  if (!s->c[idx] && check)
+    luaL_checktype(L, idx, LUA_TTABLE);
+}
+
 /* Pushes item i of the column at t: its type. */
-static int item(lua_State *L, int t, lua_Integer i) {
-  const jq_column *c = jq_column_test(L, t);
+static int item(lua_State *L, const colset *s, int t, lua_Integer i) {
+  const jq_column *c = s->c[t];
   if (!c)
     return lua_rawgeti(L, t, i);
   if (i < 1 || (lua_Unsigned)i > c->n) {
@@ -44,10 +60,20 @@ static int item(lua_State *L, int t, lua_Integer i) {
   return lua_type(L, -1);
 }
 
-/* Argument k: a list or a native column. */
-static void check_column(lua_State *L, int k) {
-  if (!jq_column_test(L, k))
-    luaL_checktype(L, k, LUA_TTABLE);
+/* The address of the bytes of item i of the column at t when it is a
+ * string (stable while the column or the load's strings hold it: a cache
+ * key), else NULL. Nothing pushed. */
+static const char *str_key(lua_State *L, const colset *s, int t, lua_Integer i) {
+  const jq_column *c = s->c[t];
+  if (c) {
+    if (i < 1 || (lua_Unsigned)i > c->n || jq_cell_tag(c, (size_t)i - 1) != JQ_C_STR)
+      return NULL;
+    size_t len;
+    return jq_column_str(c, c->v[i - 1], &len);
+  }
+  const char *p = lua_rawgeti(L, t, i) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+  lua_pop(L, 1);
+  return p;
 }
 
 /* ---- numbers ---- */
@@ -94,11 +120,12 @@ static long long page_ns_of(double us, double t0, const char **why) {
  * integer nanoseconds since t0, rounded as the page's writer does in Lua:
  * (us * 1000 + 0.5) // 1 (jobque_profile.html's ns). */
 static int l_page_ns(lua_State *L) {
-  check_column(L, 1);
+  colset cs;
+  col_find(L, &cs, 1, 1);
   lua_Integer n = luaL_checkinteger(L, 2);
   double t0 = luaL_checknumber(L, 3);
   lua_settop(L, 3);
-  const jq_column *c = jq_column_test(L, 1);
+  const jq_column *c = cs.c[1];
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   for (lua_Integer i = 1; i <= n; i++) {
@@ -165,22 +192,26 @@ static lua_Integer intern_top(lua_State *L, int env, const char *list, const cha
   return k;
 }
 
-/* intern_top through the cache c when the value on top is a string. */
-static lua_Integer intern_cached(lua_State *L, seen *c, int env, const char *list, const char *index) {
-  const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-  unsigned k = s ? slot_of(s) : 0;
-  if (s && c->key[k] == s) {
-    lua_pop(L, 1);
+/* The index of item i of the column at t in list/index (env's fields),
+ * through the cache c when it is a string (a hit pushes nothing). */
+static lua_Integer intern_item(lua_State *L, const colset *s, int t, lua_Integer i, seen *c, int env, const char *list,
+                               const char *index) {
+  const char *key = str_key(L, s, t, i);
+  unsigned k = key ? slot_of(key) : 0;
+  if (key && c->key[k] == key)
     return c->val[k];
-  }
+  item(L, s, t, i);
   lua_Integer v = intern_top(L, env, list, index);
-  if (s) /* still alive: its column holds it */
-    c->key[k] = s, c->val[k] = v;
+  if (key) /* still alive: its column (or the load's strings) holds it */
+    c->key[k] = key, c->val[k] = v;
   return v;
 }
 
-static lua_Integer int_at(lua_State *L, int col, lua_Integer i, const char *what) {
-  item(L, col, i);
+static lua_Integer int_at(lua_State *L, const colset *s, int col, lua_Integer i, const char *what) {
+  const jq_column *c = s->c[col];
+  if (c && i >= 1 && (lua_Unsigned)i <= c->n && jq_cell_tag(c, (size_t)i - 1) == JQ_C_INT)
+    return (lua_Integer)jq_cell_int(c, (size_t)i - 1);
+  item(L, s, col, i);
   int ok;
   lua_Integer v = lua_tointegerx(L, -1, &ok);
   if (!ok)
@@ -193,6 +224,7 @@ static lua_Integer int_at(lua_State *L, int col, lua_Integer i, const char *what
 
 /* What page_lane keeps across slices: env's copy columns and caches. */
 typedef struct lane_ctx {
+  colset cs;
   int env, cbytes, cjob, quoted, ccat, args; /* stack indices */
   lua_Integer nargs;                         /* #env.args */
   seen names, cats;
@@ -209,25 +241,22 @@ typedef struct lane_ctx {
 static lua_Integer copy_args(lua_State *L, lane_ctx *x) {
   lua_Integer ci = lua_tointeger(L, -1);
   lua_pop(L, 1);
-  if (jq_column_test(L, x->ccat))
-    item(L, x->ccat, ci);
-  else
-    lua_geti(L, x->ccat, ci);
-  const char *name = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+  const char *name = str_key(L, &x->cs, x->ccat, ci);
   unsigned k = name ? slot_of(name) : 0;
   const char *cat;
   size_t cat_len;
   if (name && x->cat_key[k] == name) { /* the quoted text, kept alive by env.quoted */
     cat = x->cat_text[k], cat_len = x->cat_len[k];
-    lua_pop(L, 1);
   } else {
+    item(L, &x->cs, x->ccat, ci);
     lua_gettable(L, x->quoted); /* quoted[ccat[ci]] */
     cat = luaL_checklstring(L, -1, &cat_len);
     if (name)
       x->cat_key[k] = name, x->cat_text[k] = cat, x->cat_len[k] = cat_len;
     lua_pop(L, 1); /* still held by env.quoted */
   }
-  lua_Integer bytes = int_at(L, x->cbytes, ci, "copy's bytes"), job = int_at(L, x->cjob, ci, "copy's job");
+  lua_Integer bytes = int_at(L, &x->cs, x->cbytes, ci, "copy's bytes"),
+              job = int_at(L, &x->cs, x->cjob, ci, "copy's job");
   luaL_Buffer b;
   char *p = luaL_buffinitsize(L, &b, cat_len + 64);
   size_t len = 0;
@@ -260,9 +289,9 @@ static void slice_args(lua_State *L, lane_ctx *x, int ljob, lua_Integer i, lua_I
     x->nargs = (lua_Integer)lua_rawlen(L, x->args); /* it may have added one */
   } else {
     lua_pop(L, 1);
-    item(L, ljob, i);
+    item(L, &x->cs, ljob, i);
     if (lua_toboolean(L, -1)) { /* args { job = N } alone */
-      out[2] = int_at(L, ljob, i, "job");
+      out[2] = int_at(L, &x->cs, ljob, i, "job");
       if (!x->job_key_known) { /* "job" is interned when first met, as in Lua */
         lua_pushliteral(L, "job");
         x->job_key = intern_top(L, x->env, "keys", "key_index");
@@ -281,8 +310,9 @@ static void slice_args(lua_State *L, lane_ctx *x, int ljob, lua_Integer i, lua_I
  * args interned by env.other in args/arg_index), keys/key_index,
  * cbytes, ccat, cjob (the copy columns), quoted, other(args, i). */
 static int l_page_lane(lua_State *L) {
+  colset cs;
   for (int k = 1; k <= 4; k++)
-    check_column(L, k);
+    col_find(L, &cs, k, 1);
   lua_Integer n = luaL_checkinteger(L, 5);
   luaL_checktype(L, 6, LUA_TTABLE);
   luaL_argcheck(L, n >= 0 && (lua_Unsigned)n < ((size_t)-1 / 8) / (5 * sizeof(lua_Integer)), 5, "count out of range");
@@ -299,26 +329,35 @@ static int l_page_lane(lua_State *L) {
   lua_getfield(L, 6, "args");   /* 14 */
   luaL_checktype(L, 14, LUA_TTABLE);
   x->cbytes = 10, x->cjob = 11, x->quoted = 12, x->ccat = 13, x->args = 14;
+  x->cs = cs;
+  for (int k = 10; k <= 13; k++)
+    col_find(L, &x->cs, k, 0);
   x->nargs = (lua_Integer)lua_rawlen(L, 14);
   for (lua_Integer i = 1; i <= n; i++) {
-    item(L, 1, i);
-    const char *cs = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-    unsigned ck = cs ? slot_of(cs) : 0;
-    if (cs && x->cats.key[ck] == cs) {
+    const char *key = str_key(L, &x->cs, 1, i);
+    unsigned ck = key ? slot_of(key) : 0;
+    if (key && x->cats.key[ck] == key) {
       col[i - 1] = x->cats.val[ck];
-      lua_pop(L, 1);
     } else {
+      item(L, &x->cs, 1, i);
       if (lua_rawget(L, 8) != LUA_TNUMBER)
         return luaL_error(L, "page_lane: slice %I's category has no index", (LUAI_UACINT)i);
       col[i - 1] = lua_tointeger(L, -1);
-      if (cs)
-        x->cats.key[ck] = cs, x->cats.val[ck] = col[i - 1];
+      if (key)
+        x->cats.key[ck] = key, x->cats.val[ck] = col[i - 1];
       lua_pop(L, 1);
     }
-    item(L, 2, i);
-    col[n + i - 1] = intern_cached(L, &x->names, 6, "names", "name_index");
+    col[n + i - 1] = intern_item(L, &x->cs, 2, i, &x->names, 6, "names", "name_index");
     lua_Integer a[3];
-    item(L, 3, i);
+    const jq_column *ca = x->cs.c[3];
+    int atag = ca && i <= (lua_Integer)ca->n ? jq_cell_tag(ca, (size_t)i - 1) : -1;
+    if (atag == JQ_C_NIL) { /* no args: the common case read without a push */
+      lua_pushnil(L);
+    } else if (atag == JQ_C_INT) {
+      lua_pushinteger(L, (lua_Integer)jq_cell_int(ca, (size_t)i - 1));
+    } else {
+      item(L, &x->cs, 3, i);
+    }
     slice_args(L, x, 4, i, a);
     for (int k = 0; k < 3; k++)
       col[(2 + k) * n + i - 1] = a[k];
@@ -343,8 +382,9 @@ static int l_page_lane(lua_State *L) {
  * integer plain, or quoted beyond 2^53; a finite float to 14 digits;
  * anything else through env.other(arg), a JSON string). */
 static int l_page_markers(lua_State *L) {
+  colset cs;
   for (int k = 1; k <= 3; k++)
-    check_column(L, k);
+    col_find(L, &cs, k, 1);
   lua_Integer n = luaL_checkinteger(L, 4);
   double t0 = luaL_checknumber(L, 5);
   luaL_checktype(L, 6, LUA_TTABLE);
@@ -353,19 +393,25 @@ static int l_page_markers(lua_State *L) {
   lua_Integer *col = lua_newuserdatauv(L, (size_t)(n ? n : 1) * 2 * sizeof *col, 0); /* 7 */
   seen *kinds = lua_newuserdatauv(L, sizeof *kinds, 0);                              /* 8 */
   memset(kinds, 0, sizeof *kinds);
+  const jq_column *cts = cs.c[1];
   for (lua_Integer i = 1; i <= n; i++) {
-    item(L, 1, i);
     int ok;
-    double us = lua_tonumberx(L, -1, &ok);
-    lua_pop(L, 1);
+    double us;
+    int tag = cts && i <= (lua_Integer)cts->n ? jq_cell_tag(cts, (size_t)i - 1) : -1;
+    if (tag == JQ_C_NUM) {
+      us = jq_cell_num(cts, (size_t)i - 1), ok = 1;
+    } else {
+      item(L, &cs, 1, i);
+      us = lua_tonumberx(L, -1, &ok);
+      lua_pop(L, 1);
+    }
     if (!ok)
       return luaL_error(L, "page_markers: time %I is not a number", (LUAI_UACINT)i);
     const char *why = NULL;
     col[i - 1] = page_ns_of(us, t0, &why);
     if (why)
       return luaL_error(L, "page_markers: time %I is %s", (LUAI_UACINT)i, why);
-    item(L, 2, i);
-    col[n + i - 1] = intern_cached(L, kinds, 6, "kinds", "kind_index");
+    col[n + i - 1] = intern_item(L, &cs, 2, i, kinds, 6, "kinds", "kind_index");
   }
   for (int k = 0; k < 2; k++) {
     luaL_Buffer b;
@@ -381,7 +427,7 @@ static int l_page_markers(lua_State *L) {
     size_t len = 0;
     if (i > 1)
       text[len++] = ',';
-    int t = item(L, 3, i);
+    int t = item(L, &cs, 3, i);
     int isint;
     lua_Integer v = t == LUA_TNIL ? 0 : lua_tointegerx(L, -1, &isint);
     if (t == LUA_TNIL) {
@@ -399,7 +445,7 @@ static int l_page_markers(lua_State *L) {
       lua_pop(L, 1);
       luaL_addlstring(&b, text, len); /* the comma */
       lua_getfield(L, 6, "other");
-      item(L, 3, i);
+      item(L, &cs, 3, i);
       lua_call(L, 1, 1);
       luaL_checkstring(L, -1);
       luaL_addvalue(&b);
@@ -448,13 +494,14 @@ static int num_less(lua_State *L, int ia, int ib) {
  * are; math.huge and -math.huge when n is 0). One pass: the text and the
  * extremes (kept at stack slots 3 and 4, below the buffer's). */
 static int l_page_values(lua_State *L) {
-  check_column(L, 1);
+  colset cs;
+  col_find(L, &cs, 1, 1);
   lua_Integer n = luaL_checkinteger(L, 2);
   lua_settop(L, 2);
   lua_pushnumber(L, HUGE_VAL);  /* 3: min */
   lua_pushnumber(L, -HUGE_VAL); /* 4: max */
   for (lua_Integer i = 1; i <= n; i++) { /* checked first: no error once the buffer is open */
-    if (item(L, 1, i) != LUA_TNUMBER)
+    if (item(L, &cs, 1, i) != LUA_TNUMBER)
       return luaL_error(L, "page_values: item %I is not a number", (LUAI_UACINT)i);
     if (num_less(L, 5, 3)) {
       lua_pushvalue(L, 5);
@@ -473,7 +520,7 @@ static int l_page_values(lua_State *L) {
     size_t len = 0;
     if (i > 1)
       p[len++] = ',';
-    item(L, 1, i);
+    item(L, &cs, 1, i);
     len += page_number(L, -1, p + len, 39);
     lua_pop(L, 1);
     luaL_addsize(&b, len);
