@@ -299,17 +299,34 @@ static void put_item(lua_State *L, buf *b, const char *s, int len) {
   }
 }
 
+/* v in decimal at p (at least 21 bytes): its length. */
+static int dec(char *p, long long v) {
+  char tmp[24];
+  int n = 0, len = 0;
+  unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+  do {
+    tmp[n++] = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  if (v < 0)
+    p[len++] = '-';
+  while (n)
+    p[len++] = tmp[--n];
+  return len;
+}
+
 static void put_int(lua_State *L, buf *b, long long v) {
   char d[24];
-  put_item(L, b, d, snprintf(d, sizeof d, "%lld", v));
+  put_item(L, b, d, dec(d, v));
 }
 
 /* html.lua's number(v) (v never nil here). */
 static int number_text(num a, char *out, size_t size) {
-  if (a.isint)
-    return snprintf(out, size, "%lld", (long long)a.v);
-  if (a.v == floor(a.v) && a.v >= -0x1p63 && a.v < 0x1p63)
-    return snprintf(out, size, "%lld", (long long)a.v);
+  if (a.isint || (a.v == floor(a.v) && a.v >= -0x1p63 && a.v < 0x1p63)) {
+    int len = dec(out, (long long)a.v);
+    out[len] = '\0'; /* as snprintf leaves it: some callers print it with %s */
+    return len;
+  }
   if (isfinite(a.v))
     return snprintf(out, size, "%.17g", a.v);
   return snprintf(out, size, "null");
@@ -359,17 +376,66 @@ static int wake_less(const graph *g, int32_t a, int32_t b) {
 
 static int dep_less(const graph *g, int32_t a, int32_t b) { return g->dp[a].owner < g->dp[b].owner; }
 
-/* graph.lua's sort_jobs: by the field, ties by id. */
-#define JOB_LESS(name, field)                                                                                 \
-  static int name(const graph *g, int32_t a, int32_t b) {                                                     \
-    const gjob *x = &g->jobs[a], *y = &g->jobs[b];                                                            \
-    if (x->field.v != y->field.v)                                                                             \
-      return x->field.v < y->field.v;                                                                         \
-    return x->id < y->id;                                                                                     \
+/* graph.lua's sort_jobs (by the field, ties by id): sort_jobs_by below. */
+
+/* The jobs a[0 .. n) put in the order of their `field` (a num at offset
+ * off in gjob), ties by id, as JOB_LESS orders them: their keys copied
+ * next to each other first, so the sort reads them in order and not a
+ * job's entry at random (a million jobs are 270 MB of entries). */
+typedef struct jkey {
+  double v;
+  lua_Integer id;
+  int32_t k;
+} jkey;
+
+static int jkey_less(const jkey *x, const jkey *y) { return x->v != y->v ? x->v < y->v : x->id < y->id; }
+
+static void sort_jobs_by(lua_State *L, graph *g, int32_t *a, size_t n, size_t off) {
+  if (n < 2)
+    return;
+  if (n > ((size_t)-1 / 4) / sizeof(jkey))
+    luaL_error(L, "not enough memory");
+  jkey *key = alloc_n(L, 2 * n + (n + 1) * sizeof(size_t) / sizeof(jkey) + 1, sizeof *key);
+  size_t *run = (size_t *)(key + 2 * n); /* where each run in order begins, then n */
+  for (size_t i = 0; i < n; i++) {
+    const gjob *j = &g->jobs[a[i]];
+    num f;
+    memcpy(&f, (const char *)j + off, sizeof f);
+    key[i].v = f.v, key[i].id = j->id, key[i].k = a[i];
   }
-JOB_LESS(start_less, start)
-JOB_LESS(finish_less, finish)
-JOB_LESS(rl_less, rl)
+  /* A natural merge sort: the runs already in order (the jobs come lane by
+   * lane, each lane's nearly in order) merged pairwise until one is left. */
+  size_t nrun = 0;
+  run[nrun++] = 0;
+  for (size_t i = 1; i < n; i++)
+    if (jkey_less(&key[i], &key[i - 1]))
+      run[nrun++] = i;
+  run[nrun] = n;
+  jkey *src = key, *dst = key + n;
+  while (nrun > 1) {
+    size_t out = 0;
+    for (size_t r = 0; r < nrun; r += 2) {
+      size_t lo = run[r], mid = run[r + 1], hi = r + 2 <= nrun ? run[r + 2] : n;
+      if (r + 1 >= nrun)
+        mid = hi = n; /* an odd run left: copied */
+      size_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi)
+        dst[k++] = jkey_less(&src[j], &src[i]) ? src[j++] : src[i++];
+      while (i < mid)
+        dst[k++] = src[i++];
+      while (j < hi)
+        dst[k++] = src[j++];
+      run[out++] = lo;
+    }
+    nrun = out;
+    run[nrun] = n;
+    jkey *t = src;
+    src = dst, dst = t;
+  }
+  for (size_t i = 0; i < n; i++)
+    a[i] = src[i].k;
+  free(key);
+}
 
 /* The array arr (n items of size elem) in the order of the indices idx. */
 static void *permute(lua_State *L, void *arr, const int32_t *idx, size_t n, size_t elem) {
@@ -916,9 +982,9 @@ static int finish_build(lua_State *L, graph *g) {
     }
     g->order[g->norder++] = (int32_t)k;
   }
-  merge_sort(L, g, g->order, g->norder, start_less);
+  sort_jobs_by(L, g, g->order, g->norder, offsetof(gjob, start));
   memcpy(g->ends, g->order, g->norder * sizeof *g->ends);
-  merge_sort(L, g, g->ends, g->norder, finish_less);
+  sort_jobs_by(L, g, g->ends, g->norder, offsetof(gjob, finish));
   g->total_run = ZERO;
   for (size_t k = 0; k < g->norder; k++)
     g->total_run = add(g, g->total_run, g->jobs[g->order[k]].run);
@@ -966,9 +1032,41 @@ static int l_graph_count(lua_State *L) {
 
 /* ---- latency ---- */
 
-static int value_less(const graph *g, int32_t a, int32_t b) {
-  const gvalue *v = g->ctx;
-  return v[a].v.v < v[b].v.v;
+/* idx[0 .. n) = the indices of vals in the order of their values, ties
+ * in index order (a stable sort's): the values copied beside their
+ * indices first, so the sort reads them in order. */
+typedef struct vkey {
+  double v;
+  int32_t k;
+} vkey;
+
+static void sort_values(lua_State *L, const gvalue *vals, int32_t *idx, size_t n) {
+  if (n < 2) {
+    if (n)
+      idx[0] = 0;
+    return;
+  }
+  vkey *key = alloc_n(L, 2 * n, sizeof *key);
+  for (size_t i = 0; i < n; i++)
+    key[i].v = vals[i].v.v, key[i].k = (int32_t)i;
+  vkey *src = key, *dst = key + n;
+  for (size_t w = 1; w < n; w *= 2) {
+    for (size_t lo = 0; lo < n; lo += 2 * w) {
+      size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+      size_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) /* the right one only when strictly less: stable */
+        dst[k++] = src[j].v < src[i].v ? src[j++] : src[i++];
+      while (i < mid)
+        dst[k++] = src[i++];
+      while (j < hi)
+        dst[k++] = src[j++];
+    }
+    vkey *t = src;
+    src = dst, dst = t;
+  }
+  for (size_t i = 0; i < n; i++)
+    idx[i] = src[i].k;
+  free(key);
 }
 
 /* Category a < category b by Lua's string order (the names at stack index 3). */
@@ -1026,10 +1124,7 @@ static void push_distribution(lua_State *L, graph *g, const gvalue *vals, size_t
   size_t nc = (size_t)g->ncats;
   int32_t *idx = scratch(L, 2 * n + 4 * nc, sizeof *idx);
   int32_t *byc = idx + n, *cnt = byc + n, *at = cnt + nc, *names = at + nc, *tmp = names + nc;
-  for (size_t k = 0; k < n; k++)
-    idx[k] = (int32_t)k;
-  g->ctx = vals;
-  merge_sort(L, g, idx, n, value_less);
+  sort_values(L, vals, idx, n);
   size_t nnames = 0;
   for (size_t k = 0; k < n; k++)
     if (!cnt[vals[k].cat]++)
@@ -1098,7 +1193,7 @@ static int l_graph_latency(lua_State *L) {
   for (size_t k = 0; k < n; k++)
     if (g->jobs[g->order[k]].flags & HAS_RL)
       waited[nw++] = g->order[k];
-  merge_sort(L, g, waited, nw, rl_less);
+  sort_jobs_by(L, g, waited, nw, offsetof(gjob, rl));
   lua_createtable(L, 0, 0);
   lua_Integer i = 0;
   size_t first = nw; /* waited[first .. last], 1-based: one latency, in id order */
