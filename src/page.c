@@ -78,30 +78,77 @@ static const char *str_key(lua_State *L, const colset *s, int t, lua_Integer i) 
 
 /* ---- numbers ---- */
 
-/* v in decimal at p (at least 20 bytes): its length. */
+static const char DIGITS2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                 "8081828384858687888990919293949596979899";
+
+/* v in decimal at p (at least 20 bytes): its length. Two digits a step. */
 static size_t put_i64(char *p, long long v) {
   char tmp[24];
-  size_t n = 0, len = 0;
+  size_t n = sizeof tmp, len = 0;
   unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-  do {
-    tmp[n++] = (char)('0' + u % 10);
-    u /= 10;
-  } while (u);
+  while (u >= 100) {
+    unsigned d = (unsigned)(u % 100) * 2;
+    u /= 100;
+    tmp[--n] = DIGITS2[d + 1];
+    tmp[--n] = DIGITS2[d];
+  }
+  if (u >= 10) {
+    tmp[--n] = DIGITS2[u * 2 + 1];
+    tmp[--n] = DIGITS2[u * 2];
+  } else {
+    tmp[--n] = (char)('0' + u);
+  }
   if (v < 0)
     p[len++] = '-';
-  while (n)
-    p[len++] = tmp[--n];
-  return len;
+  memcpy(p + len, tmp + n, sizeof tmp - n);
+  return len + sizeof tmp - n;
 }
 
-/* Appends ",v" (or "v" when first) to b. */
-static void add_int(luaL_Buffer *b, long long v, int first) {
-  char *p = luaL_prepbuffsize(b, 24);
-  size_t len = 0;
+/* A writer of many numbers into a luaL_Buffer: room reserved a block at a
+ * time, not a number at a time. Between blk_open and blk_close the stack
+ * may be used only in balanced ways (the buffer's rule). */
+#define BLK 8192
+
+typedef struct blk {
+  luaL_Buffer *b;
+  char *p;
+  size_t len;
+} blk;
+
+static void blk_open(blk *w, luaL_Buffer *b) {
+  w->b = b;
+  w->p = luaL_prepbuffsize(b, BLK);
+  w->len = 0;
+}
+
+static void blk_more(blk *w) {
+  luaL_addsize(w->b, w->len);
+  w->p = luaL_prepbuffsize(w->b, BLK);
+  w->len = 0;
+}
+
+static void blk_close(blk *w) { luaL_addsize(w->b, w->len); }
+
+/* Appends ",v" (or "v" when first). */
+static inline void blk_int(blk *w, long long v, int first) {
+  if (BLK - w->len < 24)
+    blk_more(w);
   if (!first)
-    p[len++] = ',';
-  len += put_i64(p + len, v);
-  luaL_addsize(b, len);
+    w->p[w->len++] = ',';
+  w->len += put_i64(w->p + w->len, v);
+}
+
+/* n integers col[0 .. n) joined by commas, pushed as a string. */
+static void push_ints(lua_State *L, const lua_Integer *col, lua_Integer n) {
+  luaL_Buffer b;
+  blk w;
+  luaL_buffinit(L, &b);
+  blk_open(&w, &b);
+  for (lua_Integer i = 0; i < n; i++)
+    blk_int(&w, col[i], i == 0);
+  blk_close(&w);
+  luaL_pushresult(&b);
 }
 
 /* us (microseconds) as the page's integer nanoseconds since t0, as
@@ -127,7 +174,9 @@ static int l_page_ns(lua_State *L) {
   lua_settop(L, 3);
   const jq_column *c = cs.c[1];
   luaL_Buffer b;
+  blk w;
   luaL_buffinit(L, &b);
+  blk_open(&w, &b);
   for (lua_Integer i = 1; i <= n; i++) {
     int ok;
     double us;
@@ -146,8 +195,9 @@ static int l_page_ns(lua_State *L) {
     long long v = page_ns_of(us, t0, &why);
     if (why)
       return luaL_error(L, "page_ns: item %I is %s", (LUAI_UACINT)i, why);
-    add_int(&b, v, i == 1);
+    blk_int(&w, v, i == 1);
   }
+  blk_close(&w);
   luaL_pushresult(&b);
   return 1;
 }
@@ -363,13 +413,8 @@ static int l_page_lane(lua_State *L) {
       col[(2 + k) * n + i - 1] = a[k];
   }
   lua_settop(L, 7);
-  for (int k = 0; k < 5; k++) {
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    for (lua_Integer i = 0; i < n; i++)
-      add_int(&b, col[k * n + i], i == 0);
-    luaL_pushresult(&b);
-  }
+  for (int k = 0; k < 5; k++)
+    push_ints(L, col + k * n, n);
   return 5;
 }
 
@@ -413,13 +458,8 @@ static int l_page_markers(lua_State *L) {
       return luaL_error(L, "page_markers: time %I is %s", (LUAI_UACINT)i, why);
     col[n + i - 1] = intern_item(L, &cs, 2, i, kinds, 6, "kinds", "kind_index");
   }
-  for (int k = 0; k < 2; k++) {
-    luaL_Buffer b;
-    luaL_buffinit(L, &b);
-    for (lua_Integer i = 0; i < n; i++)
-      add_int(&b, col[k * n + i], i == 0);
-    luaL_pushresult(&b); /* 9, 10 */
-  }
+  for (int k = 0; k < 2; k++)
+    push_ints(L, col + k * n, n); /* 9, 10 */
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   for (lua_Integer i = 1; i <= n; i++) {
@@ -489,6 +529,57 @@ static int num_less(lua_State *L, int ia, int ib) {
   return lua_compare(L, ia, ib, LUA_OPLT);
 }
 
+/* page_values over a native column of one kind of number (integers or
+ * floats): the cells read directly, the same text and extremes. */
+static int native_values(lua_State *L, const jq_column *c, size_t n) {
+  int ints = c->tag0 == JQ_C_INT;
+  int64_t imin = INT64_MAX, imax = INT64_MIN;
+  double dmin = HUGE_VAL, dmax = -HUGE_VAL;
+  luaL_Buffer b;
+  blk w;
+  luaL_buffinit(L, &b);
+  blk_open(&w, &b);
+  for (size_t i = 0; i < n; i++) {
+    if (BLK - w.len < 40)
+      blk_more(&w);
+    char *p = w.p + w.len;
+    size_t len = 0;
+    if (i > 0)
+      p[len++] = ',';
+    if (ints) {
+      int64_t v = jq_cell_int(c, i);
+      if (v < imin)
+        imin = v;
+      if (v > imax)
+        imax = v;
+      len += put_i64(p + len, (long long)v);
+    } else {
+      double d = jq_cell_num(c, i);
+      if (d < dmin)
+        dmin = d;
+      if (dmax < d)
+        dmax = d;
+      if (!isfinite(d))
+        memcpy(p + len, "null", 4), len += 4;
+      else if (d == floor(d) && d >= -0x1p63 && d < 0x1p63)
+        len += put_i64(p + len, (long long)d);
+      else
+        len += (size_t)snprintf(p + len, 39, "%.17g", d);
+    }
+    w.len += len;
+  }
+  blk_close(&w);
+  luaL_pushresult(&b);
+  if (ints && n > 0) {
+    lua_pushinteger(L, (lua_Integer)imin);
+    lua_pushinteger(L, (lua_Integer)imax);
+  } else {
+    lua_pushnumber(L, dmin);
+    lua_pushnumber(L, dmax);
+  }
+  return 3;
+}
+
 /* page_values(values, n) -> "v1,v2,...", min, max: a counter track's
  * values as the page writes them, and the least and greatest (as they
  * are; math.huge and -math.huge when n is 0). One pass: the text and the
@@ -498,6 +589,9 @@ static int l_page_values(lua_State *L) {
   col_find(L, &cs, 1, 1);
   lua_Integer n = luaL_checkinteger(L, 2);
   lua_settop(L, 2);
+  const jq_column *c = cs.c[1];
+  if (c && !c->tag && (c->tag0 == JQ_C_INT || c->tag0 == JQ_C_NUM) && n >= 0 && (lua_Unsigned)n <= c->n)
+    return native_values(L, c, (size_t)n);
   lua_pushnumber(L, HUGE_VAL);  /* 3: min */
   lua_pushnumber(L, -HUGE_VAL); /* 4: max */
   for (lua_Integer i = 1; i <= n; i++) { /* checked first: no error once the buffer is open */
