@@ -37,4 +37,21 @@ describe("issue 12 under hostile input", function()
     assert.are.equal("0", a)
     assert.are.equal(('{"bytes":%s,"category":"%s","job":%s}'):format(min, cat, min), env.args[1])
   end)
+
+  it("keys a counter's pid 1 and 1.0 as one track with either reader (as lanes are)", function()
+    -- lua-cjson reads 1 as 1.0, the native loader keeps 1 an integer and 1.0 a
+    -- float: tostring made "1" and "1.0" two tracks with one reader, one with the other
+    local text = '[{"ph":"C","ts":1,"pid":1,"name":"c","args":{"a":1}},\n'
+                 .. '{"ph":"C","ts":4,"pid":1.0,"name":"c","args":{"a":3}},\n'
+                 .. '{"ph":"C","ts":5,"pid":2.0,"name":"c","args":{"a":5}}]'
+    local pages = {}
+    for _, reader in ipairs{"native", "cjson"} do
+      local model = assert(trace.decode(text, "t", {reader = reader}))
+      assert.are.equal(2, #model.counters, reader)
+      assert.are.same({2, 1}, {model.counters[1].n, model.counters[2].n}, reader)
+      assert.are.equal("integer", math.type(model.counters[2].pid), reader)
+      pages[reader] = html.render(model)
+    end
+    assert.are.equal(pages.cjson, pages.native)
+  end)
 end)
