@@ -307,8 +307,8 @@ static lua_Integer copy_args(lua_State *L, lane_ctx *x) {
   }
   lua_Integer bytes = int_at(L, &x->cs, x->cbytes, ci, "copy's bytes"),
               job = int_at(L, &x->cs, x->cjob, ci, "copy's job");
-  luaL_Buffer b;
-  char *p = luaL_buffinitsize(L, &b, cat_len + 64);
+  luaL_Buffer b; /* 29 bytes of keys and braces, two numbers of at most 20 characters, the category */
+  char *p = luaL_buffinitsize(L, &b, cat_len + 72);
   size_t len = 0;
   memcpy(p, "{\"bytes\":", 9), len = 9;
   len += put_i64(p + len, bytes);

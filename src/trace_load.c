@@ -1466,9 +1466,10 @@ static uint32_t use_track(loader *ld, const ev *e, uint32_t name, const member *
   uint32_t k = table_index(L, S_TRACKS, S_TRACKIDX, ld->ntracks, &fresh);
   if (fresh) {
     ld->tracks = room(L, ld->tracks, &ld->tracks_cap, ld->ntracks, sizeof *ld->tracks);
-    ld->dirty_tracks = realloc(ld->dirty_tracks, ld->tracks_cap * sizeof *ld->dirty_tracks);
-    if (!ld->dirty_tracks)
+    uint32_t *d = realloc(ld->dirty_tracks, ld->tracks_cap * sizeof *ld->dirty_tracks);
+    if (!d) /* the old list stays the loader's: freed with it */
       nomem(L);
+    ld->dirty_tracks = d;
     ld->ntracks++;
   }
   track_slot *s = &ld->track_map[j];

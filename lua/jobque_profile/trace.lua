@@ -530,9 +530,10 @@ end
 
 -- The track of key k of "C" events named `name` of `pid` (nil: 0), made
 -- when first met (the native loader asks for the ones it reads itself).
+-- The pid keyed as a lane's is (1 and 1.0 one pid, whichever reader).
 local function counter_track(model, name, pid, k)
   local track = name .. " " .. k
-  local key = tostring(pid or 0) .. "\0" .. track
+  local key = id_text(pid or 0) .. "\0" .. track
   local c = model.counter_key[key]
   if not c then
     c = {name = track, pid = math.tointeger(pid) or pid, n = 0, ts = {}, value = {}}
