@@ -1548,27 +1548,42 @@ static const uint32_t *time_order(loader *ld, const cells *ts) {
     k++;
   if (k == n)
     return NULL;
-  if (n > UINT32_MAX || n > SIZE_MAX / (2 * sizeof *ld->order))
+  if (n >= UINT32_MAX || n > SIZE_MAX / (3 * sizeof *ld->order))
     nomem(ld->L);
   free(ld->order);
-  if (!(ld->order = malloc(2 * n * sizeof *ld->order)))
+  if (!(ld->order = malloc(3 * n * sizeof *ld->order)))
     nomem(ld->L);
-  uint32_t *a = ld->order, *tmp = a + n;
-  for (k = 0; k < n; k++)
+  uint32_t *a = ld->order, *tmp = a + n, *run = tmp + n;
+  /* A natural merge sort: the runs already in time order (a counter track
+   * sampled on two threads is two runs, as our writer writes lane by lane)
+   * merged pairwise until one is left. run[r]: where run r begins. */
+  size_t nrun = 0;
+  run[nrun++] = 0;
+  for (k = 0; k < n; k++) {
     a[k] = (uint32_t)k;
-  for (size_t w = 1; w < n; w *= 2) {
-    for (size_t lo = 0; lo < n - w; lo += 2 * w) {
-      size_t mid = lo + w, hi = mid + w < n ? mid + w : n, x = lo, y = mid, o = lo;
-      while (x < mid && y < hi)
+    if (k > 0 && cell_d(ts, (uint32_t)k) < cell_d(ts, (uint32_t)k - 1))
+      run[nrun++] = (uint32_t)k;
+  }
+  while (nrun > 1) {
+    size_t out = 0;
+    for (size_t r = 0; r < nrun; r += 2) {
+      size_t lo = run[r], mid = r + 1 < nrun ? run[r + 1] : n, hi = r + 2 < nrun ? run[r + 2] : n;
+      size_t x = lo, y = mid, o = lo;
+      while (x < mid && y < hi) /* the right one only when strictly earlier: stable */
         tmp[o++] = cell_d(ts, a[y]) < cell_d(ts, a[x]) ? a[y++] : a[x++];
       while (x < mid)
         tmp[o++] = a[x++];
       while (y < hi)
         tmp[o++] = a[y++];
-      memcpy(a + lo, tmp + lo, (hi - lo) * sizeof *a);
+      run[out++] = (uint32_t)lo;
     }
+    nrun = out;
+    uint32_t *t = a;
+    a = tmp, tmp = t;
   }
-  return a;
+  if (a != ld->order)
+    memcpy(ld->order, a, n * sizeof *a);
+  return ld->order;
 }
 
 /* ---- native columns: the cells kept as they are (columns.h) ---- */
