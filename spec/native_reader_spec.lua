@@ -431,6 +431,34 @@ describe("the native trace loader", function()
     assert.matches("item 2 is not a number", S.err_of(core.page_values, {1, "2"}, 2))
   end)
 
+  it("writes integers of every length as %d does (the page's own digit routine)", function()
+    local seed = tonumber(os.getenv("JQ_SEED") or "") or os.time()
+    math.randomseed(seed)
+    local list, want = {}, {}
+    for digits = 1, 19 do
+      for _ = 1, 40 do
+        local v = math.random(0, 9)
+        for _ = 2, digits do v = v * 10 + math.random(0, 9) end
+        if math.random(2) == 1 then v = -v end
+        list[#list + 1] = v
+      end
+      list[#list + 1] = math.tointeger(10 ^ (digits - 1)) -- each power of ten, and the number before it
+      list[#list + 1] = math.tointeger(10 ^ (digits - 1)) - 1
+    end
+    list[#list + 1], list[#list + 2] = math.maxinteger, math.mininteger
+    for i, v in ipairs(list) do want[i] = ("%d"):format(v) end
+    assert.are.equal(table.concat(want, ","), (core.page_values(list, #list)), "seed " .. seed)
+    local ns = {}
+    for i, v in ipairs(list) do ns[i] = v // 1000 / 1e6 end -- times in us: page_ns's integer nanoseconds
+    local text = core.page_ns(ns, #ns, 0)
+    local i = 0
+    for n in text:gmatch("[^,]+") do
+      i = i + 1
+      assert.are.equal(("%d"):format(math.floor(ns[i] * 1000 + 0.5)), n, "seed " .. seed)
+    end
+    assert.are.equal(#ns, i)
+  end)
+
   it("sorts a model's columns in C by their times, ties as they were, n entries only", function()
     local t = {ts = {3, 1, 2, 1, 0.5, 9}, v = {"a", "b", "c", "d", "e", "f"}, w = {true, false, 1, 2, 3, 4}}
     core.sort_columns(t, {"ts", "v", "w"}, 5)
