@@ -451,3 +451,41 @@ describe("a wait that blocks the worker which would have to run the awaited job"
     assert.matches("\nclosed\nexit 0\n$", out)
   end)
 end)
+
+describe("a job published while a worker is taking another", function()
+  -- The window: worker X has drained `incoming` and taken job A but not yet
+  -- counted itself running; a lock-free submit then sees X as awake and
+  -- idle and wakes no one, while worker Y stays parked. A spans spec hung so
+  -- under ThreadSanitizer (its caller waiting for the new job, A spinning
+  -- until the caller let it go). The testing build holds the window open.
+  it("wakes the parked worker once the taker counts itself running", function()
+    collect() -- no other queue's workers in the counts below
+    local base = T.parked()
+    local q = jobque.new {workers = 2}
+    finally(function() -- a failure below must not leave `held` spinning: the close would wait for it
+      T.hold_takes(false)
+      T.stop()
+      q:close()
+    end)
+    while T.parked() < base + 2 do end -- both workers idle and parked (they park after a short spin)
+    T.stop(false)
+    T.hold_takes(true)
+    local marks = T.marks()
+    local held = q:submit(function() -- runs until the caller lets it go
+      local flag = require("jobque.core")._test
+      flag.mark()
+      while not flag.stopping() do end
+    end)
+    while not T.holding() do end -- a worker took `held` and waits in the window; the other is parked
+    local wakes = T.wakes()
+    local quick = q:submit(function() return 1 end) -- the taker still counts as idle: no wake-up here
+    assert.are.equal(wakes, T.wakes())
+    T.hold_takes(false)
+    while T.marks() == marks do end -- `held` started: its worker is past its look at `incoming`
+    assert.are.equal(1, T.wakes() - wakes) -- the parked worker was woken for `quick`
+    assert.are.equal(1, quick:wait()) -- run by the other worker while `held` still runs
+    assert.are.equal("running", held:status())
+    T.stop()
+    held:wait()
+  end)
+end)

@@ -23,6 +23,8 @@ static _Atomic int next_queue_seq = 1;
 
 #ifdef JQ_TESTING
 _Atomic long jq_test_live_queues, jq_test_double_finishes;
+_Atomic long jq_test_wakes, jq_test_parked, jq_test_marks;
+_Atomic int jq_test_hold_takes, jq_test_holding;
 
 void jq_test_set_next_queue_seq(int seq) {
   atomic_store(&next_queue_seq, seq);
@@ -314,10 +316,19 @@ static void wake_one(jq_queue *q) {
     jq_worker *w = &q->workers[i];
     if (w->parked) {
       w->parked = 0;
+#ifdef JQ_TESTING
+      atomic_fetch_add(&jq_test_wakes, 1);
+#endif
       pthread_cond_signal(&w->cv);
       return;
     }
   }
+}
+
+void jq_queue_wake_for_incoming(jq_queue *q) {
+  jq_job *head = atomic_load(&q->incoming); /* after the caller's count of running: seq_cst */
+  if (head && head != JQ_CLOSED && atomic_load(&q->nparked) > 0 && !q->spinning)
+    wake_one(q);
 }
 
 /* (mu) Appends a job to the list head..tail, linked through `next` (the

@@ -198,6 +198,11 @@ int jq_queue_await(jq_job *job, jq_job *waiter);
 /* (mu) A job that yielded cooperatively goes to the back of w's resume list. */
 void jq_queue_requeue(jq_worker *w, jq_job *job);
 
+/* (mu) After a worker counted itself running: wakes a parked worker when
+ * jobs wait in `incoming` (a lock-free publisher that pushed while that
+ * worker was still counted idle left the wake-up to it). */
+void jq_queue_wake_for_incoming(jq_queue *q);
+
 /* (mu) Starts closing: every job not started yet (ready, or waiting for
  * its dependencies) is cancelled, workers are woken. */
 void jq_queue_begin_close(jq_queue *q);
@@ -240,6 +245,12 @@ void jq_job_set_cause(jq_job *job, jq_job *cause, int reason);
 extern _Atomic long jq_test_live_queues, jq_test_double_finishes;
 /* Specs only: the creation number the next queue gets. */
 void jq_test_set_next_queue_seq(int seq);
+/* Specs only: wake-up signals sent to parked workers, workers parked now
+ * (all queues), marks set by jobs (_test.mark); while jq_test_hold_takes is
+ * set, a worker that took a new job waits (holding mu, before it counts
+ * itself running) with jq_test_holding set. */
+extern _Atomic long jq_test_wakes, jq_test_parked, jq_test_marks;
+extern _Atomic int jq_test_hold_takes, jq_test_holding;
 #endif
 
 /* The size of a pooled job block (the job and an inline payload), and how

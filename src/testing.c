@@ -162,6 +162,37 @@ static int l_stopping(lua_State *L) {
   return 1;
 }
 
+static int l_wakes(lua_State *L) {
+  lua_pushinteger(L, atomic_load(&jq_test_wakes));
+  return 1;
+}
+
+static int l_parked(lua_State *L) {
+  lua_pushinteger(L, atomic_load(&jq_test_parked));
+  return 1;
+}
+
+static int l_mark(lua_State *L) {
+  atomic_fetch_add(&jq_test_marks, 1);
+  (void)L;
+  return 0;
+}
+
+static int l_marks(lua_State *L) {
+  lua_pushinteger(L, atomic_load(&jq_test_marks));
+  return 1;
+}
+
+static int l_hold_takes(lua_State *L) {
+  atomic_store(&jq_test_hold_takes, lua_toboolean(L, 1));
+  return 0;
+}
+
+static int l_holding(lua_State *L) {
+  lua_pushboolean(L, atomic_load(&jq_test_holding));
+  return 1;
+}
+
 static int l_lane_structs(lua_State *L) {
   lua_pushinteger(L, jq_trace_lane_structs());
   return 1;
@@ -248,6 +279,12 @@ void jq_open_testing(lua_State *L, lua_CFunction open_core) {
                                    {"lanes_full", l_lanes_full},
                                    {"ticks", l_ticks},
                                    {"put_event", l_put_event},
+                                   {"wakes", l_wakes},
+                                   {"parked", l_parked},
+                                   {"mark", l_mark},
+                                   {"marks", l_marks},
+                                   {"hold_takes", l_hold_takes},
+                                   {"holding", l_holding},
                                    {NULL, NULL}};
   luaL_newlib(L, funcs);
   static const struct {

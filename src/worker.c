@@ -551,11 +551,17 @@ static int step(jq_runner *r, int block) {
     uint64_t parked = jq_span_begin();
     w->parked = 1;
     atomic_fetch_add(&q->nparked, 1);
+#ifdef JQ_TESTING
+    atomic_fetch_add(&jq_test_parked, 1);
+#endif
     if (atomic_load(&q->incoming)) /* pushed before it could see us parked */
       w->parked = 0;
     while (w->parked)
       pthread_cond_wait(&w->cv, &q->mu);
     atomic_fetch_sub(&q->nparked, 1);
+#ifdef JQ_TESTING
+    atomic_fetch_sub(&jq_test_parked, 1);
+#endif
     jq_span_end(JQ_EV_PARK, 0, 0, 0, 0, parked);
   }
   if (q->closing && resume) { /* woken, but its queue closes: cancelled */
@@ -563,8 +569,25 @@ static int step(jq_runner *r, int block) {
     return 1;
   }
   int counted = w->index < q->nworkers; /* a worker thread, not the caller */
-  if (counted)
+#ifdef JQ_TESTING
+  if (counted && !resume && atomic_load(&jq_test_hold_takes)) { /* the specs' window, held open */
+    atomic_store(&jq_test_holding, 1);
+    while (atomic_load(&jq_test_hold_takes))
+      sched_yield();
+    atomic_store(&jq_test_holding, 0);
+  }
+#endif
+  if (counted) {
     atomic_fetch_add(&q->running, 1);
+    /* A lock-free publisher that pushed after this worker drained
+     * `incoming` but before the count above saw it idle and woke no one,
+     * leaving the job to it, while it is about to run another: a parked
+     * worker would sleep beside the new job (a spec hung so, its caller
+     * waiting for that job while this one waited for the caller). The
+     * count and this look at `incoming` pair with the publisher's push and
+     * its look at `running` (all seq_cst): one of the two sees the other. */
+    jq_queue_wake_for_incoming(q);
+  }
   job->on_cpu = 1;
   if (jq_ring_armed())
     put_counts(r, counted, 0);
