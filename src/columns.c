@@ -4,9 +4,9 @@
  *
  * An owner table with native columns has its own metatable: __index (a
  * field missing from the table: its column made a list, rawset into the
- * table, the column dropped from the metatable), __pairs (every column
- * made a list first, then next), and the columns themselves under their
- * field names. The cells' strings and lanes are indexes into the load's
+ * table, the column dropped from the metatable), __newindex (a field set:
+ * raw, its column dropped), __pairs (every column made a list first, then
+ * next), and the columns themselves under their field names. The cells' strings and lanes are indexes into the load's
  * lists, which the strings userdata keeps alive.
  * Owns: the cells and the strings' index (freed by the userdata's __gc).
  * Must not: be used by the record path. Thread safety: one lua_State per call.
@@ -198,6 +198,24 @@ static int l_owner_index(lua_State *L) {
   return 1;
 }
 
+/* __newindex(t, k, v): a field set from Lua (a native one included: its
+ * raw field is absent) is set raw, and a native column of that name is
+ * dropped, so that t[k] and the C readers see the new value (nil too). */
+static int l_owner_newindex(lua_State *L) {
+  lua_settop(L, 3);
+  if (lua_type(L, 2) == LUA_TSTRING && lua_getmetatable(L, 1)) { /* 4 */
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, 4) == LUA_TUSERDATA && jq_column_test(L, -1)) {
+      lua_pushvalue(L, 2);
+      lua_pushnil(L);
+      lua_rawset(L, 4);
+    }
+    lua_settop(L, 3);
+  }
+  lua_rawset(L, 1);
+  return 0;
+}
+
 static int l_owner_next(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 2);
@@ -234,9 +252,11 @@ void jq_column_attach(lua_State *L, int owner, const char *field) {
   if (!owner_mt(L, owner)) {
     if (lua_getmetatable(L, owner))
       luaL_error(L, "load_trace: a table of the model has a metatable");
-    lua_createtable(L, 0, 4);
+    lua_createtable(L, 0, 5);
     lua_pushcfunction(L, l_owner_index);
     lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, l_owner_newindex);
+    lua_setfield(L, -2, "__newindex");
     lua_pushcfunction(L, l_owner_pairs);
     lua_setfield(L, -2, "__pairs");
     lua_pushvalue(L, -1);
@@ -245,8 +265,9 @@ void jq_column_attach(lua_State *L, int owner, const char *field) {
   lua_insert(L, -2); /* mt, column */
   lua_setfield(L, -2, field);
   lua_pop(L, 1);
+  lua_pushstring(L, field);
   lua_pushnil(L);
-  lua_setfield(L, owner, field); /* no __newindex: raw */
+  lua_rawset(L, owner); /* raw: __newindex would drop the column */
 }
 
 jq_column *jq_column_get(lua_State *L, int owner, const char *field) {

@@ -5,8 +5,8 @@
  * The loader (trace_load.c) hands a column to its owner table (a lane, a
  * counter track, the model) with jq_column_attach: the owner's raw field
  * is cleared and its metatable's __index makes the Lua list on the first
- * read of the field (rawset into the owner: once), its __pairs makes them
- * all first. C readers (stats.c, graph.c, page.c) ask jq_column_get or
+ * read of the field (rawset into the owner: once), its __newindex sets a
+ * field raw and drops its column, its __pairs makes them all first. C readers (stats.c, graph.c, page.c) ask jq_column_get or
  * jq_column_field and read the cells directly; a column already made a
  * list is read as a list.
  * Owns: the cells (freed by the column's __gc). Must not: be used by the
