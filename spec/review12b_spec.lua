@@ -50,4 +50,21 @@ describe("issue 12 under a second hostile review", function()
     lane.extra = 5
     assert.are.equal(5, rawget(lane, "extra"))
   end)
+
+  it("reads a marker's string arg that looks like a number as a string with either reader", function()
+    -- the native loader keeps "12" a string; the Lua reader's math.tointeger
+    -- turned it into 12 (Lua 5.4 converts strings): report --json differed
+    local text = '[{"ph":"i","s":"g","ts":1,"pid":1,"tid":1,"name":"m","args":{"arg":"12"}},\n'
+                 .. '{"ph":"i","s":"g","ts":2,"pid":1,"tid":1,"name":"m","args":{"arg":" 0x10 "}},\n'
+                 .. '{"ph":"i","s":"g","ts":3,"pid":1,"tid":1,"name":"m","args":{"arg":3.0}},\n'
+                 .. '{"ph":"X","ts":0,"dur":5,"pid":1,"tid":1,"name":"a","cat":"job","args":{"job":1}}]'
+    local out = {}
+    for _, reader in ipairs{"native", "cjson"} do
+      local model = assert(trace.decode(text, "t", {reader = reader}))
+      assert.are.same({"12", " 0x10 ", 3}, {model.markers[1].arg, model.markers[2].arg, model.markers[3].arg})
+      assert.are.equal("integer", math.type(model.markers[3].arg))
+      out[reader] = outputs(model)
+    end
+    assert.are.equal(out.cjson, out.native)
+  end)
 end)

@@ -597,7 +597,9 @@ local function read_marker(st, e, ts, i)
   if math.type(arg) == "float" and (arg >= TWO53 or arg <= -TWO53) and arg == arg // 1 then
     st.rounded[n] = i -- a double may have rounded it: read it from the text (exact_marker_args)
   end
-  arg = math.tointeger(arg) or arg -- cjson reads every number as a float
+  -- cjson reads every number as a float; a string stays a string (math.tointeger
+  -- would make "12" an integer, which the native loader's markers keep as text)
+  if math.type(arg) then arg = math.tointeger(arg) or arg end
   if type(arg) ~= "number" and type(arg) ~= "string" then arg = nil end
   model.marker_ts[n], model.marker_kind[n], model.marker_arg[n] = ts, kind, arg
   model.marker_pid[n], model.marker_tid[n] = e.pid or 0, e.tid or 0
