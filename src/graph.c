@@ -336,27 +336,44 @@ static int number_text(num a, char *out, size_t size) {
 
 typedef int (*less_fn)(const graph *g, int32_t a, int32_t b);
 
+/* Merges the sorted runs src[lo, mid) and src[mid, hi) into dst[lo, hi),
+ * the right run's item first only when RIGHT_FIRST(right, left) holds: a
+ * stable merge, the one step of every sort of this file. */
+#define MERGE(dst, src, lo, mid, hi, RIGHT_FIRST)                                                                \
+  do {                                                                                                         \
+    size_t i_ = (lo), j_ = (mid), k_ = (lo);                                                                   \
+    while (i_ < (mid) && j_ < (hi))                                                                            \
+      (dst)[k_++] = RIGHT_FIRST((src)[j_], (src)[i_]) ? (src)[j_++] : (src)[i_++];                             \
+    while (i_ < (mid))                                                                                         \
+      (dst)[k_++] = (src)[i_++];                                                                               \
+    while (j_ < (hi))                                                                                          \
+      (dst)[k_++] = (src)[j_++];                                                                               \
+  } while (0)
+
+/* a[0 .. n) (items of type T) sorted through tmp (as many), bottom-up:
+ * runs of 1, 2, 4 ... merged pairwise. */
+#define BOTTOM_UP(T, a, tmp, n, RIGHT_FIRST)                                                                     \
+  do {                                                                                                         \
+    T *src_ = (a), *dst_ = (tmp);                                                                              \
+    for (size_t w_ = 1; w_ < (n); w_ *= 2) {                                                                   \
+      for (size_t lo_ = 0; lo_ < (n); lo_ += 2 * w_) {                                                         \
+        size_t mid_ = lo_ + w_ < (n) ? lo_ + w_ : (n), hi_ = lo_ + 2 * w_ < (n) ? lo_ + 2 * w_ : (n);         \
+        MERGE(dst_, src_, lo_, mid_, hi_, RIGHT_FIRST);                                                        \
+      }                                                                                                        \
+      T *t_ = src_;                                                                                            \
+      src_ = dst_, dst_ = t_;                                                                                  \
+    }                                                                                                          \
+    if (src_ != (a))                                                                                           \
+      memcpy((a), src_, (n) * sizeof *(a));                                                                    \
+  } while (0)
+
 static void merge_sort(lua_State *L, graph *g, int32_t *a, size_t n, less_fn less) {
   if (n < 2)
     return;
   g->tmp = grow(L, g->tmp, &g->ctmp, n, sizeof *g->tmp);
-  int32_t *src = a, *dst = g->tmp;
-  for (size_t w = 1; w < n; w *= 2) {
-    for (size_t lo = 0; lo < n; lo += 2 * w) {
-      size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-      size_t i = lo, j = mid, k = lo;
-      while (i < mid && j < hi)
-        dst[k++] = less(g, src[j], src[i]) ? src[j++] : src[i++];
-      while (i < mid)
-        dst[k++] = src[i++];
-      while (j < hi)
-        dst[k++] = src[j++];
-    }
-    int32_t *t = src;
-    src = dst, dst = t;
-  }
-  if (src != a)
-    memcpy(a, src, n * sizeof *a);
+#define BY_LESS(x, y) less(g, (x), (y))
+  BOTTOM_UP(int32_t, a, g->tmp, n, BY_LESS);
+#undef BY_LESS
 }
 
 static int slice_less(const graph *g, int32_t a, int32_t b) {
@@ -418,13 +435,9 @@ static void sort_jobs_by(lua_State *L, graph *g, int32_t *a, size_t n, size_t of
       size_t lo = run[r], mid = run[r + 1], hi = r + 2 <= nrun ? run[r + 2] : n;
       if (r + 1 >= nrun)
         mid = hi = n; /* an odd run left: copied */
-      size_t i = lo, j = mid, k = lo;
-      while (i < mid && j < hi)
-        dst[k++] = jkey_less(&src[j], &src[i]) ? src[j++] : src[i++];
-      while (i < mid)
-        dst[k++] = src[i++];
-      while (j < hi)
-        dst[k++] = src[j++];
+#define BY_KEY(x, y) jkey_less(&(x), &(y))
+      MERGE(dst, src, lo, mid, hi, BY_KEY);
+#undef BY_KEY
       run[out++] = lo;
     }
     nrun = out;
@@ -1049,23 +1062,11 @@ static void sort_values(lua_State *L, const gvalue *vals, int32_t *idx, size_t n
   vkey *key = alloc_n(L, 2 * n, sizeof *key);
   for (size_t i = 0; i < n; i++)
     key[i].v = vals[i].v.v, key[i].k = (int32_t)i;
-  vkey *src = key, *dst = key + n;
-  for (size_t w = 1; w < n; w *= 2) {
-    for (size_t lo = 0; lo < n; lo += 2 * w) {
-      size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-      size_t i = lo, j = mid, k = lo;
-      while (i < mid && j < hi) /* the right one only when strictly less: stable */
-        dst[k++] = src[j].v < src[i].v ? src[j++] : src[i++];
-      while (i < mid)
-        dst[k++] = src[i++];
-      while (j < hi)
-        dst[k++] = src[j++];
-    }
-    vkey *t = src;
-    src = dst, dst = t;
-  }
+#define BY_VALUE(x, y) ((x).v < (y).v)
+  BOTTOM_UP(vkey, key, key + n, n, BY_VALUE);
+#undef BY_VALUE
   for (size_t i = 0; i < n; i++)
-    idx[i] = src[i].k;
+    idx[i] = key[i].k;
   free(key);
 }
 
@@ -1080,23 +1081,9 @@ static int cat_less(lua_State *L, int32_t a, int32_t b) {
 
 /* A stable merge sort of categories by name. */
 static void sort_cats(lua_State *L, int32_t *a, int32_t *tmp, size_t n) {
-  int32_t *src = a, *dst = tmp;
-  for (size_t w = 1; w < n; w *= 2) {
-    for (size_t lo = 0; lo < n; lo += 2 * w) {
-      size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-      size_t i = lo, j = mid, k = lo;
-      while (i < mid && j < hi)
-        dst[k++] = cat_less(L, src[j], src[i]) ? src[j++] : src[i++];
-      while (i < mid)
-        dst[k++] = src[i++];
-      while (j < hi)
-        dst[k++] = src[j++];
-    }
-    int32_t *t = src;
-    src = dst, dst = t;
-  }
-  if (src != a)
-    memcpy(a, src, n * sizeof *a);
+#define BY_NAME(x, y) cat_less(L, (x), (y))
+  BOTTOM_UP(int32_t, a, tmp, n, BY_NAME);
+#undef BY_NAME
 }
 
 /* The nearest rank of p among n (graph.lua's rank): 1-based, n > 0. */

@@ -1229,20 +1229,26 @@ static int counters_in_c(lua_State *L, scratch *s, num a, num b) {
   return 1;
 }
 
-/* stats_counters(model, from, to) -> stats.lua's counter_stats(model, from,
- * to); nil when left to Lua. */
-static int l_stats_counters(lua_State *L) {
+/* The body of stats_counters and stats_copies: fn(model at 1, the range)
+ * with a scratch at 4; nil when it leaves the work to Lua. */
+typedef int (*range_fn)(lua_State *L, scratch *s, num a, num b);
+
+static int over_range(lua_State *L, const char *what, range_fn fn) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 3);
-  luaL_checkstack(L, BATCH * MAX_COLS + 20, "stats_counters");
+  luaL_checkstack(L, BATCH * MAX_COLS + 20, what);
   num a = arg_num(L, 2), b = arg_num(L, 3);
   scratch *s = new_scratch(L); /* 4 */
-  int ok = a.t != T_NIL && b.t != T_NIL && counters_in_c(L, s, a, b);
+  int ok = a.t != T_NIL && b.t != T_NIL && fn(L, s, a, b);
   scratch_free(s);
   if (!ok)
     lua_pushnil(L);
   return 1;
 }
+
+/* stats_counters(model, from, to) -> stats.lua's counter_stats(model, from,
+ * to); nil when left to Lua. */
+static int l_stats_counters(lua_State *L) { return over_range(L, "stats_counters", counters_in_c); }
 
 /* ---- copies ---- */
 
@@ -1338,18 +1344,7 @@ static int copies_in_c(lua_State *L, scratch *s, num a, num b) {
 
 /* stats_copies(model, from, to) -> stats.lua's copies(model, from, to),
  * not yet sorted; nil when left to Lua. */
-static int l_stats_copies(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
-  lua_settop(L, 3);
-  luaL_checkstack(L, BATCH * MAX_COLS + 20, "stats_copies");
-  num a = arg_num(L, 2), b = arg_num(L, 3);
-  scratch *s = new_scratch(L); /* 4 */
-  int ok = a.t != T_NIL && b.t != T_NIL && copies_in_c(L, s, a, b);
-  scratch_free(s);
-  if (!ok)
-    lua_pushnil(L);
-  return 1;
-}
+static int l_stats_copies(lua_State *L) { return over_range(L, "stats_copies", copies_in_c); }
 
 void jq_open_stats(lua_State *L) {
   static const luaL_Reg fns[] = {
