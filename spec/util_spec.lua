@@ -59,6 +59,62 @@ describe("jobque_profile.util", function()
   end)
 end)
 
+describe("jobque.core's json_text", function()
+  -- Random values: strings of any bytes, integers and floats of every size
+  -- (NaN, infinities, -0.0, times since 1970), booleans, nil, lists,
+  -- objects with odd keys, mixed tables.
+  local function rnd_string()
+    local t = {}
+    for i = 1, math.random(0, 8) do t[i] = string.char(math.random(0, 255)) end
+    return table.concat(t)
+  end
+  local ODD = {0 / 0, 1 / 0, -1 / 0, 0.1, 1e300, 2 ^ 53, -0.0, math.maxinteger, math.mininteger, 1e15,
+               123456789012345.6, 1753000000.123456, 5e-324}
+  local function rnd_value(depth)
+    local r = math.random(1, depth > 4 and 6 or 9)
+    if r == 1 then return rnd_string()
+    elseif r == 2 then return math.random(-1000, 1000)
+    elseif r == 3 then return (math.random() - 0.5) * 10 ^ math.random(-20, 20)
+    elseif r == 4 then return ODD[math.random(#ODD)]
+    elseif r == 5 then return math.random(2) == 1
+    elseif r == 6 then return nil
+    elseif r == 7 then
+      local t = {}
+      for i = 1, math.random(0, 5) do t[i] = rnd_value(depth + 1) end
+      return t
+    elseif r == 8 then
+      local t = {}
+      for _ = 1, math.random(0, 6) do t[rnd_string()] = rnd_value(depth + 1) end
+      if math.random(4) == 1 then t[math.random(2, 5)] = 1 end
+      return t
+    end
+    return {[1] = rnd_value(depth + 1), x = 1, [3] = 2}
+  end
+
+  it("writes what util.json writes (seeded random values)", function()
+    local seed = tonumber(os.getenv("JQ_SEED") or "") or os.time()
+    math.randomseed(seed)
+    for round = 1, 3000 do
+      local v = rnd_value(0)
+      local want = util.json(v)
+      assert.are.equal(want, core.json_text(v), ("seed %d, round %d"):format(seed, round))
+    end
+  end)
+
+  it("reads tables as Lua does (__len, __index) and leaves __pairs and deep nesting to util.json", function()
+    local lazy = setmetatable({}, {__len = function() return 2 end,
+                                   __index = function(_, i) return {n = i, s = "<" .. i .. ">"} end})
+    assert.are.equal('[{"n":1,"s":"<1>"},{"n":2,"s":"<2>"}]', core.json_text(lazy))
+    assert.are.equal(util.json(lazy), core.json_text(lazy))
+    assert.is_nil(core.json_text(setmetatable({}, {__pairs = function() return next, {} end})))
+    local deep = {}
+    for _ = 1, 100 do deep = {deep} end
+    assert.is_nil(core.json_text(deep))
+    local report = require "jobque_profile.report"
+    assert.are.equal(util.json(deep), report.json(deep)) -- the Lua writer takes it
+  end)
+end)
+
 describe("the figures and reports", function()
   it("load neither lua-cjson nor the native core", function()
     local code, out = run_banned([[

@@ -21,6 +21,7 @@
 #include "json_scan.h"
 #include "stats.h"
 #include "trace.h"
+#include "json_text.h"
 #include "page.h"
 #include "trace_load.h"
 
@@ -153,6 +154,7 @@ __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   lua_setfield(L, -2, "exact_marker_args");
   jq_open_reader(L); /* load_trace, sort_columns, ... (trace_load.h) */
   jq_open_page(L);   /* page_ns, page_lane, page_markers, page_values (page.h) */
+  jq_open_json_text(L); /* json_text (json_text.h) */
   jq_open_graph(L);  /* job_graph (graph.h) */
   jq_open_stats(L);  /* stats_lanes, stats_counters, stats_copies (stats.h) */
   jq_open_columns(L); /* column_native (columns.h) */

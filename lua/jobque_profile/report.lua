@@ -422,7 +422,18 @@ end
 -- JSON text (the helpers' module has the encoder: see jobque_profile.util).
 M.quote = util.quote
 
+-- jobque.core's json_text writes the same text in C when the core is there
+-- (the figures of a big trace are millions of values); util.json when it
+-- is not, or when json_text leaves a value to it (a __pairs, deep nesting).
+local json_text
+do
+  local found, core = pcall(require, "jobque.core")
+  json_text = found and type(core) == "table" and core.json_text or nil
+end
+
 --- `v` as JSON text.
-M.json = util.json
+function M.json(v)
+  return json_text and json_text(v) or util.json(v)
+end
 
 return M
