@@ -591,6 +591,55 @@ static int bail(lua_State *L) {
   return 1;
 }
 
+/* A lane's walk in graph.lua's build: the last job slice (a submit inside
+ * it is that job's) and the last wait (a submit outside one follows it). */
+enum { LE_JOB, LE_SUBMIT, LE_WAIT };
+
+typedef struct lane_walk {
+  int32_t cur, last_wait;
+  num cur_ts, cur_stop;
+} lane_walk;
+
+/* One job, submit or wait slice (the index-th of lane li, 1-based) of
+ * job `id` (`has`: whether it names one), in category `cat` (a job
+ * slice's). 0: left to Lua. */
+static int lane_event(lua_State *L, graph *g, lane_walk *w, int kind, int has, lua_Integer id, num ts, num dur,
+                      int32_t cat, lua_Integer index, lua_Integer li) {
+  if (kind == LE_WAIT) {
+    if (g->nwt >= INT32_MAX / 2)
+      return 0;
+    gwait *wt = PUSH(L, g->wt, g->nwt, g->cwt);
+    wt->ts = ts, wt->stop = add(g, ts, dur), wt->job = id, wt->hasjob = has;
+    w->last_wait = (int32_t)g->nwt - 1;
+    return 1;
+  }
+  if (!has)
+    return 1;
+  int32_t j = job_of(L, g, id);
+  gjob *jj = &g->jobs[j];
+  if (kind == LE_JOB) {
+    if (g->nsl >= INT32_MAX / 2)
+      return 0;
+    gslice *s = PUSH(L, g->sl, g->nsl, g->csl);
+    s->ts = ts, s->dur = dur, s->index = index, s->job = j, s->lane = (int32_t)li - 1, s->cat = cat, s->await = -1;
+    jj = &g->jobs[j];
+    if (!(jj->flags & HAS_CAT))
+      jj->cat = cat, jj->flags |= HAS_CAT;
+    jj->run = add(g, jj->run, dur);
+    w->cur = j, w->cur_ts = ts, w->cur_stop = add(g, ts, dur);
+  } else { /* a submit */
+    jj->flags = (jj->flags & ~(uint32_t)(HAS_SUB | HAS_PARENT)) | HAS_SUB;
+    jj->sub_ts = ts, jj->sub_dur = dur, jj->sub_lane = (int32_t)li - 1, jj->sub_wait = -1;
+    if (w->cur >= 0 && ts.v >= w->cur_ts.v && add(g, ts, dur).v <= w->cur_stop.v) {
+      jj->flags |= HAS_PARENT;
+      jj->sub_parent = g->jobs[w->cur].id;
+    } else {
+      jj->sub_wait = w->last_wait;
+    }
+  }
+  return 1;
+}
+
 /* The lanes' slices (graph.lua's build, its first loop). 0: left to Lua. */
 static int read_lanes(lua_State *L, graph *g) {
   cat_cache cc, ncc; /* ncc: native cells' strings, by the address of their bytes */
@@ -629,8 +678,7 @@ static int read_lanes(lua_State *L, graph *g) {
         return 0;
     }
     const int ckind = lane + 3, cjob = lane + 4, cts = lane + 5, cdur = lane + 6, ccat = lane + 7;
-    int32_t cur = -1, last_wait = -1;
-    num cur_ts = ZERO, cur_stop = ZERO;
+    lane_walk walk = {-1, -1, ZERO, ZERO};
     const jq_column *nk = jq_column_test(L, ckind), *nj = jq_column_test(L, cjob), *nt = jq_column_test(L, cts);
     const jq_column *nd = jq_column_test(L, cdur), *nc = jq_column_test(L, ccat);
     if (n > 0 && (nk || nj || nt || nd || nc)) { /* native: the cells read directly */
@@ -638,35 +686,23 @@ static int read_lanes(lua_State *L, graph *g) {
           nd->n < (size_t)n || nc->n < (size_t)n)
         return 0;
       for (size_t k = 0; k < (size_t)n; k++) {
-        int is_job = JQ_CELL_IS(nk, k, "job"), is_wait = !is_job && JQ_CELL_IS(nk, k, "wait");
-        if (!is_job && !is_wait && !JQ_CELL_IS(nk, k, "submit"))
+        int kind = JQ_CELL_IS(nk, k, "job") ? LE_JOB : JQ_CELL_IS(nk, k, "wait") ? LE_WAIT
+                 : JQ_CELL_IS(nk, k, "submit") ? LE_SUBMIT : -1;
+        if (kind < 0)
           continue;
         lua_Integer id = 0;
         int has = cell_get_id(nj, k, 1, &id);
         if (has < 0)
           return 0;
-        num ts, dur;
-        if (is_wait || has) {
-          if (!cell_get_num(nt, k, &ts) || !cell_get_num(nd, k, &dur))
-            return 0;
-        }
-        if (is_wait) {
-          if (g->nwt >= INT32_MAX / 2)
-            return 0;
-          gwait *w = PUSH(L, g->wt, g->nwt, g->cwt);
-          w->ts = ts, w->stop = add(g, ts, dur), w->job = id, w->hasjob = has;
-          last_wait = (int32_t)g->nwt - 1;
-          continue;
-        }
-        if (!has)
-          continue;
-        int32_t j = job_of(L, g, id);
-        if (is_job) {
+        num ts = ZERO, dur = ZERO;
+        if ((kind == LE_WAIT || has) && (!cell_get_num(nt, k, &ts) || !cell_get_num(nd, k, &dur)))
+          return 0;
+        int32_t cat = -1;
+        if (kind == LE_JOB && has) {
           if (jq_cell_tag(nc, k) != JQ_C_STR)
             return 0;
           const char *p = nc->strs->p[nc->v[k]];
           size_t h = ((uintptr_t)p >> 4) & 63;
-          int32_t cat;
           if (ncc.p[h] == p) {
             cat = ncc.k[h];
           } else {
@@ -675,27 +711,9 @@ static int read_lanes(lua_State *L, graph *g) {
             lua_pop(L, 1);
             ncc.p[h] = p, ncc.k[h] = cat;
           }
-          if (g->nsl >= INT32_MAX / 2)
-            return 0;
-          gslice *s = PUSH(L, g->sl, g->nsl, g->csl);
-          s->ts = ts, s->dur = dur, s->index = (lua_Integer)k, s->job = j, s->lane = (int32_t)li - 1, s->cat = cat,
-          s->await = -1;
-          gjob *jj = &g->jobs[j];
-          if (!(jj->flags & HAS_CAT))
-            jj->cat = cat, jj->flags |= HAS_CAT;
-          jj->run = add(g, jj->run, dur);
-          cur = j, cur_ts = ts, cur_stop = add(g, ts, dur);
-        } else { /* a submit */
-          gjob *jj = &g->jobs[j];
-          jj->flags = (jj->flags & ~(uint32_t)(HAS_SUB | HAS_PARENT)) | HAS_SUB;
-          jj->sub_ts = ts, jj->sub_dur = dur, jj->sub_lane = (int32_t)li - 1, jj->sub_wait = -1;
-          if (cur >= 0 && ts.v >= cur_ts.v && add(g, ts, dur).v <= cur_stop.v) {
-            jj->flags |= HAS_PARENT;
-            jj->sub_parent = g->jobs[cur].id;
-          } else {
-            jj->sub_wait = last_wait;
-          }
         }
+        if (!lane_event(L, g, &walk, kind, has, id, ts, dur, cat, (lua_Integer)k, li))
+          return 0;
       }
       continue;
     }
@@ -703,56 +721,30 @@ static int read_lanes(lua_State *L, graph *g) {
       lua_settop(L, ccat);
       if (lua_rawgeti(L, ckind, i) != LUA_TSTRING)
         continue;
-      const char *kind = lua_tostring(L, -1);
-      if (kind != kjob && kind != ksubmit && kind != kwait)
+      const char *ks = lua_tostring(L, -1);
+      int kind = ks == kjob ? LE_JOB : ks == kwait ? LE_WAIT : ks == ksubmit ? LE_SUBMIT : -1;
+      if (kind < 0)
         continue;
       lua_Integer id = 0;
       lua_rawgeti(L, cjob, i);
       int has = get_id(L, -1, 1, &id);
       if (has < 0)
         return 0;
-      num ts, dur;
-      if (kind == kwait || has) {
+      num ts = ZERO, dur = ZERO;
+      if (kind == LE_WAIT || has) {
         lua_rawgeti(L, cts, i);
         lua_rawgeti(L, cdur, i);
         if (!get_num(L, -2, &ts) || !get_num(L, -1, &dur))
           return 0;
       }
-      if (kind == kwait) {
-        if (g->nwt >= INT32_MAX / 2)
-          return 0;
-        gwait *w = PUSH(L, g->wt, g->nwt, g->cwt);
-        w->ts = ts, w->stop = add(g, ts, dur), w->job = id, w->hasjob = has;
-        last_wait = (int32_t)g->nwt - 1;
-        continue;
-      }
-      if (!has)
-        continue;
-      int32_t j = job_of(L, g, id);
-      if (kind == kjob) {
+      int32_t cat = -1;
+      if (kind == LE_JOB && has) {
         if (lua_rawgeti(L, ccat, i) != LUA_TSTRING)
           return 0;
-        int32_t cat = cat_of(L, g, &cc);
-        if (g->nsl >= INT32_MAX / 2)
-          return 0;
-        gslice *s = PUSH(L, g->sl, g->nsl, g->csl);
-        s->ts = ts, s->dur = dur, s->index = i - 1, s->job = j, s->lane = (int32_t)li - 1, s->cat = cat, s->await = -1;
-        gjob *jj = &g->jobs[j];
-        if (!(jj->flags & HAS_CAT))
-          jj->cat = cat, jj->flags |= HAS_CAT;
-        jj->run = add(g, jj->run, dur);
-        cur = j, cur_ts = ts, cur_stop = add(g, ts, dur);
-      } else { /* a submit */
-        gjob *jj = &g->jobs[j];
-        jj->flags = (jj->flags & ~(uint32_t)(HAS_SUB | HAS_PARENT)) | HAS_SUB;
-        jj->sub_ts = ts, jj->sub_dur = dur, jj->sub_lane = (int32_t)li - 1, jj->sub_wait = -1;
-        if (cur >= 0 && ts.v >= cur_ts.v && add(g, ts, dur).v <= cur_stop.v) {
-          jj->flags |= HAS_PARENT;
-          jj->sub_parent = g->jobs[cur].id;
-        } else {
-          jj->sub_wait = last_wait;
-        }
+        cat = cat_of(L, g, &cc);
       }
+      if (!lane_event(L, g, &walk, kind, has, id, ts, dur, cat, i - 1, li))
+        return 0;
     }
   }
   lua_settop(L, 4);
