@@ -26,6 +26,7 @@
 #include <lauxlib.h>
 
 #include "columns.h"
+#include "digits.h"
 #include "graph.h"
 
 #define GRAPH_MT "jobque.job_graph"
@@ -299,21 +300,8 @@ static void put_item(lua_State *L, buf *b, const char *s, int len) {
   }
 }
 
-/* v in decimal at p (at least 21 bytes): its length. */
-static int dec(char *p, long long v) {
-  char tmp[24];
-  int n = 0, len = 0;
-  unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-  do {
-    tmp[n++] = (char)('0' + u % 10);
-    u /= 10;
-  } while (u);
-  if (v < 0)
-    p[len++] = '-';
-  while (n)
-    p[len++] = tmp[--n];
-  return len;
-}
+/* v in decimal at p (at least 20 bytes): its length (digits.h). */
+static int dec(char *p, long long v) { return (int)(jq_put_i64(p, (int64_t)v) - p); }
 
 static void put_int(lua_State *L, buf *b, long long v) {
   char d[24];

@@ -3,7 +3,8 @@
  *
  * No Lua API, no locks, no stdio on the per-event path: events are formatted
  * into one large buffer with the routines below and written with write(2).
- * One string escaper (json_escape) and one integer formatter (put_u64)
+ * One string escaper (json_escape) and one integer formatter (jq_put_u64,
+ * digits.h, shared with the reader's page and graph writers)
  * produce everything; timestamps are integer nanoseconds printed as
  * microseconds with three decimals.
  */
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "digits.h"
 #include "file_replace.h"
 #include "spans.h"
 
@@ -80,58 +82,13 @@ static inline char *put_lit(char *p, const char *s, size_t n) {
 /* Hexadecimal digits: lower case, then upper case from 16. */
 static const char hex_digits[] = "0123456789abcdef0123456789ABCDEF";
 
-static const char digit_pairs[201] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-    "8081828384858687888990919293949596979899";
-
-static inline int count_digits(uint64_t v) {
-  int n = 1;
-  for (;;) {
-    if (v < 10) return n;
-    if (v < 100) return n + 1;
-    if (v < 1000) return n + 2;
-    if (v < 10000) return n + 3;
-    v /= 10000;
-    n += 4;
-  }
-}
-
-/* Decimal digits of v at p, written back to front in pairs; returns the end. */
-static inline char *put_u64(char *p, uint64_t v) {
-  char *end = p + count_digits(v);
-  char *q = end;
-  while (v >= 100) {
-    unsigned r = (unsigned)(v % 100);
-    v /= 100;
-    q -= 2;
-    q[0] = digit_pairs[r * 2];
-    q[1] = digit_pairs[r * 2 + 1];
-  }
-  if (v >= 10) {
-    q[-2] = digit_pairs[v * 2];
-    q[-1] = digit_pairs[v * 2 + 1];
-  } else {
-    q[-1] = (char)('0' + v);
-  }
-  return end;
-}
-
-static inline char *put_i64(char *p, int64_t v) {
-  if (v < 0) {
-    *p++ = '-';
-    return put_u64(p, (uint64_t)0 - (uint64_t)v);
-  }
-  return put_u64(p, (uint64_t)v);
-}
-
 /* Nanoseconds as microseconds with exactly three decimals. */
 static inline char *put_us(char *p, uint64_t ns) {
-  p = put_u64(p, ns / 1000);
+  p = jq_put_u64(p, ns / 1000);
   unsigned f = (unsigned)(ns % 1000);
   *p++ = '.';
   *p++ = (char)('0' + f / 100);
-  memcpy(p, &digit_pairs[(f % 100) * 2], 2);
+  memcpy(p, &jq_digit_pairs[(f % 100) * 2], 2);
   return p + 2;
 }
 
@@ -272,7 +229,7 @@ static void put_string(wbuf *b, const char *s, size_t n) {
 
 static void put_number(wbuf *b, int64_t v) {
   char *p = wbuf_room(b, 24);
-  b->p = put_i64(p, v);
+  b->p = jq_put_i64(p, v);
 }
 
 static void put_color(wbuf *b, uint32_t color) {
@@ -425,7 +382,7 @@ static char *put_cat(char *p, const context *c, uint16_t cat) {
   if (cat == 0)
     return LIT(p, "job");
   p = LIT(p, "tag ");
-  return put_u64(p, cat);
+  return jq_put_u64(p, cat);
 }
 
 static size_t cat_len(const context *c, uint16_t cat) {
@@ -512,7 +469,7 @@ static char *put_instant_head(char *p, const lane_out *o, char scope, uint64_t n
 /* ,"bind_id":N,"flow_in":true (or flow_out). */
 static char *put_bind(char *p, uint64_t bind, int out) {
   p = LIT(p, ",\"bind_id\":");
-  p = put_u64(p, bind);
+  p = jq_put_u64(p, bind);
   return out ? LIT(p, ",\"flow_out\":true") : LIT(p, ",\"flow_in\":true");
 }
 
@@ -530,7 +487,7 @@ static void put_marker(const lane_out *o, const jq_event *e) {
   char *p = wbuf_room(o->b, EVENT_MAX + flen);
   p = put_instant_head(p, o, 'g', ns_at(o, e->t0));
   p = copy_fragment(p, marks->text + marks->off[e->id - 1], flen);
-  p = put_i64(p, e->arg);
+  p = jq_put_i64(p, e->arg);
   o->b->p = LIT(p, "}}");
 }
 
@@ -540,7 +497,7 @@ static void put_submit(const lane_out *o, const jq_event *e) {
   p = LIT(p, "submit ");
   p = put_cat(p, o->c, e->cat);
   p = LIT(p, "\",\"cat\":\"submit\",\"args\":{\"job\":");
-  p = put_i64(p, e->arg);
+  p = jq_put_i64(p, e->arg);
   p = LIT(p, "}");
   p = put_bind(p, (uint64_t)e->arg * 2, 1);
   o->b->p = LIT(p, "}");
@@ -578,9 +535,9 @@ static void put_after_ends(const lane_out *o, const jq_event *e) {
     char *p = wbuf_room(o->b, EVENT_MAX);
     p = put_point_head(p, o, e->t0);
     p = LIT(p, "after\",\"cat\":\"flow\",\"args\":{\"job\":");
-    p = put_i64(p, e->arg);
+    p = jq_put_i64(p, e->arg);
     p = LIT(p, ",\"after\":");
-    p = put_u64(p, c->deps[k].dep);
+    p = jq_put_u64(p, c->deps[k].dep);
     p = LIT(p, "}");
     p = put_bind(p, (uint64_t)c->deps[k].edge * 2 + 1, 0);
     o->b->p = LIT(p, "}");
@@ -595,9 +552,9 @@ static void put_dep(const lane_out *o, const jq_event *e) {
   char *p = wbuf_room(o->b, EVENT_MAX);
   p = put_point_head(p, o, e->t0);
   p = LIT(p, "dependency done\",\"cat\":\"flow\",\"args\":{\"job\":");
-  p = put_u64(p, e->t1);
+  p = jq_put_u64(p, e->t1);
   p = LIT(p, ",\"dependant\":");
-  p = put_i64(p, e->arg);
+  p = jq_put_i64(p, e->arg);
   if (e->flags & JQ_DEP_READY)
     p = LIT(p, ",\"ready\":true");
   p = LIT(p, "}");
@@ -614,7 +571,7 @@ static void put_slice(const lane_out *o, const jq_event *e, uint64_t i) {
   p = put_span_head(p, o, e);
   p = put_cat(p, c, e->cat);
   p = LIT(p, "\",\"cat\":\"job\",\"args\":{\"job\":");
-  p = put_i64(p, e->arg);
+  p = jq_put_i64(p, e->arg);
   if (e->flags & JQ_SLICE_FAILED)
     p = put_failed(p, o, i, e->arg);
   p = LIT(p, "}");
@@ -633,9 +590,9 @@ static void put_copy(const lane_out *o, const jq_event *e, uint64_t i) {
   const char *name = copy_names[e->flags & JQ_COPY_KIND];
   p = put_lit(p, name, strlen(name));
   p = LIT(p, "\",\"cat\":\"copy\",\"args\":{\"job\":");
-  p = put_i64(p, e->arg);
+  p = jq_put_i64(p, e->arg);
   p = LIT(p, ",\"bytes\":");
-  p = put_u64(p, e->id);
+  p = jq_put_u64(p, e->id);
   p = LIT(p, ",\"category\":\"");
   p = put_cat(p, o->c, e->cat);
   p = LIT(p, "\"");
@@ -648,7 +605,7 @@ static void put_cancel(const lane_out *o, const jq_event *e) {
   char *p = wbuf_room(o->b, EVENT_MAX + cat_len(o->c, e->cat));
   p = put_instant_head(p, o, 't', ns_at(o, e->t0));
   p = LIT(p, "cancelled\",\"cat\":\"jobque\",\"args\":{\"job\":");
-  p = put_i64(p, e->arg);
+  p = jq_put_i64(p, e->arg);
   p = LIT(p, ",\"category\":\"");
   p = put_cat(p, o->c, e->cat);
   o->b->p = LIT(p, "\"}}");
@@ -659,7 +616,7 @@ static void put_flow(const lane_out *o, const jq_event *e) {
   char *p = wbuf_room(o->b, EVENT_MAX);
   p = put_point_head(p, o, e->t0);
   p = LIT(p, "wake job\",\"cat\":\"flow\",\"args\":{\"job\":");
-  p = put_i64(p, e->arg);
+  p = jq_put_i64(p, e->arg);
   p = LIT(p, "}");
   p = put_bind(p, (uint64_t)e->id * 2 + 1, 1);
   o->b->p = LIT(p, "}");
@@ -690,9 +647,9 @@ static void put_await(const lane_out *o, const jq_event *e) {
     p = LIT(p, "await\",\"cat\":\"await\",\"id2\":{\"local\":\"0x");
     p = put_hex(p, (uint64_t)e->arg);
     p = LIT(p, "\"},\"args\":{\"job\":");
-    p = put_i64(p, e->arg);
+    p = jq_put_i64(p, e->arg);
     p = LIT(p, ",\"awaits\":");
-    p = put_u64(p, e->id);
+    p = jq_put_u64(p, e->id);
     p = LIT(p, "}}");
   }
   o->b->p = p;
@@ -703,7 +660,7 @@ static void put_wait(const lane_out *o, const jq_event *e) {
   p = put_span_head(p, o, e);
   if (e->arg) {
     p = LIT(p, "wait\",\"cat\":\"wait\",\"args\":{\"job\":");
-    p = put_i64(p, e->arg);
+    p = jq_put_i64(p, e->arg);
     p = LIT(p, "}}");
   } else {
     p = LIT(p, "wait all\",\"cat\":\"wait\"}");
@@ -726,7 +683,7 @@ static void put_lane_full(const lane_out *o) {
   char *p = wbuf_room(o->b, EVENT_MAX);
   p = put_instant_head(p, o, 't', ns_at(o, o->lane->full_at));
   p = LIT(p, "lane full: events dropped\",\"cat\":\"jobque\",\"args\":{\"dropped\":");
-  p = put_u64(p, o->lane->dropped);
+  p = jq_put_u64(p, o->lane->dropped);
   o->b->p = LIT(p, "}}");
 }
 
@@ -748,13 +705,13 @@ static void put_pieces(lane_out *o, uint64_t i) {
     p = LIT(p, "\",\"cat\":\"");
     p = put_cat(p, o->c, pc->cat);
     p = LIT(p, "\",\"args\":{\"span\":");
-    p = put_u64(p, pc->span);
+    p = jq_put_u64(p, pc->span);
     if (pc->job) {
       p = LIT(p, ",\"job\":");
-      p = put_u64(p, pc->job);
+      p = jq_put_u64(p, pc->job);
     }
     p = LIT(p, ",\"piece\":");
-    p = put_u64(p, pc->piece);
+    p = jq_put_u64(p, pc->piece);
     if (pc->unclosed)
       p = LIT(p, ",\"unclosed\":true");
     o->b->p = LIT(p, "}}");
@@ -794,7 +751,7 @@ static void put_counter(const lane_out *o, const jq_event *e) {
     memcpy(&x, &e->arg, sizeof x);
     p = put_double(p, x);
   } else {
-    p = put_i64(p, e->arg);
+    p = jq_put_i64(p, e->arg);
   }
   o->b->p = LIT(p, "}}");
 }
@@ -809,13 +766,13 @@ static void put_counts(const lane_out *o, const jq_event *e) {
   p = LIT(p, "jobs");
   if (o->c->counts_queues) {
     p = LIT(p, " (queue ");
-    p = put_u64(p, e->cat);
+    p = jq_put_u64(p, e->cat);
     p = LIT(p, ")");
   }
   p = LIT(p, "\",\"args\":{");
   for (int k = 0; k < 3; k++) {
     p = put_lit(p, keys[k], strlen(keys[k]));
-    p = put_u64(p, (uint64_t)jq_counts_field(e->arg, k));
+    p = jq_put_u64(p, (uint64_t)jq_counts_field(e->arg, k));
   }
   p = LIT(p, "}}");
   if (e->flags & JQ_COUNTS_START) { /* the heap is sampled at slice ends */
@@ -825,7 +782,7 @@ static void put_counts(const lane_out *o, const jq_event *e) {
   p = put_counter_head(p, o, e->t0);
   p = put_lit(p, o->heap, o->heaplen);
   p = LIT(p, "\",\"args\":{\"KB\":");
-  p = put_u64(p, e->id);
+  p = jq_put_u64(p, e->id);
   o->b->p = LIT(p, "}}");
 }
 
@@ -845,12 +802,12 @@ static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane,
   hp = json_escape(hp, lane->name, strnlen(lane->name, sizeof lane->name));
   if (lane_name_shared(c->v, o.index)) { /* a track per lane: "heap worker 0 (tid 3)" */
     hp = LIT(hp, " (tid ");
-    hp = put_u64(hp, (uint64_t)tid);
+    hp = jq_put_u64(hp, (uint64_t)tid);
     hp = LIT(hp, ")");
   }
   o.heaplen = (size_t)(hp - o.heap);
   char *h = LIT(o.head, ",\"pid\":1,\"tid\":");
-  h = put_u64(h, (uint64_t)tid);
+  h = jq_put_u64(h, (uint64_t)tid);
   h = LIT(h, ",\"name\":\"");
   o.headlen = (size_t)(h - o.head);
   while (o.piece < c->pieces.n && c->pieces.p[o.piece].lane < o.index)

@@ -21,6 +21,7 @@
 #include <lauxlib.h>
 
 #include "columns.h"
+#include "digits.h"
 #include "page.h"
 
 /* ---- columns: a Lua list, or the loader's native cells (columns.h) ---- */
@@ -78,66 +79,8 @@ static const char *str_key(lua_State *L, const colset *s, int t, lua_Integer i) 
 
 /* ---- numbers ---- */
 
-static const char DIGITS2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-                                 "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-                                 "8081828384858687888990919293949596979899";
-
-static const uint64_t POW10U[20] = {1ULL,
-                                    10ULL,
-                                    100ULL,
-                                    1000ULL,
-                                    10000ULL,
-                                    100000ULL,
-                                    1000000ULL,
-                                    10000000ULL,
-                                    100000000ULL,
-                                    1000000000ULL,
-                                    10000000000ULL,
-                                    100000000000ULL,
-                                    1000000000000ULL,
-                                    10000000000000ULL,
-                                    100000000000000ULL,
-                                    1000000000000000ULL,
-                                    10000000000000000ULL,
-                                    100000000000000000ULL,
-                                    1000000000000000000ULL,
-                                    10000000000000000000ULL};
-
-/* How many decimal digits u has (1 to 20). */
-static inline size_t digits_of(uint64_t u) {
-  size_t n = u ? (size_t)((64 - __builtin_clzll(u)) * 1233) >> 12 : 0; /* about log10(u): n or n - 1 */
-  return n + (u >= POW10U[n]);
-}
-
-/* v in decimal at p (at least 20 bytes): its length. The digits written
- * in place from the last, two a step. */
-static size_t put_i64(char *p, long long v) {
-  size_t len = 0;
-  unsigned long long u = (unsigned long long)v;
-  if (v < 0) {
-    p[len++] = '-';
-    u = 0ULL - u;
-  }
-  if (u < 10) {
-    p[len] = (char)('0' + u);
-    return len + 1;
-  }
-  size_t n = digits_of(u);
-  char *q = p + len + n;
-  while (u >= 100) {
-    unsigned d = (unsigned)(u % 100) * 2;
-    u /= 100;
-    *--q = DIGITS2[d + 1];
-    *--q = DIGITS2[d];
-  }
-  if (u >= 10) {
-    *--q = DIGITS2[u * 2 + 1];
-    *--q = DIGITS2[u * 2];
-  } else {
-    *--q = (char)('0' + u);
-  }
-  return len + n;
-}
+/* v in decimal at p (at least 20 bytes): its length (digits.h). */
+static size_t put_i64(char *p, long long v) { return (size_t)(jq_put_i64(p, (int64_t)v) - p); }
 
 /* A writer of many numbers into a luaL_Buffer: room reserved a block at a
  * time, not a number at a time. Between blk_open and blk_close the stack
