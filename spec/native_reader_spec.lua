@@ -271,11 +271,7 @@ describe("the native trace loader", function()
   end)
 
   it("builds the same model on the demo's trace (examples/tokens.lua)", function()
-    local path = S.tmpfile("demo.json")
-    local cmd = ("LUA_PATH='lua/?.lua;;' LUA_CPATH='%s/?.so;;' %s examples/tokens.lua '%s' >/dev/null")
-      :format(os.getenv("JQ_BUILD") or "build", os.getenv("JQ_LUA") or "lua5.4", path)
-    assert(os.execute(cmd))
-    same_model(S.read(path), "demo")
+    same_model(S.read(S.demo_trace()), "demo")
   end)
 
   it("refuses JSON that is not JSON with the byte offset of the problem (from 0)", function()

@@ -193,11 +193,7 @@ describe("spans", function()
   end)
 
   it("the demo's span has a colour of its own, not one of its job categories' (it nests in their slices)", function()
-    local path = S.tmpfile("demo.json")
-    local cmd = ("LUA_PATH='lua/?.lua;;' LUA_CPATH='%s' %s examples/tokens.lua '%s' >/dev/null"):format(
-      package.cpath, S.lua, path)
-    assert.is_true(os.execute(cmd))
-    local model = assert(trace.load(path))
+    local model = assert(trace.load(S.demo_trace()))
     local by_color = {}
     for _, c in ipairs(model.categories) do
       assert.is_nil(by_color[c.color], c.name .. " has the colour of " .. tostring(by_color[c.color]))

@@ -98,6 +98,16 @@ function S.cli(args)
   return code, out, S.read(err)
 end
 
+-- Runs the demo (examples/tokens.lua) under that interpreter; returns the
+-- path of the trace it saved.
+function S.demo_trace()
+  local path = S.tmpfile("demo.json")
+  local cmd = ("LUA_PATH='lua/?.lua;;' LUA_CPATH='%s' %s examples/tokens.lua '%s' >/dev/null"):format(
+    package.cpath, S.lua, path)
+  assert(os.execute(cmd), "the demo failed: " .. cmd)
+  return path
+end
+
 -- The Lua search paths a native helper thread needs to find our modules.
 function S.paths()
   return "lua/?.lua;" .. package.path, package.cpath
