@@ -211,6 +211,10 @@ static void push_own_error(lua_State *L, jq_job *job) {
   if (job->fail_reason == JQ_FAIL_CLOSED)
     lua_pushfstring(L, "job #%I was cancelled: its queue closed before it finished",
                     (LUAI_UACINT)job->id);
+  else if (job->fail_reason == JQ_FAIL_NOMEM)
+    lua_pushfstring(L, "job #%I failed: not enough memory (its worker could not store its "
+                       "error; submitted at %s%s%d)", (LUAI_UACINT)job->id, job->src,
+                    job->line >= 0 ? ":" : " line ", job->line);
   else
     jq_decode(L, &job->result);
 }
@@ -321,14 +325,27 @@ static qhandle *check_qhandle(lua_State *L, int idx) {
   return h;
 }
 
-static void push_queue(lua_State *L, jq_queue *q, int owner) {
+/* Pushes a queue handle that holds nothing yet (a memory error raised
+ * making it holds no queue). */
+static qhandle *push_qhandle(lua_State *L) {
   qhandle *h = lua_newuserdatauv(L, sizeof *h, 1); /* user value: the current batch */
   h->q = NULL;
+  h->owner = 0;
+  h->nworkers = 0;
+  luaL_setmetatable(L, QUEUE_MT);
+  return h;
+}
+
+/* Makes the handle h hold a reference to q. */
+static void hold_queue(qhandle *h, jq_queue *q, int owner) {
   h->owner = owner;
   h->nworkers = q->nworkers;
-  luaL_setmetatable(L, QUEUE_MT);
   jq_queue_ref(q);
   h->q = q;
+}
+
+static void push_queue(lua_State *L, jq_queue *q, int owner) {
+  hold_queue(push_qhandle(L), q, owner);
 }
 
 /* Returns how many jobs the close cancelled (0 if it did not close). */
@@ -360,6 +377,7 @@ static int l_queue_new(lua_State *L) {
   const char *cpath = luaL_checkstring(L, 5);
   jq_buf init = JQ_BUF_INIT;
   char err[512];
+  qhandle *h = push_qhandle(L); /* first: a memory error raised making it holds nothing */
   if (!lua_isnil(L, 2) &&
       jq_encode(L, 2, 1, &init, "option 'init'", 1, &job_handles, err, sizeof err) != 0) {
     lua_pushfstring(L, "option 'init' cannot be sent to a worker: %s", err);
@@ -368,7 +386,7 @@ static int l_queue_new(lua_State *L) {
   jq_queue *q = jq_queue_new((int)n, name, path, cpath);
   if (!q) {
     jq_buf_free(&init);
-    lua_pushliteral(L, "out of memory");
+    lua_pushliteral(L, "not enough memory");
     return lua_error(L);
   }
   q->init = init;
@@ -376,9 +394,8 @@ static int l_queue_new(lua_State *L) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
   q->owner = lua_topointer(L, -1);
   lua_pop(L, 1);
-  push_queue(L, q, 1);
+  hold_queue(h, q, 1);
   jq_queue_unref(q); /* the handle holds it now */
-  qhandle *h = lua_touserdata(L, -1);
   lua_CFunction open_core = lua_tocfunction(L, lua_upvalueindex(1));
   int rc = n > 0 ? jq_workers_start(q, open_core)
                  : jq_run_init(q, L, q->init_error, sizeof q->init_error);

@@ -25,8 +25,9 @@ enum { JQ_JOB_WAITING, JQ_JOB_READY, JQ_JOB_RUNNING, JQ_JOB_DONE, JQ_JOB_FAILED 
 
 /* Why a job failed without an error value of its own: a dependency failed,
  * its queue closed, or it raised, unchanged, the error of a job it waited
- * for (so a chain of failures is stored as links, not as ever longer text). */
-enum { JQ_FAIL_NONE, JQ_FAIL_DEPENDENCY, JQ_FAIL_CLOSED, JQ_FAIL_AWAITED };
+ * for (so a chain of failures is stored as links, not as ever longer text),
+ * or its worker ran out of memory where a Lua error could not be stored. */
+enum { JQ_FAIL_NONE, JQ_FAIL_DEPENDENCY, JQ_FAIL_CLOSED, JQ_FAIL_AWAITED, JQ_FAIL_NOMEM };
 
 /* How many links next to the root a failure chain remembers. */
 #define JQ_CHAIN_TAIL 3
