@@ -206,8 +206,44 @@ static int l_job_eq(lua_State *L) {
   return 1;
 }
 
+static int decode_protected(lua_State *L) {
+  const jq_buf *b = lua_touserdata(L, 1);
+  lua_pop(L, 1);
+  return jq_decode(L, b);
+}
+
+/* Pushes the values of a finished job's result (or error value), *bytes
+ * its size; returns how many, or -1 (nothing pushed) when its queue's
+ * close released it. Raises what decoding raises (unpinned first). */
+static int push_result(lua_State *L, jq_job *job, size_t *bytes) {
+  if (jq_result_pin(job) != 0)
+    return -1;
+  *bytes = job->result.len;
+  if (!job->holds_handles) /* never released: nothing to pin */
+    return jq_decode(L, &job->result);
+  int top = lua_gettop(L);
+  lua_pushcfunction(L, decode_protected);
+  lua_pushlightuserdata(L, &job->result);
+  int status = lua_pcall(L, 1, LUA_MULTRET, 0);
+  jq_result_unpin(job);
+  if (status != LUA_OK)
+    lua_error(L);
+  return lua_gettop(L) - top;
+}
+
+/* Pushes why a job's results (or error) are gone. */
+static void push_released(lua_State *L, jq_job *job) {
+  if (job->state == JQ_JOB_DONE)
+    lua_pushfstring(L, "job #%I's results held job handles and were released when its queue "
+                       "closed (wait for them before closing it)", (LUAI_UACINT)job->id);
+  else
+    lua_pushfstring(L, "job #%I failed, and its error held job handles and was released when "
+                       "its queue closed (wait for it before closing it)", (LUAI_UACINT)job->id);
+}
+
 /* Pushes the error a failed job raised itself, or its cancellation. */
 static void push_own_error(lua_State *L, jq_job *job) {
+  size_t bytes;
   if (job->fail_reason == JQ_FAIL_CLOSED)
     lua_pushfstring(L, "job #%I was cancelled: its queue closed before it finished",
                     (LUAI_UACINT)job->id);
@@ -215,8 +251,8 @@ static void push_own_error(lua_State *L, jq_job *job) {
     lua_pushfstring(L, "job #%I failed: not enough memory (its worker could not store its "
                        "error; submitted at %s%s%d)", (LUAI_UACINT)job->id, job->src,
                     job->line >= 0 ? ":" : " line ", job->line);
-  else
-    jq_decode(L, &job->result);
+  else if (push_result(L, job, &bytes) < 0)
+    push_released(L, job);
 }
 
 /* Pushes "#a <- #b <- ... <- #root": the whole chain when it is short, else
@@ -281,10 +317,18 @@ static int deliver(lua_State *L, jq_job *job, int protected) {
     lua_pushboolean(L, job->state == JQ_JOB_DONE);
   if (job->state == JQ_JOB_DONE) {
     uint64_t t0 = jq_span_begin();
-    jq_decode(L, &job->result);
-    jq_span_end(JQ_EV_COPY, JQ_COPY_RESULT, job->tag, jq_copy_bytes(job->result.len),
-                (int64_t)job->id, t0);
-    return lua_gettop(L) - top;
+    size_t bytes = 0;
+    if (push_result(L, job, &bytes) >= 0) {
+      jq_span_end(JQ_EV_COPY, JQ_COPY_RESULT, job->tag, jq_copy_bytes(bytes), (int64_t)job->id,
+                  t0);
+      return lua_gettop(L) - top;
+    }
+    push_released(L, job);
+    if (!protected)
+      return lua_error(L);
+    lua_pushboolean(L, 0);
+    lua_replace(L, top + 1);
+    return 2;
   }
   push_error(L, job);
   jq_note_raised(L, job);
