@@ -360,17 +360,17 @@ static void cancel_suspended(jq_runner *r, jq_job *job) {
   pthread_mutex_lock(&w->q->mu);
 }
 
+static int new_coroutine_protected(lua_State *L) {
+  new_coroutine(L);
+  return 1;
+}
+
 /* Starts `job`: pushes a coroutine onto L (it stays there during the slice,
  * which keeps it alive; it gets a registry reference only when it
  * suspends) and decodes the job's function and arguments onto it, recording
  * the copy. Returns the coroutine, with *nargs and *t0 (the slice's start
  * when recording: where the copy ends), or NULL when the decoding failed:
  * then the job has finished, and mu is held. */
-static int new_coroutine_protected(lua_State *L) {
-  new_coroutine(L);
-  return 1;
-}
-
 static lua_State *start_job(jq_runner *r, jq_job *job, int *nargs, uint64_t *t0) {
   lua_State *L = r->L;
   job->coref = LUA_NOREF;
@@ -472,7 +472,10 @@ static void suspend_job(jq_runner *r, jq_job *job, lua_State *co, int nres, jq_j
   lua_pop(co, nres); /* values of a plain coroutine.yield() are dropped */
   job->yield_ticks = t1;
   if (job->coref == LUA_NOREF) { /* suspended: the registry keeps its coroutine now */
-    if (keep_coroutine(r->L, job) != 0) { /* without memory for that, the job fails */
+    /* Without memory for that, the job fails. Only a cooperative yield gets
+     * here without a reference (a wait made one before it registered as a
+     * waiter): nobody else can have put the job on a resume list. */
+    if (keep_coroutine(r->L, job) != 0) {
       job->fail_reason = JQ_FAIL_NOMEM;
       end_job(r, r->L, job, co, JQ_JOB_FAILED);
       return;
@@ -983,7 +986,14 @@ int jq_wait(lua_State *L, jq_queue *q, jq_job *job, int level) {
     return block_until(L, q, job, level);
   if (r->current == job)
     return wait_error(L, level, "job #%I cannot wait for itself", (LUAI_UACINT)job->id);
-  /* Inside a job of the same queue: yield, so the worker runs other work. */
+  /* Inside a job of the same queue: yield, so the worker runs other work.
+   * The registry keeps a suspended coroutine: its reference is made here,
+   * where a memory error may still be raised, not after the awaited job
+   * could have resumed it. */
+  if (r->current->coref == LUA_NOREF) {
+    lua_pushthread(L);
+    r->current->coref = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
   pthread_mutex_lock(&q->mu);
   int rc = jq_queue_await(job, r->current);
   if (rc == 0)
