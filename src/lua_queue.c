@@ -248,9 +248,11 @@ static void push_own_error(lua_State *L, jq_job *job) {
     lua_pushfstring(L, "job #%I was cancelled: its queue closed before it finished",
                     (LUAI_UACINT)job->id);
   else if (job->fail_reason == JQ_FAIL_NOMEM)
-    lua_pushfstring(L, "job #%I failed: not enough memory (its worker could not store its "
-                       "error; submitted at %s%s%d)", (LUAI_UACINT)job->id, job->src,
-                    job->line >= 0 ? ":" : " line ", job->line);
+    lua_pushfstring(L, job->line >= 0 ? "job #%I failed: not enough memory (its worker could "
+                                        "not store its error; submitted at %s:%d)"
+                                      : "job #%I failed: not enough memory (its worker could "
+                                        "not store its error; submitted at %s)",
+                    (LUAI_UACINT)job->id, job->src, job->line);
   else if (push_result(L, job, &bytes) < 0)
     push_released(L, job);
 }
