@@ -56,6 +56,45 @@ for _, workers in ipairs {0, 2} do
     for i = 1, 5 do sq:after({sq:submit(function() return i end)}, function() end) end
   end))
 end
+-- Job handles holding each other through results, across two queues: the
+-- closes break the cycles (each job holds its queue: none is left).
+local function returns_box()
+  while not _G.BOX do coroutine.yield() end
+  local h = _G.BOX
+  _G.BOX = nil
+  return h, function() return h end
+end
+for _ = 1, 20 do
+  local q1, q2 = jobque.new {workers = 1}, jobque.new {workers = 1}
+  local a = q1:submit(returns_box)
+  local b = q2:submit(function(x) return x end, a)
+  q1:submit(function(x) _G.BOX = x end, b):wait()
+  assert(a:wait() == b and b:wait() == a)
+  local c = q2:after({q2:submit(function() while true do coroutine.yield() end end)},
+    function(x) return x end, a) -- cancelled by the close, holding a
+  assert(c)
+  q1:close()
+  q2:close()
+end
+-- Out of memory on a worker at a few points of a job's life: the job
+-- fails, nothing leaks.
+for _, n in ipairs {1, 300, 700, 900, 950, 980} do
+  T.fail_alloc("workers", n, 2)
+  local ok, q = pcall(jobque.new, {workers = 1})
+  if ok then
+    local j = q:submit(function(t) return {t[1], tostring(t[1])} end, {7})
+    local done, r = j:pwait()
+    assert(done and r[2] == "7" or tostring(r):find("not enough memory", 1, true), tostring(r))
+  end
+  T.fail_alloc("workers", 0)
+  if ok then
+    assert(q:submit(function() return 1 end):wait() == 1)
+    q:close()
+  end
+end
+collectgarbage()
+collectgarbage()
+assert(T.live_queues() == 0, "queues left alive: " .. T.live_queues())
 p.profile_stop()
 assert(p.profile_save(S.tmpfile()))
 assert(not p.profile_save("/nonexistent/dir/x.json"))

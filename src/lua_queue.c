@@ -206,13 +206,55 @@ static int l_job_eq(lua_State *L) {
   return 1;
 }
 
+static int decode_protected(lua_State *L) {
+  const jq_buf *b = lua_touserdata(L, 1);
+  lua_pop(L, 1);
+  return jq_decode(L, b);
+}
+
+/* Pushes the values of a finished job's result (or error value), *bytes
+ * its size; returns how many, or -1 (nothing pushed) when its queue's
+ * close released it. Raises what decoding raises (unpinned first). */
+static int push_result(lua_State *L, jq_job *job, size_t *bytes) {
+  if (jq_result_pin(job) != 0)
+    return -1;
+  *bytes = job->result.len;
+  if (!job->holds_handles) /* never released: nothing to pin */
+    return jq_decode(L, &job->result);
+  int top = lua_gettop(L);
+  lua_pushcfunction(L, decode_protected);
+  lua_pushlightuserdata(L, &job->result);
+  int status = lua_pcall(L, 1, LUA_MULTRET, 0);
+  jq_result_unpin(job);
+  if (status != LUA_OK)
+    lua_error(L);
+  return lua_gettop(L) - top;
+}
+
+/* Pushes why a job's results (or error) are gone. */
+static void push_released(lua_State *L, jq_job *job) {
+  if (job->state == JQ_JOB_DONE)
+    lua_pushfstring(L, "job #%I's results held job handles and were released when its queue "
+                       "closed (wait for them before closing it)", (LUAI_UACINT)job->id);
+  else
+    lua_pushfstring(L, "job #%I failed, and its error held job handles and was released when "
+                       "its queue closed (wait for it before closing it)", (LUAI_UACINT)job->id);
+}
+
 /* Pushes the error a failed job raised itself, or its cancellation. */
 static void push_own_error(lua_State *L, jq_job *job) {
+  size_t bytes;
   if (job->fail_reason == JQ_FAIL_CLOSED)
     lua_pushfstring(L, "job #%I was cancelled: its queue closed before it finished",
                     (LUAI_UACINT)job->id);
-  else
-    jq_decode(L, &job->result);
+  else if (job->fail_reason == JQ_FAIL_NOMEM)
+    lua_pushfstring(L, job->line >= 0 ? "job #%I failed: not enough memory (its worker could "
+                                        "not store its error; submitted at %s:%d)"
+                                      : "job #%I failed: not enough memory (its worker could "
+                                        "not store its error; submitted at %s)",
+                    (LUAI_UACINT)job->id, job->src, job->line);
+  else if (push_result(L, job, &bytes) < 0)
+    push_released(L, job);
 }
 
 /* Pushes "#a <- #b <- ... <- #root": the whole chain when it is short, else
@@ -277,10 +319,18 @@ static int deliver(lua_State *L, jq_job *job, int protected) {
     lua_pushboolean(L, job->state == JQ_JOB_DONE);
   if (job->state == JQ_JOB_DONE) {
     uint64_t t0 = jq_span_begin();
-    jq_decode(L, &job->result);
-    jq_span_end(JQ_EV_COPY, JQ_COPY_RESULT, job->tag, jq_copy_bytes(job->result.len),
-                (int64_t)job->id, t0);
-    return lua_gettop(L) - top;
+    size_t bytes = 0;
+    if (push_result(L, job, &bytes) >= 0) {
+      jq_span_end(JQ_EV_COPY, JQ_COPY_RESULT, job->tag, jq_copy_bytes(bytes), (int64_t)job->id,
+                  t0);
+      return lua_gettop(L) - top;
+    }
+    push_released(L, job);
+    if (!protected)
+      return lua_error(L);
+    lua_pushboolean(L, 0);
+    lua_replace(L, top + 1);
+    return 2;
   }
   push_error(L, job);
   jq_note_raised(L, job);
@@ -321,14 +371,27 @@ static qhandle *check_qhandle(lua_State *L, int idx) {
   return h;
 }
 
-static void push_queue(lua_State *L, jq_queue *q, int owner) {
+/* Pushes a queue handle that holds nothing yet (a memory error raised
+ * making it holds no queue). */
+static qhandle *push_qhandle(lua_State *L) {
   qhandle *h = lua_newuserdatauv(L, sizeof *h, 1); /* user value: the current batch */
   h->q = NULL;
+  h->owner = 0;
+  h->nworkers = 0;
+  luaL_setmetatable(L, QUEUE_MT);
+  return h;
+}
+
+/* Makes the handle h hold a reference to q. */
+static void hold_queue(qhandle *h, jq_queue *q, int owner) {
   h->owner = owner;
   h->nworkers = q->nworkers;
-  luaL_setmetatable(L, QUEUE_MT);
   jq_queue_ref(q);
   h->q = q;
+}
+
+static void push_queue(lua_State *L, jq_queue *q, int owner) {
+  hold_queue(push_qhandle(L), q, owner);
 }
 
 /* Returns how many jobs the close cancelled (0 if it did not close). */
@@ -360,6 +423,7 @@ static int l_queue_new(lua_State *L) {
   const char *cpath = luaL_checkstring(L, 5);
   jq_buf init = JQ_BUF_INIT;
   char err[512];
+  qhandle *h = push_qhandle(L); /* first: a memory error raised making it holds nothing */
   if (!lua_isnil(L, 2) &&
       jq_encode(L, 2, 1, &init, "option 'init'", 1, &job_handles, err, sizeof err) != 0) {
     lua_pushfstring(L, "option 'init' cannot be sent to a worker: %s", err);
@@ -368,7 +432,7 @@ static int l_queue_new(lua_State *L) {
   jq_queue *q = jq_queue_new((int)n, name, path, cpath);
   if (!q) {
     jq_buf_free(&init);
-    lua_pushliteral(L, "out of memory");
+    lua_pushliteral(L, "not enough memory");
     return lua_error(L);
   }
   q->init = init;
@@ -376,9 +440,8 @@ static int l_queue_new(lua_State *L) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
   q->owner = lua_topointer(L, -1);
   lua_pop(L, 1);
-  push_queue(L, q, 1);
+  hold_queue(h, q, 1);
   jq_queue_unref(q); /* the handle holds it now */
-  qhandle *h = lua_touserdata(L, -1);
   lua_CFunction open_core = lua_tocfunction(L, lua_upvalueindex(1));
   int rc = n > 0 ? jq_workers_start(q, open_core)
                  : jq_run_init(q, L, q->init_error, sizeof q->init_error);

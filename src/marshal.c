@@ -10,8 +10,9 @@
  * side; the globals table, and any upvalue named _ENV, travel as "the
  * globals over there".
  *
- * Encoding never raises: it returns -1 with a message that names where the
- * bad value sits (argument #2, field "conn", ...). Decoding raises, and runs
+ * Encoding never raises: it runs protected (a memory error included) and
+ * returns -1 with a message that names where the bad value sits (argument
+ * #2, field "conn", ...), or "not enough memory". Decoding raises, and runs
  * under the caller's pcall.
  */
 #include "marshal.h"
@@ -622,20 +623,60 @@ static int encode_all(lua_State *L, int first, int n, jq_buf *out, const char *l
   return 0;
 }
 
-int jq_encode(lua_State *L, int first, int n, jq_buf *out, const char *label, int number,
-              const jq_handle_ops *ops, char *err, size_t errlen) {
+/* jq_encode's arguments, for encode_protected. */
+typedef struct encode_call {
+  int n;
+  jq_buf *out;
+  const char *label;
+  int number;
+  const jq_handle_ops *ops;
+  char *err;
+  size_t errlen;
+  int rc;
+} encode_call;
+
+/* Encodes its arguments 2..n+1 (argument 1: the encode_call). Runs
+ * protected: a memory error raised by the Lua API unwinds to jq_encode,
+ * which frees the buffer. */
+static int encode_protected(lua_State *L) {
+  encode_call *c = lua_touserdata(L, 1);
   int old_names;
-  if (encode_all(L, first, n, out, label, number, ops, err, errlen, &old_names) == 0)
+  c->rc = encode_all(L, 2, c->n, c->out, c->label, c->number, c->ops, c->err, c->errlen,
+                     &old_names);
+  if (c->rc == 0 || !old_names)
     return 0;
-  if (!old_names)
-    return -1;
   /* The name cache predates this send, and so may a module's (re)loading,
    * which made the module's table look like any other (the cache is made
    * again at a C function it does not know, but by then such a table is
    * being copied): try once more with a cache made first, before refusing. */
   lua_pushnil(L);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &NAMES_KEY);
-  return encode_all(L, first, n, out, label, number, ops, err, errlen, &old_names);
+  c->rc = encode_all(L, 2, c->n, c->out, c->label, c->number, c->ops, c->err, c->errlen,
+                     &old_names);
+  return 0;
+}
+
+int jq_encode(lua_State *L, int first, int n, jq_buf *out, const char *label, int number,
+              const jq_handle_ops *ops, char *err, size_t errlen) {
+  encode_call c = {n, out, label, number, ops, err, errlen, -1};
+  first = lua_absindex(L, first);
+  if (!lua_checkstack(L, n + 2)) { /* (fails without raising) */
+    snprintf(err, errlen, n > 1000 ? "out of Lua stack space" : "not enough memory");
+    return -1;
+  }
+  lua_pushcfunction(L, encode_protected);
+  lua_pushlightuserdata(L, &c);
+  for (int i = 0; i < n; i++)
+    lua_pushvalue(L, first + i);
+  int status = lua_pcall(L, n + 1, 0, 0);
+  if (status != LUA_OK) { /* out of memory (nothing else raises there) */
+    snprintf(err, errlen, "%s", lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1)
+                                                                : "not enough memory");
+    lua_pop(L, 1);
+    jq_buf_free(out);
+    return -1;
+  }
+  return c.rc;
 }
 
 /* ---- decoding ---- */

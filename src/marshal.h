@@ -64,7 +64,8 @@ void jq_buf_free(jq_buf *b);
  *   argument #2, field "conn": userdata cannot be sent to a worker
  * `label` names the values ("argument", "result", "upvalue"), numbered from
  * `number`. Handles are recognised by `ops` (NULL: none are). The buffer is
- * left empty on failure. */
+ * left empty on failure. Never raises: it runs protected, and a memory error
+ * is a failure with the message "not enough memory". */
 int jq_encode(struct lua_State *L, int first, int n, jq_buf *out, const char *label, int number,
               const jq_handle_ops *ops, char *err, size_t errlen);
 

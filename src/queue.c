@@ -65,6 +65,7 @@ jq_queue *jq_queue_new(int nworkers, const char *name, const char *path, const c
   pthread_mutex_init(&q->mu, &attr);
   pthread_mutexattr_destroy(&attr);
   pthread_cond_init(&q->done_cv, NULL);
+  pthread_mutex_init(&q->holders_mu, NULL);
   q->nworkers = nworkers;
   long ncores = sysconf(_SC_NPROCESSORS_ONLN);
   q->ncores = ncores > 0 ? (int)ncores : 1;
@@ -89,6 +90,7 @@ void jq_queue_unref(jq_queue *q) {
     pthread_cond_destroy(&q->workers[i].cv);
   pthread_cond_destroy(&q->done_cv);
   pthread_mutex_destroy(&q->mu);
+  pthread_mutex_destroy(&q->holders_mu);
   for (jq_job *list = atomic_exchange(&q->pool, NULL), *next; list; list = next) {
     next = list->next;
     free(list);
@@ -181,7 +183,24 @@ void jq_job_ref(jq_job *job) {
 static _Thread_local jq_job *unref_pending;
 static _Thread_local int unref_active;
 
+/* (holders_mu) Takes a job off its queue's list of results holding handles. */
+static void unlink_holder(jq_queue *q, jq_job *job) {
+  if (job->hold_prev)
+    job->hold_prev->hold_next = job->hold_next;
+  else
+    q->holders = job->hold_next;
+  if (job->hold_next)
+    job->hold_next->hold_prev = job->hold_prev;
+  job->hold_prev = job->hold_next = NULL;
+  job->on_holders = 0;
+}
+
 static void free_job(jq_job *job) {
+  if (job->on_holders) { /* (set before its last reference went; the close clears it holding one) */
+    pthread_mutex_lock(&job->q->holders_mu);
+    unlink_holder(job->q, job);
+    pthread_mutex_unlock(&job->q->holders_mu);
+  }
   jq_buf_free(&job->payload);
   jq_buf_free(&job->result);
   if (job->failed_dep)
@@ -544,6 +563,28 @@ jq_job *jq_queue_take(jq_queue *q, jq_worker *w, int *resume) {
   return job;
 }
 
+/* (mu) A job that finished with a result (or error) holding job handles
+ * goes on its queue's list, for the close to release; after the close, it
+ * is released at once. */
+static void hold_result(jq_queue *q, jq_job *job) {
+  job->holds_handles = 1;
+  pthread_mutex_lock(&q->holders_mu);
+  int released = q->holders_released;
+  if (!released) {
+    job->hold_prev = NULL;
+    job->hold_next = q->holders;
+    if (q->holders)
+      q->holders->hold_prev = job;
+    q->holders = job;
+    job->on_holders = 1;
+  }
+  pthread_mutex_unlock(&q->holders_mu);
+  if (released) {
+    job->result_released = 1;
+    jq_buf_free(&job->result);
+  }
+}
+
 /* (mu) One job reached its end; dependants and waiters are handled by the
  * caller's worklist so a long chain does not recurse. Returns -1, doing
  * nothing, if it had finished already (a bug: counted in testing builds). */
@@ -558,6 +599,12 @@ static int finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int *
   set_state(q, job, state);
   if (state == JQ_JOB_FAILED)
     note_failure(q, job);
+  /* A job that never started drops its function and arguments now: job
+   * handles among them could hold a cycle (a started job dropped them as
+   * it started; nobody else touches an unstarted job's payload). */
+  jq_buf_free(&job->payload);
+  if (job->result.nhandles > 0)
+    hold_result(q, job);
   atomic_store_explicit(&q->finished, atomic_load_explicit(&q->finished, memory_order_relaxed) + 1,
                         memory_order_relaxed); /* only written under mu */
   atomic_fetch_add_explicit(&q->finished_gen, 1, memory_order_relaxed);
@@ -697,6 +744,201 @@ void jq_queue_fail_rest(jq_queue *q) {
   }
 }
 
+/* Whether it took a reference to `job`: not when its last one went
+ * already (it is being freed, and leaves the holders' list itself). */
+static int try_ref(jq_job *job) {
+  int refs = atomic_load_explicit(&job->refs, memory_order_relaxed);
+  while (refs > 0 && !atomic_compare_exchange_weak_explicit(&job->refs, &refs, refs + 1,
+                                                            memory_order_relaxed,
+                                                            memory_order_relaxed))
+    ;
+  return refs > 0;
+}
+
+/* ---- cycles of results that hold handles ----
+ * At a close, the results of the queue's jobs that hold job handles are
+ * searched for cycles (Tarjan's strongly connected components, without
+ * recursion) through the handles in results, whatever queue the jobs are
+ * on; the queue's results on a cycle are released. A cycle is complete once
+ * its last job finished, and that job's queue closes after that: its close
+ * finds the cycle. One search runs at a time (walk_mu, taken with no other
+ * lock held; it takes queues' mu and holders_mu inside). */
+static pthread_mutex_t walk_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t walk_gen; /* (walk_mu) this search's mark on the jobs it reached */
+
+typedef struct walk_node {
+  jq_job *job;   /* holds a reference during the search */
+  int index, low;
+  int next_edge; /* the next handle of its result to follow */
+  int nedges;    /* handles in its result (0: not read, so not pinned) */
+  int on_stack, self_loop;
+} walk_node;
+
+typedef struct walk {
+  walk_node *nodes;
+  int n, cap;
+  int *stack, nstack, capstack; /* Tarjan's stack */
+  int *path, npath, cappath;    /* the depth-first path */
+} walk;
+
+/* Pins the result of `job` if it can be read for handles: finished, holding
+ * some, not released. */
+static int walk_pin(jq_job *job) {
+  pthread_mutex_lock(&job->q->mu);
+  int ok = jq_job_finished(job) && job->holds_handles && !job->result_released;
+  if (ok)
+    job->result_pins++;
+  pthread_mutex_unlock(&job->q->mu);
+  return ok;
+}
+
+/* A job reached (alive: held by a pinned result, or by the caller). Returns
+ * -1 without memory. */
+static int walk_visit(walk *w, jq_job *job) {
+  walk_node nd = {job, w->n, w->n, 0, 0, 1, 0};
+  if (jq_array_push((void **)&w->stack, &w->nstack, &w->capstack, sizeof(int), &nd.index) != 0 ||
+      jq_array_push((void **)&w->path, &w->npath, &w->cappath, sizeof(int), &nd.index) != 0 ||
+      jq_array_push((void **)&w->nodes, &w->n, &w->cap, sizeof nd, &nd) != 0)
+    return -1; /* the search stops: only the nodes made are let go */
+  jq_job_ref(job);
+  job->walk_gen = walk_gen;
+  job->walk_slot = nd.index;
+  job->walk_cyclic = 0;
+  w->nodes[nd.index].nedges = walk_pin(job) ? job->result.nhandles : 0;
+  return 0;
+}
+
+/* Searches from `root`, marking walk_cyclic on every job found on a cycle.
+ * Returns -1 without memory. */
+static int walk_from(walk *w, jq_job *root) {
+  if (root->walk_gen == walk_gen)
+    return 0;
+  if (walk_visit(w, root) != 0)
+    return -1;
+  while (w->npath > 0) {
+    int v = w->path[w->npath - 1];
+    walk_node *nv = &w->nodes[v];
+    if (nv->next_edge < nv->nedges) {
+      jq_job *t = nv->job->result.handles[nv->next_edge++];
+      if (t->walk_gen != walk_gen) {
+        if (walk_visit(w, t) != 0)
+          return -1;
+      } else {
+        walk_node *nt = &w->nodes[t->walk_slot];
+        if (nt->on_stack && nt->index < nv->low)
+          nv->low = nt->index;
+        if (t->walk_slot == v)
+          nv->self_loop = 1;
+      }
+      continue;
+    }
+    w->npath--;
+    if (w->npath > 0) {
+      walk_node *parent = &w->nodes[w->path[w->npath - 1]];
+      if (nv->low < parent->low)
+        parent->low = nv->low;
+    }
+    if (nv->low == nv->index) { /* v roots a component: what is above it on the stack */
+      int from = w->nstack;
+      while (w->stack[from - 1] != v)
+        from--;
+      from--;
+      int cyclic = w->nstack - from > 1 || nv->self_loop;
+      for (int i = from; i < w->nstack; i++) {
+        w->nodes[w->stack[i]].on_stack = 0;
+        w->nodes[w->stack[i]].job->walk_cyclic = cyclic;
+      }
+      w->nstack = from;
+    }
+  }
+  return 0;
+}
+
+/* (walk_mu) Lets go of what the search holds. */
+static void walk_free(walk *w) {
+  for (int i = 0; i < w->n; i++) {
+    if (w->nodes[i].nedges > 0)
+      jq_result_unpin(w->nodes[i].job);
+    jq_job_unref(w->nodes[i].job);
+  }
+  free(w->nodes);
+  free(w->stack);
+  free(w->path);
+}
+
+/* The end of a close: its jobs' results that hold job handles leave the
+ * list, and those on a cycle (all of them, without memory for the search)
+ * are released (one that a reader is decoding, at that reader's end). */
+static void release_holders(jq_queue *q) {
+  jq_job *taken = NULL;
+  pthread_mutex_lock(&q->holders_mu);
+  q->holders_released = 1;
+  for (jq_job *job = q->holders, *next; job; job = next) {
+    next = job->hold_next;
+    if (try_ref(job)) {
+      unlink_holder(q, job);
+      job->hold_next = taken;
+      taken = job;
+    }
+  }
+  pthread_mutex_unlock(&q->holders_mu);
+  if (!taken)
+    return;
+  walk w = {NULL, 0, 0, NULL, 0, 0, NULL, 0, 0};
+  pthread_mutex_lock(&walk_mu);
+  walk_gen++;
+  int oom = 0;
+  for (jq_job *job = taken; job && !oom; job = job->hold_next)
+    oom = walk_from(&w, job) != 0;
+  for (jq_job *job = taken; job; job = job->hold_next)
+    job->on_holders = oom || (job->walk_gen == walk_gen && job->walk_cyclic); /* (reused: off the list) */
+  walk_free(&w);
+  pthread_mutex_unlock(&walk_mu);
+  while (taken) {
+    jq_job *job = taken;
+    taken = job->hold_next;
+    job->hold_next = NULL;
+    int release = job->on_holders;
+    job->on_holders = 0;
+    jq_buf result = JQ_BUF_INIT;
+    if (release) {
+      pthread_mutex_lock(&q->mu);
+      job->result_released = 1;
+      if (job->result_pins == 0) {
+        result = job->result;
+        memset(&job->result, 0, sizeof job->result);
+      }
+      pthread_mutex_unlock(&q->mu);
+    }
+    jq_buf_free(&result); /* outside mu: it may free jobs of other queues, and those queues */
+    jq_job_unref(job);
+  }
+}
+
+int jq_result_pin(jq_job *job) {
+  if (!job->holds_handles)
+    return 0;
+  pthread_mutex_lock(&job->q->mu);
+  int released = job->result_released;
+  if (!released)
+    job->result_pins++;
+  pthread_mutex_unlock(&job->q->mu);
+  return released ? -1 : 0;
+}
+
+void jq_result_unpin(jq_job *job) {
+  if (!job->holds_handles)
+    return;
+  jq_buf result = JQ_BUF_INIT;
+  pthread_mutex_lock(&job->q->mu);
+  if (--job->result_pins == 0 && job->result_released) {
+    result = job->result;
+    memset(&job->result, 0, sizeof job->result);
+  }
+  pthread_mutex_unlock(&job->q->mu);
+  jq_buf_free(&result);
+}
+
 long jq_queue_close(jq_queue *q) {
   pthread_mutex_lock(&q->mu);
   jq_queue_fail_rest(q); /* waiting on jobs that can no longer run */
@@ -718,6 +960,7 @@ long jq_queue_close(jq_queue *q) {
     jq_job_unref(failed);
     failed = next;
   }
+  release_holders(q);
   return cancelled;
 }
 

@@ -25,8 +25,9 @@ enum { JQ_JOB_WAITING, JQ_JOB_READY, JQ_JOB_RUNNING, JQ_JOB_DONE, JQ_JOB_FAILED 
 
 /* Why a job failed without an error value of its own: a dependency failed,
  * its queue closed, or it raised, unchanged, the error of a job it waited
- * for (so a chain of failures is stored as links, not as ever longer text). */
-enum { JQ_FAIL_NONE, JQ_FAIL_DEPENDENCY, JQ_FAIL_CLOSED, JQ_FAIL_AWAITED };
+ * for (so a chain of failures is stored as links, not as ever longer text),
+ * or its worker ran out of memory where a Lua error could not be stored. */
+enum { JQ_FAIL_NONE, JQ_FAIL_DEPENDENCY, JQ_FAIL_CLOSED, JQ_FAIL_AWAITED, JQ_FAIL_NOMEM };
 
 /* How many links next to the root a failure chain remembers. */
 #define JQ_CHAIN_TAIL 3
@@ -83,6 +84,18 @@ typedef struct jq_job {
   int nwaiters, capwaiters;
   /* Written by the thread running it, read by readers after it finished. */
   jq_buf result;         /* results, or the error value */
+  /* A result (or error) holding job handles can close a cycle of jobs that
+   * hold each other, which no reference count frees: the close of the
+   * queue releases it when it is on such a cycle. holds_handles is set
+   * when it finishes, then only read. (mu) readers decoding it now, and
+   * whether the close released it (freed at the last reader's end).
+   * (holders_mu) its queue's list. (walk_mu, queue.c) the cycle search's. */
+  int holds_handles;
+  int result_pins, result_released;
+  int on_holders;
+  struct jq_job *hold_prev, *hold_next;
+  uint64_t walk_gen;
+  int walk_slot, walk_cyclic;
   /* The worker that runs it only. */
   int coref;             /* registry ref of its coroutine (set when it starts) */
   uint32_t resume_edge;  /* flow into the slice that resumes it */
@@ -162,6 +175,13 @@ typedef struct jq_queue {
   char name[48];
   int seq;               /* creation order, for lane order */
   const void *owner;     /* main thread of the creating state */
+  /* Jobs whose result holds job handles (see jq_job's holds_handles), not
+   * referenced by the list: a job leaves it when freed. Its own mutex,
+   * taken last (a job may be freed under any queue's mu), never with
+   * another lock taken while held. */
+  pthread_mutex_t holders_mu;
+  jq_job *holders;
+  int holders_released;  /* the close released them: later ones go at once */
 } jq_queue;
 
 /* The most workers a queue can have. */
@@ -222,6 +242,12 @@ void jq_queue_observe(jq_queue *q, jq_job *job);
  * observed) and hands over the list's reference; NULL when none is left. */
 jq_job *jq_queue_take_failure(jq_queue *q);
 
+/* Before decoding a finished job's result (or error value): returns 0, or
+ * -1 when its queue's close released it (it held job handles). After 0,
+ * jq_result_unpin once decoded. Without mu. */
+int jq_result_pin(jq_job *job);
+void jq_result_unpin(jq_job *job);
+
 /* (mu) An unfinished job whose coroutine is suspended on w (not running). */
 jq_job *jq_queue_suspended_on(jq_queue *q, jq_worker *w);
 
@@ -230,8 +256,9 @@ jq_job *jq_queue_suspended_on(jq_queue *q, jq_worker *w);
 void jq_queue_fail_rest(jq_queue *q);
 
 /* The end of a close, after jq_workers_stop (worker.c): fails the jobs
- * still unfinished and drops the failures nobody observed. Returns how many
- * jobs the close cancelled. */
+ * still unfinished, drops the failures nobody observed and releases the
+ * results that hold job handles. Returns how many jobs the close
+ * cancelled. */
 long jq_queue_close(jq_queue *q);
 
 /* Before `job` finishes: it fails because `cause` failed (reason

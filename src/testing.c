@@ -257,6 +257,126 @@ static int l_put_event(lua_State *L) {
   return 0;
 }
 
+
+/* ---- the allocation-failure hook ----
+ * Worker states (all of them, made by jq_test_newstate) and, when asked,
+ * the calling state allocate through fail_alloc. Armed for a target with
+ * _test.fail_alloc(target, n, count), the target's n-th allocation from
+ * now and the count - 1 after it fail (count nil: every one after it,
+ * until disarmed): Lua then raises "not enough memory" (after its emergency
+ * collection retried once). Frees and shrinks never fail (Lua assumes so). */
+enum { HOOK_WORKERS, HOOK_CALLER, HOOK_TARGETS };
+
+typedef struct alloc_hook {
+  _Atomic long countdown; /* allocations left before the first failure; 0: disarmed */
+  _Atomic long failing;   /* failures left once it fired (-1: until disarmed) */
+  _Atomic long count;     /* allocations seen */
+  lua_Alloc f;            /* the allocator it wraps */
+  void *ud;
+} alloc_hook;
+
+static alloc_hook hooks[HOOK_TARGETS];
+
+static void *fail_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  alloc_hook *h = ud;
+  if (nsize > 0 && (ptr == NULL || nsize > osize)) { /* (ptr NULL: osize is a type) */
+    atomic_fetch_add_explicit(&h->count, 1, memory_order_relaxed);
+    long left = atomic_load(&h->countdown);
+    while (left > 1 && !atomic_compare_exchange_weak(&h->countdown, &left, left - 1))
+      ;
+    if (left == 1) {
+      long f = atomic_load(&h->failing);
+      while (f > 0 && !atomic_compare_exchange_weak(&h->failing, &f, f - 1))
+        ;
+      if (f != 0)
+        return NULL;
+    }
+  }
+  return h->f(h->ud, ptr, osize, nsize);
+}
+
+/* The allocator luaL_newstate gives every state, for the workers' hook
+ * to wrap: found once, before any worker state uses the hook. */
+static pthread_once_t workers_hook_once = PTHREAD_ONCE_INIT;
+
+static void find_default_alloc(void) {
+  lua_State *L = luaL_newstate();
+  if (L) {
+    hooks[HOOK_WORKERS].f = lua_getallocf(L, &hooks[HOOK_WORKERS].ud);
+    lua_close(L);
+  }
+}
+
+/* Counts as one allocation of the workers' target: fails as it would. */
+lua_State *jq_test_newstate(void) {
+  alloc_hook *h = &hooks[HOOK_WORKERS];
+  pthread_once(&workers_hook_once, find_default_alloc);
+  if (!h->f)
+    return NULL;
+  void *probe = fail_alloc(h, NULL, LUA_TTHREAD, 1); /* the state itself, as if it failed */
+  if (!probe)
+    return NULL;
+  h->f(h->ud, probe, 1, 0);
+  lua_State *L = luaL_newstate(); /* its panic and warning functions */
+  if (L)
+    lua_setallocf(L, fail_alloc, h);
+  return L;
+}
+
+/* lua_close unloads this library before the state's last frees: the
+ * caller's allocator is unwrapped first, by this finalizer (made after the
+ * table of loaded libraries, so it runs before that table's). */
+static int unwrap_caller(lua_State *L) {
+  void *ud;
+  if (lua_getallocf(L, &ud) == fail_alloc)
+    lua_setallocf(L, hooks[HOOK_CALLER].f, hooks[HOOK_CALLER].ud);
+  return 0;
+}
+
+static int hook_target(lua_State *L, int arg) {
+  static const char *const names[] = {"workers", "caller", NULL};
+  return luaL_checkoption(L, arg, NULL, names);
+}
+
+/* fail_alloc(target, n [, count]): arms the hook of "workers" (every worker
+ * state) or "caller" (this state); n 0 or nil disarms it. */
+static int l_fail_alloc(lua_State *L) {
+  int t = hook_target(L, 1);
+  lua_Integer n = luaL_optinteger(L, 2, 0);
+  lua_Integer count = luaL_optinteger(L, 3, -1);
+  luaL_argcheck(L, n >= 0, 2, "must be 0 (disarm) or more");
+  luaL_argcheck(L, count == -1 || count > 0, 3, "must be positive");
+  alloc_hook *h = &hooks[t];
+  atomic_store(&h->countdown, 0);
+  atomic_store(&h->failing, (long)count);
+  if (t == HOOK_CALLER) { /* wrapped from the first call on */
+    void *ud;
+    lua_Alloc f = lua_getallocf(L, &ud);
+    if (f != fail_alloc) {
+      if (lua_rawgetp(L, LUA_REGISTRYINDEX, &hooks) == LUA_TNIL) { /* unwraps at lua_close */
+        lua_newuserdatauv(L, 1, 0);
+        lua_createtable(L, 0, 1);
+        lua_pushcfunction(L, unwrap_caller);
+        lua_setfield(L, -2, "__gc");
+        lua_setmetatable(L, -2);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &hooks);
+      }
+      lua_pop(L, 1);
+      h->f = f;
+      h->ud = ud;
+      lua_setallocf(L, fail_alloc, h);
+    }
+  }
+  atomic_store(&h->countdown, (long)n);
+  return 0;
+}
+
+/* allocs(target) -> the allocations the target's hook has seen. */
+static int l_allocs(lua_State *L) {
+  lua_pushinteger(L, atomic_load(&hooks[hook_target(L, 1)].count));
+  return 1;
+}
+
 void jq_open_testing(lua_State *L, lua_CFunction open_core) {
   if (luaL_newmetatable(L, HANDLE)) {
     lua_pushcfunction(L, l_gc);
@@ -285,6 +405,8 @@ void jq_open_testing(lua_State *L, lua_CFunction open_core) {
                                    {"marks", l_marks},
                                    {"hold_takes", l_hold_takes},
                                    {"holding", l_holding},
+                                   {"fail_alloc", l_fail_alloc},
+                                   {"allocs", l_allocs},
                                    {NULL, NULL}};
   luaL_newlib(L, funcs);
   static const struct {

@@ -90,7 +90,21 @@ static void pool_coroutine(lua_State *L, lua_State *co) {
   lua_pop(L, 1);
 }
 
-/* The runner running a job in this state right now, or NULL. */
+static int pool_protected(lua_State *L) {
+  pool_coroutine(L, lua_touserdata(L, 1));
+  return 0;
+}
+
+/* pool_coroutine, protected: without memory for the pool, the coroutine
+ * (reset all the same: that comes first) is left to the collector. The
+ * caller keeps co anchored. */
+static void pool_coroutine_safely(lua_State *L, lua_State *co) {
+  lua_pushcfunction(L, pool_protected);
+  lua_pushlightuserdata(L, co);
+  if (lua_pcall(L, 1, 0, 0) != LUA_OK)
+    lua_pop(L, 1);
+}
+
 /* The runner whose state L belongs to, running a job or not (a job's
  * to-be-closed variables close after its slice when it failed or was
  * cancelled), or NULL. */
@@ -134,8 +148,8 @@ int jq_run_init(jq_queue *q, lua_State *L, char *err, size_t errlen) {
   lua_pushcfunction(L, call_init);
   lua_pushlightuserdata(L, q);
   int rc = lua_pcall(L, 1, 0, -3);
-  if (rc != LUA_OK) {
-    const char *msg = lua_tostring(L, -1);
+  if (rc != LUA_OK) { /* (a number is not converted: that would allocate, unprotected) */
+    const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
     snprintf(err, errlen, "%s", msg ? msg : "(error object is not a string)");
     lua_pop(L, 1);
   }
@@ -168,64 +182,103 @@ static int push_global_hint(lua_State *L, const jq_job *job, const char *msg) {
   return 1;
 }
 
-/* Stores the error at the top of co as the job's error value: a string gets
- * the job's traceback and where it was submitted. The very message a wait
- * or pwait of this job got from a failed job is stored as a link to that
- * job instead, so a chain of jobs that pass an error on stays one message
- * long. Leaves co's stack as is. */
-static void store_error(lua_State *L, lua_State *co, jq_job *job, int with_traceback) {
+/* What store_error_protected works on: the job, the coroutine whose
+ * traceback a string error gets (NULL: none), and, for results that could
+ * not be copied back, why (the error is then made of it). */
+typedef struct error_arg {
+  jq_job *job;
+  lua_State *traceback_of;
+  const char *copy_err;
+} error_arg;
+
+/* Argument 2 (or, with copy_err, the message made of it) becomes the job's
+ * error value: a string gets the job's traceback and where it was
+ * submitted. The very message a wait or pwait of this job got from a failed
+ * job is stored as a link to that job instead, so a chain of jobs that pass
+ * an error on stays one message long. Returns the error as raised, for the
+ * trace. Runs protected: it allocates. */
+static int store_error_protected(lua_State *L) {
+  const error_arg *a = lua_touserdata(L, 1);
+  jq_job *job = a->job;
   char err[256];
-  if (job->raised_dep && lua_type(co, -1) == LUA_TSTRING) {
+  if (a->copy_err) {
+    lua_settop(L, 1);
+    lua_pushfstring(L, "job returned a value that cannot be copied back: %s", a->copy_err);
+  }
+  lua_settop(L, 2);
+  if (job->raised_dep && lua_type(L, 2) == LUA_TSTRING) {
     size_t len;
-    const char *msg = lua_tolstring(co, -1, &len);
+    const char *msg = lua_tolstring(L, 2, &len);
     if (jq_hash64(msg, len) == job->raised_hash) {
       jq_job_set_cause(job, job->raised_dep, JQ_FAIL_AWAITED);
-      return;
+      return 1;
     }
   }
-  if (lua_type(co, -1) == LUA_TSTRING) {
-    const char *msg = lua_tostring(co, -1);
-    int hinted = push_global_hint(L, job, msg);
-    if (hinted)
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    const char *msg = lua_tostring(L, 2);
+    if (push_global_hint(L, job, msg))
       msg = lua_tostring(L, -1);
-    if (with_traceback)
-      luaL_traceback(L, co, msg, 0);
+    if (a->traceback_of)
+      luaL_traceback(L, a->traceback_of, msg, 0);
     else
       lua_pushstring(L, msg);
-    if (hinted)
-      lua_remove(L, -2);
     if (job->line >= 0)
       lua_pushfstring(L, "%s\n(in job #%I submitted at %s:%d)", lua_tostring(L, -1),
                       (LUAI_UACINT)job->id, job->src, job->line);
     else /* submitted from where no line is known (a C function such as pcall) */
       lua_pushfstring(L, "%s\n(in job #%I submitted at %s)", lua_tostring(L, -1),
                       (LUAI_UACINT)job->id, job->src);
-    lua_remove(L, -2);
   } else {
-    lua_pushvalue(co, -1);
-    lua_xmove(co, L, 1);
+    lua_pushvalue(L, 2);
   }
   const jq_handle_ops *handles = job->q->handles;
   if (jq_encode(L, lua_gettop(L), 1, &job->result, "error", 1, handles, err, sizeof err) != 0) {
     lua_pushfstring(L, "job #%I failed with an error value that cannot be copied (%s)",
                     (LUAI_UACINT)job->id, err);
-    jq_encode(L, lua_gettop(L), 1, &job->result, "error", 1, handles, err, sizeof err);
-    lua_pop(L, 1);
+    if (jq_encode(L, lua_gettop(L), 1, &job->result, "error", 1, handles, err, sizeof err) != 0)
+      return luaL_error(L, "%s", err); /* not enough memory */
   }
-  lua_pop(L, 1);
+  lua_settop(L, 2);
+  return 1;
 }
 
-/* Records the error at the top of co (left there by store_error) as the
- * text of the failed event just recorded: a string as it is (no traceback),
- * another value by its type. No allocation: lua_tolstring is only called on
- * a string. */
-static void put_error_text(lua_State *co, jq_job *job) {
+/* Stores the job's error: the value at the top of co (moved off it; with
+ * `with_traceback`, a string gets co's traceback), or the message made of
+ * copy_err. Without memory for that, the job fails with "not enough memory"
+ * (JQ_FAIL_NOMEM, nothing stored). Returns how many values it left on L
+ * (0 or 1): the error as raised, for put_error_text. */
+static int store_error(lua_State *L, lua_State *co, jq_job *job, int with_traceback,
+                       const char *copy_err) {
+  error_arg a = {job, with_traceback ? co : NULL, copy_err};
+  if (!lua_checkstack(L, 3)) { /* (fails without raising) */
+    job->fail_reason = JQ_FAIL_NOMEM;
+    return 0;
+  }
+  lua_pushcfunction(L, store_error_protected);
+  lua_pushlightuserdata(L, &a);
+  if (!copy_err)
+    lua_xmove(co, L, 1);
+  if (lua_pcall(L, copy_err ? 1 : 2, 1, 0) != LUA_OK) { /* its error: the text recorded */
+    jq_buf_free(&job->result);
+    job->fail_reason = JQ_FAIL_NOMEM;
+  }
+  return 1;
+}
+
+/* Records the error store_error left on the top of L (`n` 1; n 0: none)
+ * as the text of the failed event just recorded: a string as it is (no
+ * traceback), another value by its type. No allocation: lua_tolstring is
+ * only called on a string. */
+static void put_error_text(lua_State *L, jq_job *job, int n) {
   size_t len;
   const char *msg;
-  if (lua_type(co, -1) == LUA_TSTRING) {
-    msg = lua_tolstring(co, -1, &len);
+  if (n == 0) {
+    msg = "not enough memory";
+    len = strlen(msg);
+  } else if (lua_type(L, -1) == LUA_TSTRING) {
+    msg = lua_tolstring(L, -1, &len);
   } else {
-    msg = luaL_typename(co, -1); /* "table", "nil", ...: a static name */
+    msg = luaL_typename(L, -1); /* "table", "nil", ...: a static name */
     len = strlen(msg);
   }
   jq_ring_put_text(job->tag, (int64_t)job->id, msg, len);
@@ -266,7 +319,7 @@ static void leave_job(span_context outer) {
 static void drop_coroutine(lua_State *L, jq_job *job, lua_State *co) {
   span_context outer = enter_spans(job->id, &job->span_depth, JQ_SPAN_AFTER_END);
   if (co)
-    pool_coroutine(L, co);
+    pool_coroutine_safely(L, co);
   leave_job(outer);
   if (job->coref != LUA_NOREF) {
     luaL_unref(L, LUA_REGISTRYINDEX, job->coref);
@@ -300,11 +353,16 @@ static void cancel_suspended(jq_runner *r, jq_job *job) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, coref);
   span_context outer = enter_spans(id, &depth, JQ_SPAN_AFTER_END);
   if (lua_isthread(L, -1))
-    pool_coroutine(L, lua_tothread(L, -1));
+    pool_coroutine_safely(L, lua_tothread(L, -1));
   leave_job(outer);
   lua_pop(L, 1);
   luaL_unref(L, LUA_REGISTRYINDEX, coref);
   pthread_mutex_lock(&w->q->mu);
+}
+
+static int new_coroutine_protected(lua_State *L) {
+  new_coroutine(L);
+  return 1;
 }
 
 /* Starts `job`: pushes a coroutine onto L (it stays there during the slice,
@@ -316,20 +374,33 @@ static void cancel_suspended(jq_runner *r, jq_job *job) {
 static lua_State *start_job(jq_runner *r, jq_job *job, int *nargs, uint64_t *t0) {
   lua_State *L = r->L;
   job->coref = LUA_NOREF;
-  lua_State *co = new_coroutine(L);
   uint64_t c0 = jq_span_begin();
   size_t bytes = job->payload.len;
-  lua_pushcfunction(co, decode_payload);
-  lua_pushlightuserdata(co, job);
-  int rc = lua_pcall(co, 1, LUA_MULTRET, 0);
+  lua_State *co = NULL;
+  lua_pushcfunction(L, new_coroutine_protected);
+  int rc = lua_pcall(L, 0, 1, 0); /* the coroutine, or (out of memory) the error */
+  if (rc == LUA_OK) {
+    co = lua_tothread(L, -1);
+    lua_pushcfunction(co, decode_payload);
+    lua_pushlightuserdata(co, job);
+    rc = lua_pcall(co, 1, LUA_MULTRET, 0);
+  }
   jq_buf_free(&job->payload);
   /* its time is the job's: the slice starts where it ends */
   *t0 = jq_span_end(JQ_EV_COPY, (uint8_t)(JQ_COPY_IN | (rc != LUA_OK ? JQ_COPY_FAILED : 0)),
                     job->tag, jq_copy_bytes(bytes), (int64_t)job->id, c0);
   if (rc != LUA_OK) { /* e.g. a C function this state does not have */
-    store_error(L, co, job, 0);
+    int n = 1;
+    if (co) {
+      n = store_error(L, co, job, 0, NULL);
+    } else { /* no coroutine: the error on L is the memory error */
+      job->fail_reason = JQ_FAIL_NOMEM;
+    }
     if (*t0)
-      put_error_text(co, job);
+      put_error_text(L, job, n);
+    lua_pop(L, n);
+    if (!co)
+      lua_pushnil(L); /* the coroutine's slot, which end_job pops */
     end_job(r, L, job, co, JQ_JOB_FAILED);
     return NULL;
   }
@@ -368,10 +439,29 @@ static int resume_job(jq_runner *r, jq_job *job, lua_State *co, int nargs, int *
     if (outer)
       lua_pushlightuserdata(L, outer);
     else
-      lua_pushnil(L);
+      lua_pushboolean(L, 0); /* not nil: the key stays (caller_run_one) */
     lua_rawsetp(L, LUA_REGISTRYINDEX, &RUNNER_KEY);
   }
   return status;
+}
+
+static int ref_protected(lua_State *L) {
+  lua_pushinteger(L, luaL_ref(L, LUA_REGISTRYINDEX));
+  return 1;
+}
+
+/* Gives the coroutine on the top of L a registry reference (job->coref)
+ * and pops it; returns 0, or -1 (out of memory) leaving it there. */
+static int keep_coroutine(lua_State *L, jq_job *job) {
+  lua_pushcfunction(L, ref_protected);
+  lua_pushvalue(L, -2);
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+    lua_pop(L, 1);
+    return -1;
+  }
+  job->coref = (int)lua_tointeger(L, -1);
+  lua_pop(L, 2);
+  return 0;
 }
 
 /* The slice ended in a yield: the job's coroutine stays suspended (in the
@@ -381,10 +471,18 @@ static void suspend_job(jq_runner *r, jq_job *job, lua_State *co, int nres, jq_j
                         uint64_t t1) {
   lua_pop(co, nres); /* values of a plain coroutine.yield() are dropped */
   job->yield_ticks = t1;
-  if (job->coref == LUA_NOREF) /* suspended: the registry keeps its coroutine now */
-    job->coref = luaL_ref(r->L, LUA_REGISTRYINDEX);
-  else
+  if (job->coref == LUA_NOREF) { /* suspended: the registry keeps its coroutine now */
+    /* Without memory for that, the job fails. Only a cooperative yield gets
+     * here without a reference (a wait made one before it registered as a
+     * waiter): nobody else can have put the job on a resume list. */
+    if (keep_coroutine(r->L, job) != 0) {
+      job->fail_reason = JQ_FAIL_NOMEM;
+      end_job(r, r->L, job, co, JQ_JOB_FAILED);
+      return;
+    }
+  } else {
     lua_pop(r->L, 1);
+  }
   pthread_mutex_lock(&r->w->q->mu);
   job->on_cpu = 0;
   r->w->suspended++;
@@ -401,6 +499,7 @@ static void finish_job(jq_runner *r, jq_job *job, lua_State *co, int status, int
   uint64_t t2 = 0; /* the end of copying the results out */
   size_t out_bytes = 0;
   int done_state = JQ_JOB_FAILED;
+  int ntext = 0; /* the error's text left on L by store_error */
   if (status == LUA_OK) {
     char err[256];
     int rc = jq_encode(co, lua_gettop(co) - nres + 1, nres, &job->result, "result", 1,
@@ -410,11 +509,10 @@ static void finish_job(jq_runner *r, jq_job *job, lua_State *co, int status, int
     if (rc == 0) {
       done_state = JQ_JOB_DONE;
     } else {
-      lua_pushfstring(co, "job returned a value that cannot be copied back: %s", err);
-      store_error(L, co, job, 0);
+      ntext = store_error(L, co, job, 0, err);
     }
   } else {
-    store_error(L, co, job, 1);
+    ntext = store_error(L, co, job, 1, NULL);
   }
   if (slice->t1) {
     int failed = done_state == JQ_JOB_FAILED;
@@ -427,8 +525,9 @@ static void finish_job(jq_runner *r, jq_job *job, lua_State *co, int status, int
       jq_ring_put(JQ_EV_COPY, (uint8_t)(JQ_COPY_OUT | (failed ? JQ_COPY_FAILED : 0)), job->tag,
                   jq_copy_bytes(out_bytes), (int64_t)job->id, slice->t1, t2);
     if (failed)
-      put_error_text(co, job);
+      put_error_text(L, job, ntext);
   }
+  lua_pop(L, ntext);
   end_job(r, L, job, co, done_state);
 }
 
@@ -604,6 +703,15 @@ static int step(jq_runner *r, int block) {
  * whatever is runnable. Returns 0 when there was nothing to run. */
 static int caller_run_one(jq_queue *q, lua_State *L) {
   jq_runner r = {&q->workers[q->nworkers], L, NULL, NULL, NULL};
+  /* resume_job sets the registry's runner, which must not allocate there
+   * (a memory error would leave the job half run): the key is made here,
+   * before anything is held, where a wait may still raise. A store into a
+   * key that exists, with a value that is not nil, allocates nothing. */
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &RUNNER_KEY) == LUA_TNIL) {
+    lua_pushboolean(L, 0);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &RUNNER_KEY);
+  }
+  lua_pop(L, 1);
   pthread_mutex_lock(&q->mu);
   int ran = step(&r, 0);
   pthread_mutex_unlock(&q->mu);
@@ -662,18 +770,22 @@ static void *worker_main(void *arg) {
   int seq = q->seq > 0 && q->seq < (1 << 20) - 1 ? q->seq : (1 << 20) - 1;
   int key = seq * 1024 + w->index + 1;
   jq_trace_name_thread(name, key);
+#ifdef JQ_TESTING
+  lua_State *L = jq_test_newstate(); /* the specs' allocation-failure hook */
+#else
   lua_State *L = luaL_newstate();
+#endif
   jq_runner r = {w, L, NULL, NULL, NULL};
   prepare_arg prep = {arg, &r};
   int ok = L != NULL, started = 0;
   if (!ok) {
-    snprintf(err, sizeof err, "worker %d: cannot create a lua_State: out of memory", w->index);
+    snprintf(err, sizeof err, "worker %d: cannot create a lua_State: not enough memory", w->index);
   } else {
     lua_pushcfunction(L, prepare_worker); /* light C functions: no allocation, no error */
     lua_pushlightuserdata(L, &prep);
     if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
       snprintf(err, sizeof err, "worker %d: cannot prepare its lua_State: %s", w->index,
-               lua_isstring(L, -1) ? lua_tostring(L, -1) : "(no message)");
+               lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "(no message)");
       lua_pop(L, 1);
       ok = 0;
     } else {
@@ -874,7 +986,14 @@ int jq_wait(lua_State *L, jq_queue *q, jq_job *job, int level) {
     return block_until(L, q, job, level);
   if (r->current == job)
     return wait_error(L, level, "job #%I cannot wait for itself", (LUAI_UACINT)job->id);
-  /* Inside a job of the same queue: yield, so the worker runs other work. */
+  /* Inside a job of the same queue: yield, so the worker runs other work.
+   * The registry keeps a suspended coroutine: its reference is made here,
+   * where a memory error may still be raised, not after the awaited job
+   * could have resumed it. */
+  if (r->current->coref == LUA_NOREF) {
+    lua_pushthread(L);
+    r->current->coref = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
   pthread_mutex_lock(&q->mu);
   int rc = jq_queue_await(job, r->current);
   if (rc == 0)

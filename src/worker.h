@@ -61,4 +61,11 @@ int jq_run_init(jq_queue *q, lua_State *L, char *err, size_t errlen);
  * (never a second copy). */
 void jq_prepare_state(lua_State *L, const char *path, const char *cpath, lua_CFunction open_core);
 
+#ifdef JQ_TESTING
+/* Specs only (testing.c): a worker's new state, whose allocations go
+ * through the allocation-failure hook (_test.fail_alloc); NULL when the
+ * hook fails its creation. */
+lua_State *jq_test_newstate(void);
+#endif
+
 #endif
