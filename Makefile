@@ -40,12 +40,15 @@ demo: build
 	LUA_CPATH="build/?.so;;" $(LUA) lua/jobque-profile.lua report trace.json
 	LUA_CPATH="build/?.so;;" $(LUA) lua/jobque-profile.lua html trace.json -o timeline.html
 
-# The specs once, on the plain build (what `luarocks test` runs).
-spec: build
+# The specs once, on the plain build (what `luarocks test` runs); the
+# consumer checks (spec/consumers_spec.lua) need the npm packages.
+spec: build node_modules/.package-lock.json
 	JQ_BUILD=build $(LUA) $(BUSTED)
 
-# ESLint at the version package-lock.json pins, from the npm registry (the
-# test setup: `make deps` put npm there); again only when the lock changes.
+# ESLint, and the consumers the specs read our traces with (Chrome DevTools'
+# trace engine, speedscope), at the versions package-lock.json pins, from
+# the npm registry (the test setup: `make deps` put npm there); again only
+# when the lock changes.
 node_modules/.package-lock.json: package.json package-lock.json | deps
 	npm ci --no-audit --no-fund
 

@@ -390,12 +390,22 @@ static size_t cat_len(const context *c, uint16_t cat) {
   return i ? c->cats.off[i] - c->cats.off[i - 1] : 16;
 }
 
-/* ts and dur of a span, from ticks. */
-static char *put_span(char *p, const jq_clock_scale *s, const jq_event *e) {
-  uint64_t a = jq_clock_to_ns(s, e->t0), z = jq_clock_to_ns(s, e->t1);
+/* ts and dur of a slice from a to z (ns). */
+static inline char *put_span_ns(char *p, uint64_t a, uint64_t z) {
   p = put_us(p, a);
   p = LIT(p, ",\"dur\":");
   return put_us(p, z > a ? z - a : 0);
+}
+
+#ifdef JQ_TESTING
+size_t jq_json_span_text(char *out, uint64_t a_ns, uint64_t z_ns) {
+  return (size_t)(put_span_ns(out, a_ns, z_ns) - out);
+}
+#endif
+
+/* ts and dur of a span, from ticks. */
+static char *put_span(char *p, const jq_clock_scale *s, const jq_event *e) {
+  return put_span_ns(p, jq_clock_to_ns(s, e->t0), jq_clock_to_ns(s, e->t1));
 }
 
 /* The error text recorded for `job` right after event i of a lane, or NULL. */
@@ -695,11 +705,8 @@ static void put_pieces(lane_out *o, uint64_t i) {
     const jq_piece *pc = &ps->p[o->piece];
     size_t clen = cat_len(o->c, pc->cat);
     char *p = wbuf_room(o->b, EVENT_MAX + 2 * clen);
-    uint64_t a = ns_at(o, pc->t0), z = ns_at(o, pc->t1);
     p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
-    p = put_us(p, a);
-    p = LIT(p, ",\"dur\":");
-    p = put_us(p, z > a ? z - a : 0);
+    p = put_span_ns(p, ns_at(o, pc->t0), ns_at(o, pc->t1));
     p = put_head(p, o);
     p = put_cat(p, o->c, pc->cat);
     p = LIT(p, "\",\"cat\":\"");
