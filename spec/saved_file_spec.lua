@@ -43,11 +43,14 @@ describe("the saved file", function()
     end
   end)
 
-  it("writes timestamps as microseconds with three decimals", function()
+  it("writes timestamps as microseconds in 2048ths, exactly: 3 to 11 decimals", function()
     local _, text = S.record_n(p, "file ts", 64, 20)
     local n = 0
     for ts in text:gmatch('"ts":([^,}]+)') do
-      assert.matches("^%d+%.%d%d%d$", ts)
+      assert.matches("^%d+%.%d%d%d%d?%d?%d?%d?%d?%d?%d?%d?$", ts)
+      local x = tonumber(ts) * 2048
+      assert.are.equal(math.floor(x), x, ts)
+      if #ts:match("%.(%d*)") > 3 then assert.matches("[1-9]$", ts) end -- no trailing zero past three
       n = n + 1
     end
     assert.are.equal(20, n)
