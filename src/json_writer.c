@@ -91,7 +91,9 @@ static const char hex_digits[] = "0123456789abcdef0123456789ABCDEF";
  * sum and difference of them is exact, so slices that touch or nest as
  * recorded do so to every reader. A time is within 0.245 ns of the one
  * recorded and a duration within 0.489 ns: llround(x * 1000), Perfetto's
- * reading, gives back the nanoseconds. */
+ * reading, gives back the nanoseconds (rounding up instead would keep an
+ * older Perfetto's (int64_t)(x * 1000) exact for times, but not for
+ * durations, and llround's only for a day: x * 1000 rounds too). */
 typedef struct us_time {
   uint64_t whole; /* microseconds */
   unsigned frac;  /* and frac/2048 of one, 0 to 2047 */
