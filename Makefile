@@ -63,7 +63,7 @@ test: build build-sanitizers node_modules/.package-lock.json
 # Mutation testing (slow, not part of test): each mutant of spec/mutants.txt
 # applied to a scratch copy, built there, the plain specs run against it.
 # `make mutate MUTANTS="id1 id2"` runs only those.
-mutate: deps
+mutate: deps node_modules/.package-lock.json
 	$(LUA) spec/mutate.lua $(MUTANTS)
 
 bench: build
