@@ -40,18 +40,21 @@ demo: build
 	LUA_CPATH="build/?.so;;" $(LUA) lua/jobque-profile.lua report trace.json
 	LUA_CPATH="build/?.so;;" $(LUA) lua/jobque-profile.lua html trace.json -o timeline.html
 
-# The specs once, on the plain build (what `luarocks test` runs).
-spec: build
+# The specs once, on the plain build (what `luarocks test` runs); the
+# consumer checks (spec/consumers_spec.lua) need the npm packages.
+spec: build node_modules/.package-lock.json
 	JQ_BUILD=build $(LUA) $(BUSTED)
 
-# ESLint at the version package-lock.json pins, from the npm registry (the
-# test setup: `make deps` put npm there); again only when the lock changes.
+# ESLint, and the consumers the specs read our traces with (Chrome DevTools'
+# trace engine, speedscope), at the versions package-lock.json pins, from
+# the npm registry (the test setup: `make deps` put npm there); again only
+# when the lock changes.
 node_modules/.package-lock.json: package.json package-lock.json | deps
 	npm ci --no-audit --no-fund
 
 # The timeline page's JavaScript, linted (spec/run-all.sh runs the same).
 lint-js: node_modules/.package-lock.json
-	node_modules/.bin/eslint --max-warnings 0 lua/jobque_profile/timeline eslint.config.js
+	node_modules/.bin/eslint --max-warnings 0 lua/jobque_profile/timeline spec/consumers eslint.config.js
 
 # Everything: lint, specs plain and under ASan and TSan, valgrind, the rock.
 test: build build-sanitizers node_modules/.package-lock.json
@@ -60,7 +63,7 @@ test: build build-sanitizers node_modules/.package-lock.json
 # Mutation testing (slow, not part of test): each mutant of spec/mutants.txt
 # applied to a scratch copy, built there, the plain specs run against it.
 # `make mutate MUTANTS="id1 id2"` runs only those.
-mutate: deps
+mutate: deps node_modules/.package-lock.json
 	$(LUA) spec/mutate.lua $(MUTANTS)
 
 bench: build

@@ -1,5 +1,5 @@
-// ESLint (pinned in package.json) over the timeline page's JavaScript;
-// `make lint-js` runs it, and `make test` through spec/run-all.sh.
+// ESLint (pinned in package.json) over the timeline page's JavaScript and
+// the specs' node script; `make lint-js` runs it, and `make test` through spec/run-all.sh.
 "use strict";
 const js = require("@eslint/js");
 
@@ -18,6 +18,17 @@ module.exports = [
     // The hooks assign the page's view (v0, v1), globals here: see hooks.js.
     files: ["lua/jobque_profile/timeline/hooks.js"],
     rules: { "no-unused-vars": ["error", { vars: "local" }] },
+  },
+  {
+    // The specs' node script that reads traces with other programs (spec/consumers_spec.lua).
+    files: ["spec/consumers/**/*.mjs"],
+    languageOptions: {
+      ecmaVersion: 2022,
+      sourceType: "module",
+      globals: { process: "readonly", Buffer: "readonly", TextDecoder: "readonly", TextEncoder: "readonly",
+                 atob: "readonly", btoa: "readonly", URL: "readonly", setTimeout: "readonly",
+                 clearTimeout: "readonly", performance: "readonly" },
+    },
   },
   {
     files: ["eslint.config.js"],

@@ -133,6 +133,11 @@ if not run("git ls-files -z | tar --null -T - -cf - | tar -xf - -C " .. qs) then
   cleanup()
   error("mutate: could not copy the checkout to " .. scratch)
 end
+-- The npm packages the consumer checks need (spec/consumers_spec.lua), not tracked.
+if not run("test -d node_modules && ln -s \"$PWD/node_modules\" " .. qs .. "/node_modules") then
+  cleanup()
+  error("mutate: no node_modules here for spec/consumers_spec.lua: run `npm ci` first")
+end
 
 local build_log = scratch .. "/build.log"
 local function build()

@@ -311,6 +311,19 @@ describe("the native trace loader", function()
     assert.are.equal(false, meta.n)
   end)
 
+  it("reads numbers of 16 to 19 digits as strtod does: binary fractions (our times) and others", function()
+    -- binary fractions beyond 2^53 as decimals (2048ths of a us, the largest below 2^42 us, a
+    -- 2^-27), then numbers that are none (one digit more, an odd last digit, 2^53 + 1)
+    local texts = {"1365095.783203125", "4398046511103.99951171875", "-123456789.00048828125",
+                   "0.000000007450580596923828125", "10000000.0000000000", "1365095.7832031251",
+                   "1365095.7832031255", "9007199254740993.5", "0.1234567890123456789"}
+    local meta = select(2, core.load_trace({begin = function(m) return nil, m end, null = false}, nil,
+      '{"traceEvents":[],"jobqueProfile":{"x":[' .. table.concat(texts, ",") .. ']}}'))
+    for i, text in ipairs(texts) do
+      assert.are.equal(tonumber(text), meta.x[i], text)
+    end
+  end)
+
   it("shows progress on stderr while a long trace loads, only on a terminal, and not with --quiet", function()
     if not os.execute("command -v script >/dev/null 2>&1") then return pending("no script command") end
     local parts = {}

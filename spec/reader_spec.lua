@@ -141,6 +141,35 @@ describe("trace.load", function()
     assert.matches("path expected", select(2, trace.load(nil)), 1, true)
     assert.equal("cannot read " .. S.tmpdir .. ": Is a directory", select(2, trace.load(S.tmpdir)))
   end)
+
+  it("reads our times, printed in 2048ths of a microsecond, back to the nanoseconds recorded", function()
+    -- A copy from 1,019,705 ns to 1,024,783 ns, its job's slice from there to
+    -- 1,030,000 ns, a marker at 500 ns, a counter at 1 ns, the session stopped
+    -- at 2,000,001 ns: each time the nearest 2048th (1019705 * 2048 / 1000 =
+    -- 2088355.84: 2088356/2048 = 1019.705078125), a duration the difference
+    -- of its ends' (2098756/2048 - 2088356/2048 = 10400/2048 = 5.078125).
+    local text = [[
+{"traceEvents":[
+{"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"worker 0"}},
+{"ph":"X","ts":1019.705078125,"dur":5.078125,"pid":1,"tid":1,"name":"copy in","cat":"copy","args":{"job":1,"bytes":8}},
+{"ph":"X","ts":1024.783203125,"dur":5.216796875,"pid":1,"tid":1,"name":"job","cat":"job","args":{"job":1}},
+{"ph":"i","s":"g","ts":0.500,"pid":1,"tid":1,"name":"token","args":{"arg":1}},
+{"ph":"C","ts":0.0009765625,"pid":1,"tid":1,"name":"n","args":{"value":1}}
+],
+"jobqueProfile":{"version":1,"startUs":0.000,"stopUs":2000.0009765625,"lanes":1,
+"laneInfo":[{"tid":1,"name":"worker 0","fullAtUs":1030.0}],"categories":[],"markers":[{"id":1,"name":"token"}]}}
+]]
+    for _, reader in ipairs({"native", "cjson"}) do
+      local m = assert(trace.decode(text, "t.json", {reader = reader}))
+      local lane = m.lanes[1]
+      assert.same({1019.705, 5.078, 1024.783, 5.217}, {lane.ts[1], lane.dur[1], lane.ts[2], lane.dur[2]}, reader)
+      assert.same({1019.705, 5.078}, {m.copies[1].ts, m.copies[1].dur}, reader)
+      assert.equal(0.5, m.markers[1].ts, reader)
+      assert.equal(0.001, m.counters[1].ts[1], reader)
+      assert.same({start = 0, stop = 2000.001}, m.session, reader)
+      assert.equal(1030, lane.full_at, reader)
+    end
+  end)
 end)
 
 describe("stats.compute", function()
@@ -416,11 +445,14 @@ describe("the session's bounds", function()
       if ev.ts then assert.is_true(ev.ts + (ev.dur or 0) <= jp.stopUs) end
     end
     local m = assert(trace.load(path))
-    assert.same({0, jp.stopUs}, {m.t0, m.t1})
+    -- the model holds the nanoseconds the file's 2048ths of a us stand for
+    local stop_ns = math.floor(jp.stopUs * 1000 + 0.5)
+    assert.is_true(math.abs(jp.stopUs * 1000 - stop_ns) < 0.25)
+    assert.same({0, stop_ns / 1000}, {m.t0, m.t1})
     local u
     for _, k in ipairs(stats.compute(m).markers) do if k.kind == "bounds token" then u = k end end
     assert.equal(4, u.count)
-    assert.same({3, jp.stopUs}, {u.units[4].arg, u.units[4].to})
+    assert.same({3, stop_ns / 1000}, {u.units[4].arg, u.units[4].to})
   end)
 end)
 

@@ -54,7 +54,7 @@ check() {
 }
 
 check "luacheck" luacheck --quiet lua spec bench examples lua/jobque-profile.lua
-check "eslint: the timeline page's JavaScript" node_modules/.bin/eslint --max-warnings 0 lua/jobque_profile/timeline eslint.config.js
+check "eslint: the timeline page's JavaScript" node_modules/.bin/eslint --max-warnings 0 lua/jobque_profile/timeline spec/consumers eslint.config.js
 
 busted_run "plain build" build "$LUA"
 busted_run "AddressSanitizer, monotonic clock" build-address "$PWD/build-address/lua_host" \

@@ -43,11 +43,14 @@ describe("the saved file", function()
     end
   end)
 
-  it("writes timestamps as microseconds with three decimals", function()
+  it("writes timestamps as microseconds in 2048ths, exactly: 3 to 11 decimals", function()
     local _, text = S.record_n(p, "file ts", 64, 20)
     local n = 0
     for ts in text:gmatch('"ts":([^,}]+)') do
-      assert.matches("^%d+%.%d%d%d$", ts)
+      assert.matches("^%d+%.%d%d%d%d?%d?%d?%d?%d?%d?%d?%d?$", ts)
+      local x = tonumber(ts) * 2048
+      assert.are.equal(math.floor(x), x, ts)
+      if #ts:match("%.(%d*)") > 3 then assert.matches("[1-9]$", ts) end -- no trailing zero past three
       n = n + 1
     end
     assert.are.equal(20, n)
@@ -287,5 +290,73 @@ describe("the saved file", function()
     local _, text = S.save(p)
     local t = cjson.decode(text)
     assert.are.equal(-42, S.markers(t, "file strict")[1].args.arg)
+  end)
+end)
+
+-- How the writer prints times, pair by pair of slices chosen in integer
+-- nanoseconds. Readers of the file (Chrome DevTools, speedscope, Perfetto,
+-- lua-cjson) read each number as the double nearest its decimal, as Lua's
+-- tonumber does, and add and subtract them in doubles, as Lua does.
+describe("the saved file's times, read as doubles", function()
+  local T = require("jobque.core")._test
+  -- The ts and dur the writer prints for a slice from a to z, as doubles.
+  local function slice(a, z)
+    local ts, dur = T.span_text(a, z)
+    return assert(tonumber(ts)), assert(tonumber(dur))
+  end
+  -- Times printed as exact decimals (three of them), for the premise.
+  local function decimal(ns) return tonumber(("%d.%03d"):format(ns // 1000, ns % 1000)) end
+  -- Perfetto reads a time as llround(x * 1000) nanoseconds.
+  local function perfetto_ns(x) return math.floor(x * 1000 + 0.5) end
+
+  -- Slices a..a+d and a+d..a+d+e touch; m is where their lane's first slice
+  -- starts (speedscope shifts a lane's times by it); a parent slice from
+  -- a - 1 ends where the first one does. Returns the problems found, as text.
+  local function check(a, d, e, m, ts)
+    local bad = {}
+    local ts1, dur1 = ts(a, a + d)
+    local ts2, dur2 = ts(a + d, a + d + e)
+    local ts0, dur0 = ts(a - 1, a + d)
+    local tsm = ts(m, m + 1)
+    if ts1 + dur1 > ts2 then bad[#bad + 1] = "ends after the next starts" end
+    if (ts1 - tsm) + dur1 > ts2 - tsm then bad[#bad + 1] = "ends after the next starts, shifted" end
+    if ts1 + dur1 > ts0 + dur0 then bad[#bad + 1] = "ends after its parent" end
+    if (ts1 - tsm) + dur1 > (ts0 - tsm) + dur0 then bad[#bad + 1] = "ends after its parent, shifted" end
+    if ts1 < ts0 or ts2 < ts1 then bad[#bad + 1] = "starts out of order" end
+    for _, x in ipairs({{ts1, a}, {dur1, d}, {ts2, a + d}, {dur2, e}, {ts0, a - 1}, {dur0, d + 1}}) do
+      if perfetto_ns(x[1]) ~= x[2] then bad[#bad + 1] = ("%.17g us is not %d ns to Perfetto"):format(x[1], x[2]) end
+    end
+    return bad
+  end
+
+  it("keep the issue's pair apart: a copy in ends where its job's slice starts", function()
+    assert.is_true(decimal(1019705) + decimal(5078) > decimal(1024783)) -- the premise
+    local ts1, dur1 = slice(1019705, 1024783)
+    local ts2 = slice(1024783, 1030000)
+    assert.is_true(ts1 + dur1 <= ts2, ("%.17g + %.17g > %.17g"):format(ts1, dur1, ts2))
+  end)
+
+  it("keep touching slices apart and nested ones nested, shifted or not, and stay exact to the ns", function()
+    -- From zero to three weeks into a session, touching slices of several
+    -- lengths; the same checks on times printed as exact decimals must find
+    -- failures, else the scan does not cover the defect.
+    local exact_decimal = function(a, z) return decimal(a), decimal(z - a) end
+    local failures, decimal_failures, n = {}, 0, 0
+    for _, base in ipairs({1, 1000, 1000000, 1000000000, 3600 * 10^9, 86400 * 10^9, 21 * 86400 * 10^9}) do
+      for k = 0, 149 do
+        for _, d in ipairs({1, 7, 999, 5078, 123457, 98765431}) do
+          local a = math.tointeger(base + 13 + k * 7919)
+          local m = math.tointeger(base)
+          local bad = check(a, d, 3 + k, m, slice)
+          if #bad > 0 and #failures < 5 then
+            failures[#failures + 1] = ("a=%d d=%d e=%d m=%d: %s"):format(a, d, 3 + k, m, table.concat(bad, ", "))
+          end
+          if #check(a, d, 3 + k, m, exact_decimal) > 0 then decimal_failures = decimal_failures + 1 end
+          n = n + 1
+        end
+      end
+    end
+    assert.is_true(decimal_failures > 0, "the scan finds no pair that exact decimals get wrong")
+    assert.are.same({}, failures, ("of %d pairs"):format(n))
   end)
 end)

@@ -5,8 +5,8 @@
  * into one large buffer with the routines below and written with write(2).
  * One string escaper (json_escape) and one integer formatter (jq_put_u64,
  * digits.h, shared with the reader's page and graph writers)
- * produce everything; timestamps are integer nanoseconds printed as
- * microseconds with three decimals.
+ * produce everything; times are integer nanoseconds printed, with integer
+ * arithmetic, as microseconds in 2048ths (see put_us).
  */
 #include "json_writer.h"
 
@@ -82,14 +82,62 @@ static inline char *put_lit(char *p, const char *s, size_t n) {
 /* Hexadecimal digits: lower case, then upper case from 16. */
 static const char hex_digits[] = "0123456789abcdef0123456789ABCDEF";
 
-/* Nanoseconds as microseconds with exactly three decimals. */
-static inline char *put_us(char *p, uint64_t ns) {
-  p = jq_put_u64(p, ns / 1000);
-  unsigned f = (unsigned)(ns % 1000);
+/* Times. Readers (Chrome DevTools, speedscope, Perfetto, lua-cjson) read a
+ * number as the double nearest its decimal and add and subtract times in
+ * doubles: with times of three decimals, 1019.705 + 5.078 > 1024.783, and a
+ * slice that touches the next seems to overlap it. So a time is printed as
+ * the multiple of 1/2048 us nearest its nanoseconds, exactly (at most 11
+ * decimals, at least 3): below 2^42 us (50 days) each is a double, and every
+ * sum and difference of them is exact, so slices that touch or nest as
+ * recorded do so to every reader. A time is within 0.245 ns of the one
+ * recorded and a duration within 0.489 ns: llround(x * 1000), Perfetto's
+ * reading, gives back the nanoseconds (rounding up instead would keep an
+ * older Perfetto's (int64_t)(x * 1000) exact for times, but not for
+ * durations, and llround's only for a day: x * 1000 rounds too). */
+typedef struct us_time {
+  uint64_t whole; /* microseconds */
+  unsigned frac;  /* and frac/2048 of one, 0 to 2047 */
+} us_time;
+
+/* The 2048ths nearest ns: (ns % 1000) * 2048 / 1000 rounded (125 is odd: no
+ * ties), at most 2046. */
+static inline us_time us_of(uint64_t ns) {
+  us_time t = {ns / 1000, (unsigned)(((ns % 1000) * 256 + 62) / 125)};
+  return t;
+}
+
+#define US_MAX 33 /* the longest time put_us_time writes: 20 digits, '.', 11 */
+
+/* t exactly: frac/2048 = frac * 5^11 / 10^11, trailing zeros dropped down to
+ * three decimals. */
+static inline char *put_us_time(char *p, us_time t) {
+  p = jq_put_u64(p, t.whole);
   *p++ = '.';
-  *p++ = (char)('0' + f / 100);
-  memcpy(p, &jq_digit_pairs[(f % 100) * 2], 2);
-  return p + 2;
+  uint64_t v = (uint64_t)t.frac * 48828125u; /* < 10^11 */
+  for (int k = 9; k >= 1; k -= 2) {
+    memcpy(p + k, &jq_digit_pairs[(v % 100) * 2], 2);
+    v /= 100;
+  }
+  p[0] = (char)('0' + v);
+  int len = 11; /* a factor 2 of frac is a trailing zero */
+  for (unsigned f = t.frac; len > 3 && !(f & 1); f >>= 1)
+    len--;
+  return p + len;
+}
+
+static inline char *put_us(char *p, uint64_t ns) {
+  return put_us_time(p, us_of(ns));
+}
+
+/* The length from a to z (ns, a <= z): the difference of the two printed
+ * times, so that a reader's ts + dur is the end's time. */
+static inline char *put_dur(char *p, uint64_t a, uint64_t z) {
+  us_time x = us_of(a), y = us_of(z);
+  if (y.frac < x.frac) { /* y > x: y.whole > x.whole */
+    y.frac += 2048;
+    y.whole--;
+  }
+  return put_us_time(p, (us_time){y.whole - x.whole, y.frac - x.frac});
 }
 
 /* Length of a valid UTF-8 sequence at s (at most n bytes), or 0. */
@@ -390,12 +438,22 @@ static size_t cat_len(const context *c, uint16_t cat) {
   return i ? c->cats.off[i] - c->cats.off[i - 1] : 16;
 }
 
-/* ts and dur of a span, from ticks. */
-static char *put_span(char *p, const jq_clock_scale *s, const jq_event *e) {
-  uint64_t a = jq_clock_to_ns(s, e->t0), z = jq_clock_to_ns(s, e->t1);
+/* ts and dur of a slice from a to z (ns). */
+static inline char *put_span_ns(char *p, uint64_t a, uint64_t z) {
   p = put_us(p, a);
   p = LIT(p, ",\"dur\":");
-  return put_us(p, z > a ? z - a : 0);
+  return put_dur(p, a, z > a ? z : a);
+}
+
+#ifdef JQ_TESTING
+size_t jq_json_span_text(char *out, uint64_t a_ns, uint64_t z_ns) {
+  return (size_t)(put_span_ns(out, a_ns, z_ns) - out);
+}
+#endif
+
+/* ts and dur of a span, from ticks. */
+static char *put_span(char *p, const jq_clock_scale *s, const jq_event *e) {
+  return put_span_ns(p, jq_clock_to_ns(s, e->t0), jq_clock_to_ns(s, e->t1));
 }
 
 /* The error text recorded for `job` right after event i of a lane, or NULL. */
@@ -516,24 +574,36 @@ static size_t first_dep(const context *c, uint64_t job) {
   return lo;
 }
 
-/* The head of a zero-length slice at tick t0, up to its name (Perfetto
+/* The head of a zero-length slice at time t, up to its name (Perfetto
  * binds flows to slices, so arrows start and end on such points). */
-static char *put_point_head(char *p, const lane_out *o, uint64_t t0) {
+static char *put_point_at(char *p, const lane_out *o, us_time t) {
   p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
-  p = put_us(p, ns_at(o, t0));
+  p = put_us_time(p, t);
   p = LIT(p, ",\"dur\":0");
   return put_head(p, o);
 }
 
+static char *put_point_head(char *p, const lane_out *o, uint64_t t0) {
+  return put_point_at(p, o, us_of(ns_at(o, t0)));
+}
+
 /* The ends of the arrows from a job's `after` dependencies: one zero-length
- * slice per dependency at the start of the job's first slice `e` (nested in
- * it), since a slice carries one bind_id and the first one has the submit's. */
+ * slice per dependency in the job's first slice `e`, since a slice carries
+ * one bind_id and the first one has the submit's. The k-th lies k/2048 us
+ * after the slice's start (at most at its end): speedscope ends a
+ * zero-length slice before it begins another slice at the same time, so
+ * such a slice at its parent's start, or beside another, is never opened. */
 static void put_after_ends(const lane_out *o, const jq_event *e) {
   const context *c = o->c;
+  uint64_t a = ns_at(o, e->t0), z = ns_at(o, e->t1);
+  us_time start = us_of(a), end = us_of(z > a ? z : a);
+  uint64_t len = (end.whole - start.whole) * 2048 + end.frac - start.frac, step = 0;
   for (size_t k = first_dep(c, (uint64_t)e->arg); k < c->ndeps && c->deps[k].dependant == (uint64_t)e->arg;
        k++) {
+    step += step < len;
+    uint64_t units = start.frac + step;
     char *p = wbuf_room(o->b, EVENT_MAX);
-    p = put_point_head(p, o, e->t0);
+    p = put_point_at(p, o, (us_time){start.whole + units / 2048, (unsigned)(units % 2048)});
     p = LIT(p, "after\",\"cat\":\"flow\",\"args\":{\"job\":");
     p = jq_put_i64(p, e->arg);
     p = LIT(p, ",\"after\":");
@@ -674,7 +744,7 @@ static void put_park(const lane_out *o, const jq_event *e) {
   uint64_t a = ns_at(o, e->t0), z = ns_at(o, e->t1);
   p = put_instant_head(p, o, 't', z);
   p = LIT(p, "wake\",\"cat\":\"worker\",\"args\":{\"parked_us\":");
-  p = put_us(p, z > a ? z - a : 0);
+  p = put_dur(p, a, z > a ? z : a);
   o->b->p = LIT(p, "}}");
 }
 
@@ -695,11 +765,8 @@ static void put_pieces(lane_out *o, uint64_t i) {
     const jq_piece *pc = &ps->p[o->piece];
     size_t clen = cat_len(o->c, pc->cat);
     char *p = wbuf_room(o->b, EVENT_MAX + 2 * clen);
-    uint64_t a = ns_at(o, pc->t0), z = ns_at(o, pc->t1);
     p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
-    p = put_us(p, a);
-    p = LIT(p, ",\"dur\":");
-    p = put_us(p, z > a ? z - a : 0);
+    p = put_span_ns(p, ns_at(o, pc->t0), ns_at(o, pc->t1));
     p = put_head(p, o);
     p = put_cat(p, o->c, pc->cat);
     p = LIT(p, "\",\"cat\":\"");
@@ -847,7 +914,7 @@ static void put_profile(wbuf *b, const context *ctx) {
   put_number(b, (int64_t)v->events_per_lane);
   /* The session's bounds, on the events' timeline: zero is its start. */
   uint64_t stop = jq_clock_to_ns(&v->scale, v->stop_ticks);
-  char *p = wbuf_room(b, 128);
+  char *p = wbuf_room(b, 48 + 2 * US_MAX);
   p = LIT(p, ",\"durationUs\":");
   p = put_us(p, stop);
   p = LIT(p, ",\"startUs\":0.000,\"stopUs\":");
@@ -876,7 +943,7 @@ static void put_profile(wbuf *b, const context *ctx) {
     PUT_LIT(b, ",\"unclosedSpans\":");
     put_number(b, (int64_t)ctx->pieces.unclosed[i]);
     if (l->dropped) {
-      p = wbuf_room(b, 64);
+      p = wbuf_room(b, 16 + US_MAX);
       p = LIT(p, ",\"fullAtUs\":");
       b->p = put_us(p, jq_clock_to_ns(&v->scale, l->full_at));
     }

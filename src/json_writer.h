@@ -55,4 +55,12 @@ typedef struct jq_save_view {
 /* Returns 0, or an errno value with a message in `err`. */
 int jq_json_save(const jq_save_view *v, const char *path, char *err, size_t errlen);
 
+#ifdef JQ_TESTING
+/* What the writer prints for a slice from a_ns to z_ns (nanoseconds since
+ * the session's start): `ts,"dur":dur`, at most 80 bytes, not terminated.
+ * Returns its length (the specs' view of the times' rounding). */
+#define JQ_JSON_SPAN_TEXT_MAX 80
+size_t jq_json_span_text(char *out, uint64_t a_ns, uint64_t z_ns);
+#endif
+
 #endif

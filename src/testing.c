@@ -20,6 +20,7 @@
 
 #include "bindings.h"
 #include "file_replace.h"
+#include "json_writer.h"
 #include "queue.h"
 #include "trace.h"
 #include "worker.h"
@@ -377,6 +378,21 @@ static int l_allocs(lua_State *L) {
   return 1;
 }
 
+/* span_text(a_ns, z_ns): the ts and dur texts the writer prints for a slice
+ * from a_ns to z_ns (nanoseconds since the session's start). */
+static int l_span_text(lua_State *L) {
+  lua_Integer a = luaL_checkinteger(L, 1), z = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, a >= 0, 1, "nanoseconds >= 0 expected");
+  luaL_argcheck(L, z >= 0, 2, "nanoseconds >= 0 expected");
+  char buf[JQ_JSON_SPAN_TEXT_MAX];
+  size_t n = jq_json_span_text(buf, (uint64_t)a, (uint64_t)z);
+  const char *comma = memchr(buf, ',', n);
+  size_t dur = sizeof ",\"dur\":" - 1;
+  lua_pushlstring(L, buf, (size_t)(comma - buf));
+  lua_pushlstring(L, comma + dur, n - (size_t)(comma - buf) - dur);
+  return 2;
+}
+
 void jq_open_testing(lua_State *L, lua_CFunction open_core) {
   if (luaL_newmetatable(L, HANDLE)) {
     lua_pushcfunction(L, l_gc);
@@ -399,6 +415,7 @@ void jq_open_testing(lua_State *L, lua_CFunction open_core) {
                                    {"lanes_full", l_lanes_full},
                                    {"ticks", l_ticks},
                                    {"put_event", l_put_event},
+                                   {"span_text", l_span_text},
                                    {"wakes", l_wakes},
                                    {"parked", l_parked},
                                    {"mark", l_mark},

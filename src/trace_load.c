@@ -248,6 +248,15 @@ static void push_str(lua_State *L, src *t, size_t i, size_t end, int esc) {
 static const double POW10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
+/* 5^k for k <= 27 (5^27 < 2^63). */
+static const uint64_t POW5[] = {1ull, 5ull, 25ull, 125ull, 625ull, 3125ull, 15625ull, 78125ull, 390625ull,
+                                1953125ull, 9765625ull, 48828125ull, 244140625ull, 1220703125ull,
+                                6103515625ull, 30517578125ull, 152587890625ull, 762939453125ull,
+                                3814697265625ull, 19073486328125ull, 95367431640625ull,
+                                476837158203125ull, 2384185791015625ull, 11920928955078125ull,
+                                59604644775390625ull, 298023223876953125ull, 1490116119384765625ull,
+                                7450580596923828125ull};
+
 /* The number at s[i]: one past it, or 0 and an error. *isint with *iv
  * when it is an integer literal that fits 64 bits, else *dv. */
 static size_t number(src *t, size_t i, int *isint, int64_t *iv, double *dv) {
@@ -305,6 +314,14 @@ static size_t number(src *t, size_t i, int *isint, int64_t *iv, double *dv) {
   int p10 = e10 - scale;
   if (!dropped && m < ((uint64_t)1 << 53) && p10 >= -22 && p10 <= 22) {
     double d = p10 < 0 ? (double)m / POW10[-p10] : (double)m * POW10[p10];
+    *dv = neg ? -d : d;
+    return k;
+  }
+  /* A binary fraction with more digits (our writer's times, in 2048ths of
+   * a microsecond: 1365095.783203125): m / 10^s = (m / 5^s) / 2^s, exact
+   * when 5^s divides m and leaves less than 2^53. */
+  if (!dropped && p10 < 0 && p10 >= -27 && m % POW5[-p10] == 0 && m / POW5[-p10] < ((uint64_t)1 << 53)) {
+    double d = ldexp((double)(m / POW5[-p10]), p10);
     *dv = neg ? -d : d;
     return k;
   }
@@ -1917,6 +1934,14 @@ static void progress(loader *ld, size_t at) {
   lua_call(L, 2, 0);
 }
 
+/* A time of ours as the model holds it: the nanoseconds our writer
+ * recorded, which it printed in 2048ths of a microsecond (trace.lua's
+ * ns_time, the same operations). */
+static void ns_time(val *v) {
+  if (v->kind == V_FLT)
+    v->d = floor(v->d * 1000 + 0.5) / 1000;
+}
+
 /* One element of the events array, at s[i]: one past it; 0 and an error
  * (JSON); 0 with *said_no (the hook's answer on the stack); 0 with
  * *fallback. */
@@ -1928,6 +1953,10 @@ static size_t one_event(loader *ld, size_t i, lua_Integer index, int *said_no, i
   size_t end = read_event(t, i, &e);
   if (!end)
     return 0;
+  if (ld->ours) {
+    ns_time(&e.ts);
+    ns_time(&e.dur);
+  }
   int done = 0;
   if (e.ph.kind == V_STR && !e.ph.esc && e.ph.end - e.ph.at == 3) {
     switch (t->s[e.ph.at + 1]) {

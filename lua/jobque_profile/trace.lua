@@ -162,6 +162,16 @@ local function time_text(x)
   return (x - x ~= 0 or tonumber(s) == x) and s or ("%.17g"):format(x)
 end
 
+-- A time of ours as the model holds it: our writer prints times as exact
+-- 2048ths of a microsecond, within half a nanosecond of the nanoseconds it
+-- recorded (docs/trace-format.md, Times); the model takes those nanoseconds
+-- back, as the double nearest ns / 1000 (what a time of three decimals
+-- reads as). src/trace_load.c rounds the same way (its ns_time).
+local function ns_time(x)
+  if math.type(x) ~= "float" then return x end
+  return math.floor(x * 1000 + 0.5) / 1000
+end
+
 local OUT_OF_RANGE = ("out of range (a time must be within +-%.0e us; is the file damaged?)"):format(MAX_US)
 
 -- The message for an event whose `field` holds a time out of range.
@@ -257,9 +267,9 @@ local function read_meta(model, meta)
   model.clock = str(meta.clock)
   -- The session's bounds: startUs/stopUs, or 0 .. durationUs in files of
   -- ours written before those keys.
-  local start, stop = meta.startUs, meta.stopUs
+  local start, stop = ns_time(meta.startUs), ns_time(meta.stopUs)
   if start == nil and stop == nil and type(meta.durationUs) == "number" then
-    start, stop = 0, meta.durationUs
+    start, stop = 0, ns_time(meta.durationUs)
   end
   if type(start) == "number" and type(stop) == "number" then
     for _, pair in ipairs{{"startUs", start}, {"stopUs", stop}} do
@@ -649,6 +659,7 @@ local function read_one(st, e, i)
   local ph = type(e) == "table" and e.ph
   local ts = ph and e.ts
   local dur = ph == "X" and e.dur -- false for other phases, nil when missing (0)
+  if st.ours then ts, dur = ns_time(ts), ns_time(dur) end
   if ph == "M" then
     read_metadata(model, e)
   elseif type(ts) ~= "number" then
@@ -766,7 +777,7 @@ local function read_lane_info(model, meta)
       lane.recorded = math.tointeger(l.recorded)
       lane.unclosed_spans = math.tointeger(l.unclosedSpans) -- spans its job's end or the stop closed
       lane.dropped = math.tointeger(l.dropped) or lane.dropped
-      local full = l.fullAtUs
+      local full = ns_time(l.fullAtUs)
       if type(full) == "number" then
         if not (full >= -MAX_US and full <= MAX_US) then
           return nil, ('bad "jobqueProfile.%s[%d].fullAtUs": %s us is %s'):format(info_key, i, time_text(full),
