@@ -10,6 +10,7 @@
  * profile_marker registers the name the first time it sees it).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -86,7 +87,7 @@ static int l_profile_save(lua_State *L) {
   size_t len;
   const char *path = luaL_checklstring(L, 1, &len);
   luaL_argcheck(L, strlen(path) == len, 1, "path contains a zero byte");
-  char err[512];
+  char err[2 * PATH_MAX + 512]; /* the path, and a link of its chain (file_replace.h) */
   int errnum;
   int rc = jq_trace_save(path, err, sizeof err, &errnum);
   if (rc == JQ_SAVE_OK) {
