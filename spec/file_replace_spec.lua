@@ -357,6 +357,137 @@ describe("profile_save", function()
   end)
 end)
 
+-- The kernel's protected_symlinks rule, which our own link resolution must
+-- apply: in a sticky world-writable directory (a /tmp) a symlink is followed
+-- only when it belongs to the follower or to the directory's owner. Each
+-- case plants a link to a root-owned 0600 file in a 0700 directory.
+describe("a symlink in a sticky world-writable directory", function()
+  local victim_text = "root's secret\n"
+
+  -- A fresh shared directory (mode `mode`, owner `dir_owner` or root) and a
+  -- private 0700 one holding the victim; returns their paths and the victim's.
+  local function setting(mode, dir_owner)
+    local base = fresh_dir("sticky")
+    local shared, private = base .. "/shared", base .. "/private"
+    sh(("mkdir %s %s && chmod %s %s && chmod 0700 %s"):format(q(shared), q(private), mode, q(shared), q(private)))
+    if dir_owner then sh(("chown %s %s"):format(dir_owner, q(shared))) end
+    local victim = private .. "/secret"
+    S.write(victim, victim_text)
+    sh("chmod 0600 " .. q(victim))
+    return shared, private, victim
+  end
+
+  -- A symlink at `link` to `to`, owned by `owner` (the link itself).
+  local function plant(link, to, owner)
+    sh(("ln -s %s %s && chown -h %s %s"):format(q(to), q(link), owner, q(link)))
+  end
+
+  -- The victim and both directories are exactly as they were set up.
+  local function untouched(shared_listing, private, victim)
+    assert.are.equal(victim_text, S.read(victim))
+    assert.are.equal("600 0", stat("%a %u", victim))
+    assert.are.equal("secret\n", listing(private))
+    return shared_listing
+  end
+
+  local function refusal(link, owner, uid)
+    return ("not following the symlink '%s' (owned by %s, uid %d): it is in a sticky "
+      .. "world-writable directory and belongs neither to you nor to the directory's owner "
+      .. "(the kernel's protected_symlinks rule); remove it or write elsewhere"):format(link, owner, uid)
+  end
+
+  it("refuses another user's link: false, a message naming the link and its owner, nothing written", function()
+    if not root then return pending("needs root to give a link away") end
+    one_session("sticky refused")
+    local shared, private, victim = setting("1777")
+    local link = shared .. "/trace.json"
+    plant(link, victim, "65534")
+    local ok, err, code = p.profile_save(link)
+    assert.is_false(ok)
+    assert.are.equal(("cannot write trace to '%s': %s"):format(link, refusal(link, "nobody", 65534)), err)
+    assert.are.equal(13, code) -- EACCES, as the kernel refuses
+    assert.are.equal("trace.json\n", untouched(listing(shared), private, victim))
+    assert.are.equal("symbolic link", kind(link))
+  end)
+
+  it("refuses it without O_TMPFILE too, and through core.write_file", function()
+    if not root then return pending("needs root to give a link away") end
+    one_session("sticky refused fallback")
+    local shared, private, victim = setting("1777")
+    local link = shared .. "/out.txt"
+    plant(link, victim, "65534")
+    core._test.replace_without_tmpfile(true)
+    local ok, err, code = p.profile_save(link)
+    core._test.replace_without_tmpfile(false)
+    assert.is_false(ok)
+    assert.are.equal(("cannot write trace to '%s': %s"):format(link, refusal(link, "nobody", 65534)), err)
+    assert.are.equal(13, code)
+    ok, err, code = core.write_file(link, "overwritten")
+    assert.is_nil(ok)
+    assert.are.equal(("cannot write '%s': %s"):format(link, refusal(link, "nobody", 65534)), err)
+    assert.are.equal(13, code)
+    assert.are.equal("out.txt\n", untouched(listing(shared), private, victim))
+  end)
+
+  it("checks every link of a chain: the refused one is named, wherever it is", function()
+    if not root then return pending("needs root to give a link away") end
+    one_session("sticky chain")
+    local shared, private, victim = setting("1777")
+    -- ours -> (relative) theirs -> victim: the second link is refused.
+    plant(shared .. "/theirs", victim, "65534")
+    plant(shared .. "/ours", "theirs", "0")
+    local ok, err = p.profile_save(shared .. "/ours")
+    assert.is_false(ok)
+    assert.are.equal(("cannot write trace to '%s': %s"):format(shared .. "/ours",
+      refusal(shared .. "/theirs", "nobody", 65534)), err)
+    -- A link of ours elsewhere, to a link of theirs in a sticky subdirectory.
+    local home = fresh_dir("home")
+    sh(("mkdir %s && chmod 1777 %s"):format(q(shared .. "/sub"), q(shared .. "/sub")))
+    plant(shared .. "/sub/x", "../../private/secret", "65534")
+    plant(home .. "/out.json", shared .. "/sub/x", "0")
+    ok, err = p.profile_save(home .. "/out.json")
+    assert.is_false(ok)
+    assert.are.equal(("cannot write trace to '%s': %s"):format(home .. "/out.json",
+      refusal(shared .. "/sub/x", "nobody", 65534)), err)
+    assert.are.equal("out.json\n", listing(home))
+    assert.are.equal("ours\nsub\ntheirs\n", untouched(listing(shared), private, victim))
+    assert.are.equal("x\n", listing(shared .. "/sub"))
+  end)
+
+  it("follows the follower's own link, and one of the directory's owner", function()
+    if not root then return pending("needs root to give a link away") end
+    one_session("sticky allowed")
+    local shared, private, victim = setting("1777")
+    plant(shared .. "/mine", victim, "0")
+    assert.is_true(p.profile_save(shared .. "/mine"))
+    assert.is_true(is_trace(S.read(victim), "sticky allowed"))
+    assert.are.equal("600 0", stat("%a %u", victim))
+    -- A directory of nobody's, and a link of nobody's in it.
+    local theirs = setting("1777", "65534")
+    plant(theirs .. "/owners", victim, "65534")
+    S.write(victim, "again")
+    assert.is_true(p.profile_save(theirs .. "/owners"))
+    assert.is_true(is_trace(S.read(victim), "sticky allowed"))
+    assert.are.equal("mine\n", listing(shared))
+    assert.are.equal("owners\n", listing(theirs))
+    assert.are.equal("secret\n", listing(private))
+  end)
+
+  it("follows another user's link where the directory is not both sticky and world-writable", function()
+    if not root then return pending("needs root to give a link away") end
+    one_session("not sticky")
+    for _, mode in ipairs({"0777", "1775", "0755"}) do
+      local shared, private, victim = setting(mode)
+      plant(shared .. "/link", victim, "65534")
+      local ok, err = p.profile_save(shared .. "/link")
+      assert.is_true(ok, mode .. ": " .. tostring(err))
+      assert.is_true(is_trace(S.read(victim), "not sticky"), mode)
+      assert.are.equal("link\n", listing(shared))
+      assert.are.equal("secret\n", listing(private))
+    end
+  end)
+end)
+
 describe("core.write_file", function()
   it("writes a string, or a list of strings in order, replacing the file", function()
     local dir = fresh_dir()
@@ -423,6 +554,26 @@ describe("jobque-profile html -o", function()
     assert.are.equal("600", stat("%a", dir .. "/real.html"))
     assert.matches("<!DOCTYPE html>", S.read(dir .. "/real.html"), 1, true)
     assert.are.equal("page.html\nreal.html\n", listing(dir))
+  end)
+
+  it("exits 1 with a clean message, writing nothing, for another user's link in a sticky directory", function()
+    if not root then return pending("needs root to give a link away") end
+    local base = fresh_dir("sticky")
+    local shared, private = base .. "/shared", base .. "/private"
+    sh(("mkdir %s %s && chmod 1777 %s && chmod 0700 %s"):format(q(shared), q(private), q(shared), q(private)))
+    S.write(private .. "/secret", "root's secret\n")
+    sh("chmod 0600 " .. q(private .. "/secret"))
+    local link = shared .. "/page.html"
+    sh(("ln -s %s %s && chown -h 65534 %s"):format(q(private .. "/secret"), q(link), q(link)))
+    local code, out, err = cli(("html %s -o %s"):format(q(trace_path), q(link)))
+    assert.are.equal(1, code)
+    assert.are.equal("", out)
+    assert.matches(("cannot write '%s': not following the symlink '%s' (owned by nobody, uid 65534)")
+      :format(link, link), err, 1, true)
+    assert.is_nil(err:find("traceback", 1, true))
+    assert.are.equal("root's secret\n", S.read(private .. "/secret"))
+    assert.are.equal("secret\n", listing(private))
+    assert.are.equal("page.html\n", listing(shared))
   end)
 
   it("exits 1 with the reason when the device it writes to is full", function()

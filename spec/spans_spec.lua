@@ -296,6 +296,108 @@ describe("spans", function()
     assert.are.equal(1, #spans_of(doc, function(e) return e.name == "failing" end))
   end)
 
+  it("a zone closed twice by hand raises at the second close and leaves the span around it open", function()
+    p.profile_start()
+    p.profile_begin("around")
+    local z = p.profile_zone("closed twice")
+    local close = getmetatable(z).__close
+    p.profile_marker("in zone", 1)
+    close(z)
+    p.profile_marker("after zone", 2)
+    assert.matches("profile_zone: this zone is already closed", S.err_of(close, z), 1, true)
+    p.profile_marker("around still open", 3)
+    p.profile_end() -- the span around it: still open, so this does not raise
+    assert.matches("no span is open", S.err_of(p.profile_end), 1, true)
+    p.profile_stop()
+    local doc = saved()
+    local around = spans_of(doc, function(e) return e.name == "around" end)
+    local zone = spans_of(doc, function(e) return e.name == "closed twice" end)
+    assert.are.equal(1, #around)
+    assert.are.equal(1, #zone)
+    assert.is_nil(around[1].args.unclosed)
+    local m1, m2, m3 = S.markers(doc, "in zone")[1], S.markers(doc, "after zone")[1], S.markers(doc, "around still open")[1]
+    assert.is_true(zone[1].ts <= m1.ts and m1.ts <= zone[1].ts + zone[1].dur)
+    assert.is_true(zone[1].ts + zone[1].dur <= m2.ts)
+    assert.is_true(around[1].ts <= zone[1].ts and m3.ts <= around[1].ts + around[1].dur)
+    assert_nests(doc)
+  end)
+
+  it("a zone closed by hand and again by its variable raises at scope end, but never hides an error", function()
+    p.profile_start()
+    p.profile_begin("around")
+    local err = S.err_of(function()
+      local z <close> = p.profile_zone("by hand")
+      getmetatable(z).__close(z)
+    end)
+    assert.matches("profile_zone: this zone is already closed", err, 1, true)
+    local ok, mine = pcall(function()
+      local z <close> = p.profile_zone("by hand, then error")
+      getmetatable(z).__close(z)
+      error({"mine"})
+    end)
+    assert.is_false(ok)
+    assert.are.same({"mine"}, mine) -- the error closing it, unchanged
+    p.profile_end() -- "around": still open
+    assert.matches("no span is open", S.err_of(p.profile_end), 1, true)
+    p.profile_stop()
+    local doc = saved()
+    assert.are.equal(1, #spans_of(doc, function(e) return e.name == "around" and e.args.unclosed == nil end))
+    assert.are.equal(1, #spans_of(doc, function(e) return e.name == "by hand" end))
+    assert.are.equal(1, #spans_of(doc, function(e) return e.name == "by hand, then error" end))
+  end)
+
+  it("a zone's second close does nothing while tracing is off; its close checks its argument", function()
+    p.profile_begin("around") -- off: counted only
+    local z = p.profile_zone("off")
+    local close = getmetatable(z).__close
+    close(z)
+    close(z) -- does not raise, and does not end "around"
+    p.profile_start()
+    p.profile_end() -- "around", opened before the session: still counted open
+    assert.matches("no span is open", S.err_of(p.profile_end), 1, true)
+    assert.matches("bad argument #1 to '.*' %(profile_zone expected, got table%)", S.err_of(close, {}))
+    p.profile_stop()
+  end)
+
+  it("nested zones are distinct objects: closing the inner one twice never ends the outer", function()
+    p.profile_start()
+    local outer = p.profile_zone("outer zone")
+    local inner = p.profile_zone("inner zone")
+    assert.are_not.equal(outer, inner)
+    local close = getmetatable(inner).__close
+    close(inner)
+    assert.matches("profile_zone: this zone is already closed", S.err_of(close, inner), 1, true)
+    p.profile_marker("outer zone open", 1)
+    close(outer)
+    assert.matches("no span is open", S.err_of(p.profile_end), 1, true)
+    p.profile_stop()
+    local doc = saved()
+    local o = spans_of(doc, function(e) return e.name == "outer zone" end)[1]
+    local i = spans_of(doc, function(e) return e.name == "inner zone" end)[1]
+    local m = S.markers(doc, "outer zone open")[1]
+    assert.is_nil(o.args.unclosed)
+    assert.is_true(i.ts + i.dur <= m.ts and m.ts <= o.ts + o.dur)
+  end)
+
+  it("zones allocate nothing once the state has had as many open at once", function()
+    local function nested(n)
+      for _ = 1, n do
+        local a <close> = p.profile_zone("alloc a") -- luacheck: ignore a
+        local b <close> = p.profile_zone("alloc b") -- luacheck: ignore b
+      end
+    end
+    p.profile_start(1024)
+    nested(1) -- two zone objects, and the names' ids cached
+    collectgarbage("collect")
+    collectgarbage("stop")
+    local before = collectgarbage("count")
+    nested(10000)
+    local after = collectgarbage("count")
+    collectgarbage("restart")
+    p.profile_stop()
+    assert.are.equal(before, after)
+  end)
+
   it("take a category id or a name (interned once: one category, its colour)", function()
     local id = p.profile_category("by-id", 0x123456)
     p.profile_start()

@@ -1,7 +1,7 @@
 /*
- * file_replace.c - replaces a file atomically, following symlinks, keeping
- * its mode and owner, writing devices and FIFOs in place (file_replace.h
- * states the rules).
+ * file_replace.c - replaces a file atomically, following symlinks (those
+ * the kernel's protected_symlinks rule allows), keeping its mode and owner,
+ * writing devices and FIFOs in place (file_replace.h states the rules).
  *
  * No Lua API, no locks, no stdio. Allocates the resolved path and the
  * temporary's name; both are freed by commit or abort.
@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -65,6 +66,8 @@ int jq_write_all(int fd, const void *p, size_t n) {
 }
 
 const char *jq_replace_reason(const jq_replace *r, int rc) {
+  if (rc == EACCES && r->refused[0])
+    return r->refused;
   if (rc == ENXIO && r->fifo)
     return "it is a FIFO that no process is reading";
   if (rc == EISDIR)
@@ -113,21 +116,24 @@ static size_t dir_len(const char *path) {
   return slash ? (size_t)(slash - path) + 1 : 0;
 }
 
-/* The target of the symlink `path` (st: its lstat), joined to the link's
- * directory when relative. NULL with errno set on failure. */
-static char *follow(const char *path, const struct stat *st) {
+/* The target of the symlink `path` (st: its lstat), read as `name` in the
+ * directory dfd, joined to the link's directory (its first d bytes of
+ * `path`) when relative. NULL with errno set on failure. */
+static char *follow(int dfd, const char *name, const char *path, size_t d,
+                    const struct stat *st) {
   size_t cap = st->st_size > 0 ? (size_t)st->st_size + 1 : 256;
   for (;;) {
     char *buf = malloc(cap);
     if (!buf)
       return NULL;
-    ssize_t n = readlink(path, buf, cap);
+    ssize_t n = readlinkat(dfd, name, buf, cap);
     if (n < 0) {
       free(buf);
       return NULL;
     }
     if ((size_t)n < cap) {
-      size_t d = buf[0] == '/' ? 0 : dir_len(path);
+      if (buf[0] == '/')
+        d = 0;
       char *out = malloc(d + (size_t)n + 1);
       if (out) {
         memcpy(out, path, d);
@@ -146,9 +152,40 @@ static char *follow(const char *path, const struct stat *st) {
   }
 }
 
+/* Whether the kernel would let this process follow the symlink `link` (its
+ * lstat) in the directory `dir` (its stat) with protected_symlinks on
+ * (fs/namei.c, may_follow_link): in a directory both sticky and writable by
+ * all, only a link of the follower's or of the directory's owner. Applied
+ * here, whatever the sysctl says, because this code follows the link and
+ * then renames over its target, where the kernel never looks. (The kernel
+ * compares the fsuid, which is the effective uid unless setfsuid changed it.) */
+static int may_follow(const struct stat *dir, const struct stat *link) {
+  if ((dir->st_mode & (S_ISVTX | S_IWOTH)) != (S_ISVTX | S_IWOTH))
+    return 1;
+  return link->st_uid == geteuid() || link->st_uid == dir->st_uid;
+}
+
+/* Says in r->refused why the link `path` (owned by uid) is not followed. */
+static void refuse(jq_replace *r, const char *path, uid_t uid) {
+  char owner[128], pwbuf[2048];
+  struct passwd pw, *found = NULL;
+  if (getpwuid_r(uid, &pw, pwbuf, sizeof pwbuf, &found) == 0 && found && found->pw_name[0])
+    snprintf(owner, sizeof owner, "%s, uid %lu", found->pw_name, (unsigned long)uid);
+  else
+    snprintf(owner, sizeof owner, "uid %lu", (unsigned long)uid);
+  snprintf(r->refused, sizeof r->refused,
+           "not following the symlink '%s' (owned by %s): it is in a sticky world-writable "
+           "directory and belongs neither to you nor to the directory's owner (the kernel's "
+           "protected_symlinks rule); remove it or write elsewhere",
+           path, owner);
+}
+
 /* Follows symlinks from `path` to what they finally name. Returns 0 with
- * *out (malloc'd) and *exists (and *st when it exists), or an errno value. */
-static int resolve(const char *path, char **out, struct stat *st, int *exists) {
+ * *out (malloc'd) and *exists (and *st when it exists), or an errno value
+ * (EACCES with r->refused for a link may_follow refuses). Each link is
+ * checked and read in its directory opened once (O_PATH), so the directory
+ * checked is the one the link is read from. */
+static int resolve(jq_replace *r, const char *path, char **out, struct stat *st, int *exists) {
   char *cur = dup_n(path, strlen(path));
   if (!cur)
     return ENOMEM;
@@ -172,8 +209,37 @@ static int resolve(const char *path, char **out, struct stat *st, int *exists) {
       free(cur);
       return ELOOP;
     }
-    char *next = follow(cur, st);
+    size_t d = dir_len(cur);
+    char *dir = d ? dup_n(cur, d) : dup_n(".", 1);
+    if (!dir) {
+      free(cur);
+      return ENOMEM;
+    }
+    int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    free(dir);
+    struct stat dst;
+    if (dfd < 0 || fstat(dfd, &dst) != 0 || fstatat(dfd, cur + d, st, AT_SYMLINK_NOFOLLOW) != 0) {
+      int e = errno;
+      if (dfd >= 0)
+        close(dfd);
+      if (e == ENOENT) /* gone since the lstat: look again */
+        continue;
+      free(cur);
+      return e;
+    }
+    if (!S_ISLNK(st->st_mode)) { /* replaced since the lstat: look again */
+      close(dfd);
+      continue;
+    }
+    if (!may_follow(&dst, st)) {
+      refuse(r, cur, st->st_uid);
+      close(dfd);
+      free(cur);
+      return EACCES;
+    }
+    char *next = follow(dfd, cur + d, cur, d, st);
     int e = errno;
+    close(dfd);
     free(cur);
     if (!next)
       return e ? e : ENOMEM;
@@ -362,7 +428,7 @@ int jq_replace_open(jq_replace *r, const char *path) {
     return ENOENT;
   struct stat st;
   int exists = 0, rc;
-  if ((rc = resolve(path, &r->target, &st, &exists)) != 0)
+  if ((rc = resolve(r, path, &r->target, &st, &exists)) != 0)
     return rc;
   block_signals(r);
   if (exists && S_ISDIR(st.st_mode)) {

@@ -5,6 +5,12 @@
  * Lua writes through core.write_file):
  *   - a symlink at the target is followed (a chain of them, dangling or
  *     not, up to 40): the file it points to is replaced, the link stays;
+ *     but, as the kernel's protected_symlinks rule says, never a link in a
+ *     sticky world-writable directory (a /tmp) that belongs neither to this
+ *     process (its effective uid) nor to the directory's owner: that fails
+ *     with EACCES before anything is written, and the reason names the link
+ *     and its owner. Links among the path's directories are the kernel's
+ *     to resolve (under its own protected_symlinks setting);
  *   - a regular file (or no file) is replaced atomically: the new contents
  *     go to an anonymous O_TMPFILE in the target's directory, which gets a
  *     name only when complete (linked to a random temporary name, then
@@ -28,6 +34,7 @@
 #ifndef JQ_FILE_REPLACE_H
 #define JQ_FILE_REPLACE_H
 
+#include <limits.h>
 #include <signal.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -41,6 +48,9 @@ typedef struct jq_replace {
   sigset_t oldmask, pending_before;
   char *target;    /* the path that gets replaced: symlinks resolved */
   char *temp;      /* the temporary's name (when it has one) */
+  /* After an open that failed with EACCES on a link it would not follow:
+   * why (jq_replace_reason's text); otherwise empty. */
+  char refused[PATH_MAX + 256];
 } jq_replace;
 
 /* Prepares to replace `path`. Returns 0 with r->fd open for writing, or an
@@ -58,7 +68,8 @@ void jq_replace_abort(jq_replace *r);
 int jq_write_all(int fd, const void *p, size_t n);
 
 /* The reason to show for an error of open or commit: strerror, or a clearer
- * sentence (a FIFO nobody reads). Valid after commit/abort too. */
+ * sentence (a FIFO nobody reads, a link not followed). Valid after
+ * commit/abort too. */
 const char *jq_replace_reason(const jq_replace *r, int rc);
 
 /* The same, but for ENOTDIR it names the part of `path` in the way

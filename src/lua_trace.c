@@ -10,6 +10,7 @@
  * profile_marker registers the name the first time it sees it).
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -86,7 +87,7 @@ static int l_profile_save(lua_State *L) {
   size_t len;
   const char *path = luaL_checklstring(L, 1, &len);
   luaL_argcheck(L, strlen(path) == len, 1, "path contains a zero byte");
-  char err[512];
+  char err[2 * PATH_MAX + 512]; /* the path, and a link of its chain (file_replace.h) */
   int errnum;
   int rc = jq_trace_save(path, err, sizeof err, &errnum);
   if (rc == JQ_SAVE_OK) {
@@ -271,16 +272,53 @@ static int l_profile_end(lua_State *L) {
   return 0;
 }
 
-/* profile_zone(cat) -> the zone object (upvalue 2), whose __close ends it. */
+/* Zones. Each open zone is its own object, so that closing one twice can
+ * be told apart from closing the next: a table whose slot 1 says whether its
+ * span is open, with the zone metatable. Closed ones wait in this state's
+ * free list (upvalue 2 of profile_zone, 1 of __close) for the next
+ * profile_zone, so a zone allocates only when more are open at once than
+ * ever before in the state (the free list grows then too). */
+#define ZONE_OPEN 1 /* the slot of the flag */
+
+/* profile_zone(cat) -> a zone object, whose __close ends the span. */
 static int l_profile_zone(lua_State *L) {
   span_begin(L, "profile_zone");
-  lua_pushvalue(L, lua_upvalueindex(2));
+  int free_list = lua_upvalueindex(2);
+  lua_Integer n = (lua_Integer)lua_rawlen(L, free_list);
+  if (JQ_LIKELY(n > 0)) {
+    lua_rawgeti(L, free_list, n);
+    lua_pushnil(L);
+    lua_rawseti(L, free_list, n);
+  } else {
+    lua_createtable(L, 1, 0);
+    lua_pushvalue(L, lua_upvalueindex(3));
+    lua_setmetatable(L, -2);
+  }
+  lua_pushboolean(L, 1);
+  lua_rawseti(L, -2, ZONE_OPEN);
   return 1;
 }
 
-/* The zone's __close: never raises (a close that raises hides the error
- * that may be closing it). */
+/* The zone's __close(zone [, err]): ends the zone's span and puts the zone
+ * in the free list. Closing a closed zone touches no span: it raises while
+ * tracing, unless an error is closing it (raising then would hide that
+ * error), and does nothing while tracing is off (as profile_end). */
 static int l_zone_close(lua_State *L) {
+  int for_error = !lua_isnoneornil(L, 2);
+  if (JQ_UNLIKELY(!lua_getmetatable(L, 1) || !lua_rawequal(L, -1, lua_upvalueindex(2))))
+    return luaL_typeerror(L, 1, "profile_zone");
+  lua_pop(L, 1);
+  if (JQ_UNLIKELY(lua_rawgeti(L, 1, ZONE_OPEN) != LUA_TBOOLEAN || !lua_toboolean(L, -1))) {
+    if (jq_ring_armed() && !for_error)
+      return luaL_error(L, "profile_zone: this zone is already closed (a zone closes once: "
+                           "when its to-be-closed variable goes out of scope, or by one call "
+                           "of its __close)");
+    return 0;
+  }
+  lua_pushboolean(L, 0);
+  lua_rawseti(L, 1, ZONE_OPEN);
+  lua_settop(L, 1);
+  lua_rawseti(L, lua_upvalueindex(1), (lua_Integer)lua_rawlen(L, lua_upvalueindex(1)) + 1);
   span_end(L);
   return 0;
 }
@@ -361,14 +399,15 @@ static const char *const color_names[] = {"BLUE", "GREEN", "PURPLE", "AMBER",
 void jq_open_profile(lua_State *L) {
   luaL_newlib(L, profile_funcs);
   lua_newtable(L); /* upvalue 1: category name -> id */
-  lua_newtable(L); /* upvalue 2: the zone object */
-  lua_createtable(L, 0, 2);
-  lua_pushcfunction(L, l_zone_close);
+  lua_newtable(L); /* upvalue 2: the free zones */
+  lua_createtable(L, 0, 2); /* upvalue 3: the zone metatable */
+  lua_pushvalue(L, -2);
+  lua_pushvalue(L, -2);
+  lua_pushcclosure(L, l_zone_close, 2);
   lua_setfield(L, -2, "__close");
   lua_pushliteral(L, "profile_zone");
   lua_setfield(L, -2, "__name");
-  lua_setmetatable(L, -2);
-  luaL_setfuncs(L, span_funcs, 2);
+  luaL_setfuncs(L, span_funcs, 3);
   for (int i = 0; i < 8; i++) {
     lua_pushfstring(L, "PROFILE_COLOR_%s", color_names[i]);
     lua_pushinteger(L, jq_palette[i]);
