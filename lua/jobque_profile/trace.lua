@@ -463,33 +463,71 @@ local function read_instant(model, e, ts, ours)
   lane.instants[#lane.instants + 1] = e
 end
 
--- A Chrome "B" (kept until its "E") or "E" (a slice from its "B"); returns
--- nextra, the count of model.extra_ts (the E's time, and the B's when the
--- pair is no slice).
-local function read_begin_end(model, open_b, e, ph, ts, ours, nextra)
-  local extra_ts = model.extra_ts
+-- A Chrome "B" or "E", kept in its lane's list (begin_end: lane -> list,
+-- in file order) until every event is read: pair_begin_end pairs them.
+-- Returns nextra, the count of model.extra_ts (the E's time goes there).
+local function read_begin_end(model, begin_end, e, ph, ts, nextra)
   local lane = lane_of(model, e.pid, e.tid)
-  local stack = open_b[lane]
-  if ph == "B" then
-    if not stack then
-      stack = {}
-      open_b[lane] = stack
-    end
-    stack[#stack + 1] = e
-    return nextra
+  local list = begin_end[lane]
+  if not list then
+    list = {}
+    begin_end[lane] = list
   end
+  list[#list + 1] = e
+  if ph == "B" then return nextra end
   nextra = nextra + 1
-  extra_ts[nextra] = ts
-  local b = stack and stack[#stack]
-  if b then
-    stack[#stack] = nil
+  model.extra_ts[nextra] = ts
+  return nextra
+end
+
+-- A lane's "B" and "E" events (list, in file order) paired as Perfetto
+-- pairs them: sorted by ts (stably: ties in file order; the Trace Event
+-- Format does not require a sorted file), then each "E" ends the latest
+-- "B" still open: a slice, or when the pair is no slice the B's time in
+-- model.extra_ts. A "B" never ended runs to t1, the trace's end. Returns
+-- nextra, the count of model.extra_ts.
+local function pair_begin_end(model, lane, list, ours, t1, nextra)
+  local n, sorted = #list, true
+  for i = 2, n do
+    if list[i].ts < list[i - 1].ts then sorted = false break end
+  end
+  if not sorted then
+    local order = {}
+    for i = 1, n do order[i] = i end
+    table.sort(order, function(a, b)
+      local ta, tb = list[a].ts, list[b].ts
+      if ta ~= tb then return ta < tb end
+      return a < b
+    end)
+    local by_time = {}
+    for i = 1, n do by_time[i] = list[order[i]] end
+    list = by_time
+  end
+  local stack, depth = {}, 0
+  for i = 1, n do
+    local e = list[i]
+    if e.ph == "B" then
+      depth = depth + 1
+      stack[depth] = e
+    elseif depth > 0 then
+      local b = stack[depth]
+      stack[depth], depth = nil, depth - 1
+      local kind, cat = classify(b, ours)
+      if kind then
+        add_slice(lane, b.ts, math.max(0, e.ts - b.ts), cat, kind, b)
+        add_category(model.categories, cat)
+      else
+        nextra = nextra + 1
+        model.extra_ts[nextra] = b.ts
+      end
+    end
+  end
+  for k = 1, depth do -- (outermost first)
+    local b = stack[k]
     local kind, cat = classify(b, ours)
     if kind then
-      add_slice(lane, b.ts, math.max(0, ts - b.ts), cat, kind, b)
+      add_slice(lane, b.ts, math.max(0, t1 - b.ts), cat, kind, b)
       add_category(model.categories, cat)
-    else
-      nextra = nextra + 1
-      extra_ts[nextra] = b.ts
     end
   end
   return nextra
@@ -565,12 +603,12 @@ end
 
 -- A reading's state: the trace's bounds so far (t0, t1), the events read
 -- (nev), the counts of model.extra_ts and of the markers, the "B"s not yet
--- ended (open_b: lane -> stack), the awaits begun, and the events (for the
+-- paired (begin_end: lane -> its B and E events), the awaits begun, and the events (for the
 -- seed's chains: the native loader has none, and hands such a file to the
 -- cjson path).
 local function new_state(model, ours, events)
   return {model = model, ours = ours, events = events, t0 = math.huge, t1 = -math.huge, nev = 0, nextra = 0,
-          nmarkers = 0, open_b = {}, async = {}, skip_entry = {}}
+          nmarkers = 0, begin_end = {}, async = {}, skip_entry = {}}
 end
 
 M.FALLBACK = "fallback"
@@ -665,7 +703,7 @@ local function read_one(st, e, i)
         read_instant(model, e, ts, st.ours)
       end
     elseif ph == "B" or ph == "E" then
-      st.nextra = read_begin_end(model, st.open_b, e, ph, ts, st.ours, st.nextra)
+      st.nextra = read_begin_end(model, st.begin_end, e, ph, ts, st.nextra)
     else
       st.nextra = st.nextra + 1 -- b/e, flows, counters, objects: counted, not drawn
       model.extra_ts[st.nextra] = ts
@@ -815,16 +853,11 @@ local function finish(st, meta)
     if nev == 0 or model.session.start < t0 then t0 = model.session.start end
     if nev == 0 or model.session.stop > t1 then t1 = model.session.stop end
   end
-  -- A "B" never ended runs to the end of the trace (lane by lane, in the
-  -- order they were met: the categories' order must not hang on addresses).
+  -- B/E pairs (lane by lane, in the order they were met: the categories'
+  -- order must not hang on addresses), a "B" never ended up to t1.
   for _, lane in ipairs(model.lanes) do
-    for _, b in ipairs(st.open_b[lane] or {}) do
-      local kind, cat = classify(b, ours)
-      if kind then
-        add_slice(lane, b.ts, math.max(0, t1 - b.ts), cat, kind, b)
-        add_category(model.categories, cat)
-      end
-    end
+    local list = st.begin_end[lane]
+    if list then st.nextra = pair_begin_end(model, lane, list, ours, t1, st.nextra) end
   end
   model.nevents = nev
   model.t0, model.t1 = t0, t1
