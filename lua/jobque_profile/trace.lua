@@ -110,10 +110,8 @@ local function new_lane(model, key, pid, tid)
 end
 
 -- A pid or tid in a lane's key: integers as integers whichever way the
--- JSON was read (lua-cjson reads 1 as 1.0).
-local function id_text(v)
-  return type(v) == "number" and tostring(math.tointeger(v) or v) or tostring(v)
-end
+-- JSON was read, an object by its JSON (util.id_text).
+local id_text = util.id_text
 
 -- The lane of a pid and tid (nil: 0), made when first met.
 local function lane_of(model, epid, etid)
@@ -144,7 +142,7 @@ local function slice_fields(e)
   local v = args.job
   if type(v) == "number" then job = math.tointeger(v) or v elseif type(v) == "string" then job = v end
   local k = next(args)
-  if k == nil or (k == "job" and next(args, k) == nil and math.tointeger(v)) then args = false end
+  if k == nil or (k == "job" and next(args, k) == nil and math.type(v) and math.tointeger(v)) then args = false end
   return str(e.name) or "?", job, args
 end
 

@@ -4,6 +4,7 @@
 --
 --   without_gc(f, ...)   f(...) with the garbage collector paused
 --   quote(s), json(v)    JSON text of a string, of a value
+--   id_text(v)           a pid or tid as text, the same for the same value
 --   PALETTE              the twelve colours profile_category picks from
 --   palette_color(name)  the colour profile_category gives `name` when it is
 --                        given none (0xRRGGBB); the same hash as the core's
@@ -85,6 +86,16 @@ function M.json(v)
   local out = {}
   encode(v, out)
   return table.concat(out)
+end
+
+--- A pid or tid as text: a number as an integer when it is one (lua-cjson
+-- reads 1 as 1.0), a string as it is, anything else (an object, null, a
+-- boolean) as its JSON, so equal ids give equal text (never an address).
+function M.id_text(v)
+  local t = type(v)
+  if t == "number" then return tostring(math.tointeger(v) or v) end
+  if t == "string" then return v end
+  return M.json(v)
 end
 
 --- The palette, in the core's order (jobque_profile.PROFILE_PALETTE).
