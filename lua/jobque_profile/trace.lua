@@ -909,7 +909,7 @@ M.without_gc = util.without_gc
 local function decode_json(text)
   if not json_check then return json.decode(text) end
   local ok, inexact = json_check(text)
-  if not ok then return nil, inexact, true end
+  if not ok then return nil, inexact end
   if inexact then return json_decode(text, cjson.null) end
   return json.decode(text)
 end
