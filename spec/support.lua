@@ -87,11 +87,13 @@ S.lua = os.getenv("JQ_LUA") or "lua5.4"
 -- that size their work for the plain build use less of it there.
 S.sanitized = S.lua:find("lua_host", 1, true) ~= nil
 
--- Runs the jobque-profile command from the checkout under that interpreter;
--- returns its exit code, stdout and stderr.
-function S.cli(args)
+-- Runs the jobque-profile command from the checkout under that interpreter
+-- (`env`: variables set before it, "NAME=value ..."); returns its exit
+-- code, stdout and stderr.
+function S.cli(args, env)
   local err = S.tmpfile("stderr.txt")
-  local cmd = ("LUA_CPATH='%s' %s lua/jobque-profile.lua %s 2>'%s'"):format(package.cpath, S.lua, args, err)
+  local cmd = ("%s LUA_CPATH='%s' %s lua/jobque-profile.lua %s 2>'%s'"):format(env or "", package.cpath, S.lua, args,
+                                                                               err)
   local h = io.popen(cmd)
   local out = h:read("a")
   local _, _, code = h:close()

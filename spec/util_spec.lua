@@ -115,6 +115,72 @@ describe("jobque.core's json_text", function()
   end)
 end)
 
+describe("JSON text of strings that are not UTF-8", function()
+  -- Each invalid sequence becomes U+FFFD, one for each maximal part of a
+  -- sequence that could have begun a character (as the Unicode standard
+  -- recommends and TextDecoder does), worked out by hand:
+  local R = "\239\191\189" -- U+FFFD
+  local CASES = {
+    {"a\255b", "a" .. R .. "b"},                        -- a byte never in UTF-8
+    {"\128x", R .. "x"},                                -- a continuation alone
+    {"x\226\130", "x" .. R},                            -- a three-byte sequence cut short at the end
+    {"\226\130x", R .. "x"},                            -- and before a plain byte
+    {"\240\159\152", R},                                -- a four-byte one cut short
+    {"\192\175", R .. R},                               -- overlong: C0 never starts a character
+    {"\224\128\175", R .. R .. R},                      -- overlong: E0 wants A0..BF next
+    {"\237\160\128", R .. R .. R},                      -- a surrogate (U+D800) in UTF-8
+    {"\244\144\128\128", R .. R .. R .. R},             -- beyond U+10FFFF
+    {"\248\136\128\128\128", R .. R .. R .. R .. R},    -- a five-byte form
+    {"\195\169\226\130\172\240\159\152\128\239\191\191\244\143\191\191",
+     "\195\169\226\130\172\240\159\152\128\239\191\191\244\143\191\191"}, -- é € 😀 U+FFFF U+10FFFF kept
+  }
+
+  it("replaces each invalid sequence with U+FFFD, in util.json and in the core's json_text alike", function()
+    for _, c in ipairs(CASES) do
+      local want = '"' .. c[2] .. '"'
+      assert.are.equal(want, util.quote(c[1]))
+      assert.are.equal(want, util.json(c[1]))
+      assert.are.equal(want, core.json_text(c[1]))
+      assert.are.equal("[" .. want .. "]", core.json_text({c[1]}))
+      assert.are.equal('{' .. want .. ':1}', core.json_text({[c[1]] = 1}))
+      assert.are.equal('{' .. want .. ':1}', util.json({[c[1]] = 1}))
+    end
+  end)
+
+  it("leaves report --json text a strict parser reads (node's fatal TextDecoder, JSON.parse)", function()
+    local names = {}
+    for i, c in ipairs(CASES) do names[i] = c[1] end
+    local ev = {}
+    for i, name in ipairs(names) do
+      ev[i] = ('{"ph":"X","ts":%d,"dur":1,"pid":1,"tid":1,"name":"n%d","cat":"%s"}'):format(i, i, name)
+    end
+    local path = S.tmpfile("bad-utf8.json")
+    S.write(path, "[" .. table.concat(ev, ",") .. "]")
+    local check = S.tmpfile("check.js")
+    S.write(check, [[
+const fs = require("fs");
+const text = new TextDecoder("utf-8", {fatal: true}).decode(fs.readFileSync(process.argv[2]));
+const f = JSON.parse(text);
+const names = f.categories.map(c => c.name).sort();
+process.stdout.write(Buffer.from(names.join("\n"), "utf8").toString("hex"));
+]])
+    local want = {}
+    for i, c in ipairs(CASES) do want[i] = c[2] end
+    table.sort(want)
+    local hex = table.concat(want, "\n"):gsub(".", function(ch) return ("%02x"):format(ch:byte()) end)
+    for _, env in ipairs{"", "JOBQUE_PROFILE_READER=cjson"} do
+      local code, out, err = S.cli("report --json " .. path, env)
+      assert.are.equal(0, code, err)
+      local json = S.tmpfile("report.json")
+      S.write(json, out)
+      local h = io.popen(("node '%s' '%s' 2>&1"):format(check, json))
+      local got = h:read("a")
+      h:close()
+      assert.are.equal(hex, got, env)
+    end
+  end)
+end)
+
 describe("the figures and reports", function()
   it("load neither lua-cjson nor the native core", function()
     local code, out = run_banned([[

@@ -2,7 +2,7 @@
  * core.c - luaopen_jobque_core, the one exported symbol of jobque.core.
  *
  * Returns { profile = {...}, clock_source = "tsc"|"monotonic",
- * noop, monotonic_ns, palette_color, write_file, exact_marker_args, load_trace, page_ns, job_graph, stderr_is_tty, queue
+ * noop, monotonic_ns, palette_color, write_file, load_trace, page_ns, job_graph, stderr_is_tty, queue
  * functions } (and
  * `_test` in test builds). The profile functions
  * sit one level down so that Lua's error messages name them after the module
@@ -18,7 +18,6 @@
 #include "columns.h"
 #include "file_replace.h"
 #include "graph.h"
-#include "json_scan.h"
 #include "stats.h"
 #include "trace.h"
 #include "json_text.h"
@@ -102,38 +101,6 @@ static int l_stderr_is_tty(lua_State *L) {
   return 1;
 }
 
-/* The scan's findings go into the table on top of the stack. */
-static void put_exact_arg(void *ud, uint64_t index, int exact, int64_t value, int reset) {
-  lua_State *L = ud;
-  if (reset) {
-    lua_pop(L, 1);
-    lua_newtable(L);
-    return;
-  }
-  if (exact)
-    lua_pushinteger(L, (lua_Integer)value);
-  else
-    lua_pushnil(L);
-  lua_rawseti(L, -2, (lua_Integer)index);
-}
-
-/* exact_marker_args(text) -> { [event index] = integer } | fail, message
- * The events (of "traceEvents", or of a bare array) whose args.arg is an
- * integer literal beyond +-2^53 that fits 64 bits, with its exact value:
- * what lua-cjson, which reads every number as a double, rounds. */
-static int l_exact_marker_args(lua_State *L) {
-  size_t len;
-  const char *text = luaL_checklstring(L, 1, &len);
-  lua_settop(L, 1);
-  lua_newtable(L);
-  if (jq_json_scan_args(text, len, put_exact_arg, L) != 0) {
-    luaL_pushfail(L);
-    lua_pushliteral(L, "the JSON is too deep or malformed for the scan");
-    return 2;
-  }
-  return 1;
-}
-
 __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   jq_trace_init();
   lua_createtable(L, 0, 8);
@@ -150,8 +117,6 @@ __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   lua_setfield(L, -2, "palette_color");
   lua_pushcfunction(L, l_write_file);
   lua_setfield(L, -2, "write_file");
-  lua_pushcfunction(L, l_exact_marker_args);
-  lua_setfield(L, -2, "exact_marker_args");
   jq_open_reader(L); /* load_trace, sort_columns, ... (trace_load.h) */
   jq_open_page(L);   /* page_ns, page_lane, page_markers, page_values (page.h) */
   jq_open_json_text(L); /* json_text (json_text.h) */

@@ -4,7 +4,8 @@
  * figures of a big trace are millions of values (issue 12).
  *
  * The rules are util.json's: a string quoted with \" \\ \b \f \n \r \t and
- * \u00XX for the other control bytes; an integer in decimal; a float to 14
+ * \u00XX for the other control bytes, each sequence of bytes that is not
+ * UTF-8 as U+FFFD; an integer in decimal; a float to 14
  * significant digits, or 17 when 14 do not read back as it; NaN and the
  * infinities null; a table with nothing in it or with a [1] a list of
  * 1 .. #t; any other table an object of its string keys in Lua's order of
@@ -68,12 +69,59 @@ static void jb_char(jbuf *b, char c) { jb_add(b, &c, 1); }
 
 static void jb_str(jbuf *b, const char *s) { jb_add(b, s, strlen(s)); }
 
-/* Appends s as a JSON string. */
+/* The bytes at s[i] (a byte of 0x80 or more): the length of the UTF-8
+ * character they start; else 0, and *skip the bytes one U+FFFD replaces:
+ * the lead and the continuation bytes that could still have made a
+ * character with it (the "maximal subpart" the Unicode standard
+ * recommends replacing, as TextDecoder does). Overlong forms, surrogates
+ * and code points beyond U+10FFFF are no characters. */
+static size_t utf8_char(const unsigned char *s, size_t len, size_t i, size_t *skip) {
+  unsigned char c = s[i], lo = 0x80, hi = 0xBF;
+  size_t need;
+  if (c >= 0xC2 && c <= 0xDF) {
+    need = 1;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    need = 2;
+    lo = c == 0xE0 ? 0xA0 : 0x80; /* E0 80..9F: overlong */
+    hi = c == 0xED ? 0x9F : 0xBF; /* ED A0..BF: a surrogate */
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    need = 3;
+    lo = c == 0xF0 ? 0x90 : 0x80; /* F0 80..8F: overlong */
+    hi = c == 0xF4 ? 0x8F : 0xBF; /* F4 90..BF: beyond U+10FFFF */
+  } else { /* a continuation byte, C0, C1 (overlong) or F5..FF */
+    *skip = 1;
+    return 0;
+  }
+  size_t k = 1;
+  for (; k <= need && i + k < len; k++) {
+    if (s[i + k] < lo || s[i + k] > hi)
+      break;
+    lo = 0x80, hi = 0xBF;
+  }
+  if (k > need)
+    return k;
+  *skip = k;
+  return 0;
+}
+
+/* Appends s as a JSON string: each sequence that is not UTF-8 as U+FFFD. */
 static void add_quoted(jbuf *b, const char *s, size_t len) {
   jb_char(b, '"');
   size_t from = 0;
   for (size_t i = 0; i < len; i++) {
     unsigned char c = (unsigned char)s[i];
+    if (c >= 0x80) {
+      size_t skip, n = utf8_char((const unsigned char *)s, len, i, &skip);
+      if (n) {
+        i += n - 1;
+        continue;
+      }
+      jb_add(b, s + from, i - from);
+      jb_str(b, "\xEF\xBF\xBD"); /* U+FFFD */
+      from = i + skip;
+      i = from - 1;
+      continue;
+    }
     if (c != '"' && c != '\\' && !iscntrl(c)) /* Lua's %c is iscntrl */
       continue;
     jb_add(b, s + from, i - from);

@@ -445,8 +445,8 @@ static int l_page_markers(lua_State *L) {
     if (i > 1)
       text[len++] = ',';
     int t = item(L, &cs, 3, i);
-    int isint;
-    lua_Integer v = t == LUA_TNIL ? 0 : lua_tointegerx(L, -1, &isint);
+    int isint = 0; /* a number only: a string stays a string ("12", "0x10"), as in the report */
+    lua_Integer v = t == LUA_TNUMBER ? lua_tointegerx(L, -1, &isint) : 0;
     if (t == LUA_TNIL) {
       memcpy(text + len, "null", 4), len += 4;
     } else if (isint) { /* math.tointeger(arg): beyond 2^53 a JavaScript number would round it */

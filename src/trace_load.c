@@ -43,6 +43,7 @@ typedef struct src {
   const char *err;   /* NULL: no error */
   size_t release_at; /* where release is due next */
   int mapped;
+  int inexact; /* an integer literal met that a double would not give back as JSON writes it (number) */
 } src;
 
 #define RELEASE_STEP ((size_t)1 << 24)
@@ -257,8 +258,15 @@ static const uint64_t POW5[] = {1ull, 5ull, 25ull, 125ull, 625ull, 3125ull, 1562
                                 59604644775390625ull, 298023223876953125ull, 1490116119384765625ull,
                                 7450580596923828125ull};
 
+/* From here up, an integer read as a double (lua-cjson's way) is written
+ * in another form than the integer's (14 significant digits, then an
+ * exponent), and from 2^53 on it may be rounded: the cjson path reads a
+ * text holding one (or a -0, which a double keeps as -0.0) with json_decode. */
+#define INEXACT_FROM 100000000000000u /* 1e14 */
+
 /* The number at s[i]: one past it, or 0 and an error. *isint with *iv
- * when it is an integer literal that fits 64 bits, else *dv. */
+ * when it is an integer literal that fits 64 bits, else *dv (t->inexact
+ * set for an integer of INEXACT_FROM or more, or -0). */
 static size_t number(src *t, size_t i, int *isint, int64_t *iv, double *dv) {
   const char *s = t->s, *p = s + i, *e = s + t->n;
   int neg = p < e && *p == '-', has_frac = 0, has_exp = 0, dropped = 0, digits = 0, scale = 0;
@@ -306,6 +314,8 @@ static size_t number(src *t, size_t i, int *isint, int64_t *iv, double *dv) {
   *isint = !has_frac && !has_exp && !over;
   if (*isint) {
     *iv = neg ? (m == (uint64_t)1 << 63 ? INT64_MIN : -(int64_t)m) : (int64_t)m;
+    if (m >= INEXACT_FROM || (neg && m == 0))
+      t->inexact = 1;
     return k;
   }
   /* m and 10^|e| (|e| <= 22: 5^22 < 2^53) are exact doubles, and one IEEE
@@ -399,10 +409,11 @@ static size_t push_scalar(lua_State *L, src *t, size_t i, int null_idx) {
  * as tables, null as the value at null_idx), but integers exact (on an
  * error the caller resets the stack). An explicit stack of at most
  * JQ_LOAD_MAX_DEPTH containers, depth0 of them open around s[i] already
- * (with L, two Lua slots each). */
+ * (-1: a top object, which the limit leaves out, as outline does; with L,
+ * two Lua slots each). */
 static size_t walk(lua_State *L, src *t, size_t i, int null_idx, int depth0) {
-  char kind[JQ_LOAD_MAX_DEPTH];
-  lua_Integer count[JQ_LOAD_MAX_DEPTH];
+  char kind[JQ_LOAD_MAX_DEPTH + 1];
+  lua_Integer count[JQ_LOAD_MAX_DEPTH + 1];
   int depth = 0;
   for (;;) {
     i = ws(t, i);
@@ -2574,9 +2585,59 @@ static int l_sort_numbers(lua_State *L) {
   return 1;
 }
 
+/* ---- json_check, json_decode: the cjson path's check and exact reading ---- */
+
+/* The string at index 1 as a text to read (no page released: not mapped). */
+static src text_arg(lua_State *L) {
+  src t;
+  memset(&t, 0, sizeof t);
+  t.s = luaL_checklstring(L, 1, &t.n);
+  t.release_at = NONE;
+  return t;
+}
+
+/* json_check(text) -> true, inexact | fail, message: the text is one JSON
+ * value and nothing else, checked as load_trace checks it (its message,
+ * "offset N: why"); inexact: it holds an integer literal a double would not
+ * give back (json_decode reads it exactly). */
+static int l_json_check(lua_State *L) {
+  src t = text_arg(L);
+  size_t events, meta;
+  int odd;
+  if (!outline(&t, &events, &meta, &odd)) {
+    luaL_pushfail(L);
+    lua_pushfstring(L, "offset %I: %s", (LUAI_UACINT)t.err_at, t.err);
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  lua_pushboolean(L, t.inexact);
+  return 2;
+}
+
+/* json_decode(text, null) -> value | fail, message: the text (checked by
+ * json_check) decoded as lua-cjson decodes it (null as `null`, as deep as
+ * json_check lets it be), but with integers exact. */
+static int l_json_decode(lua_State *L) {
+  src t = text_arg(L);
+  luaL_checkany(L, 2);
+  lua_settop(L, 2);
+  size_t i = ws(&t, 0);
+  /* outline does not count the top object among the open containers */
+  size_t end = i < t.n ? push_value(L, &t, i, 2, t.s[i] == '{' ? -1 : 0) : 0;
+  if (!end || ws(&t, end) != t.n) {
+    lua_settop(L, 2);
+    luaL_pushfail(L);
+    lua_pushfstring(L, "offset %I: %s", (LUAI_UACINT)(end ? ws(&t, end) : t.err_at),
+                    end ? "text after the JSON value" : t.err ? t.err : "no value");
+    return 2;
+  }
+  return 1;
+}
+
 void jq_open_reader(lua_State *L) {
   static const luaL_Reg fns[] = {
       {"load_trace", l_load_trace}, {"sort_columns", l_sort_columns}, {"sort_jobs", l_sort_jobs},
-      {"sort_numbers", l_sort_numbers}, {NULL, NULL}};
+      {"sort_numbers", l_sort_numbers}, {"json_check", l_json_check}, {"json_decode", l_json_decode},
+      {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
 }

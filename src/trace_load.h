@@ -22,6 +22,11 @@
  *     numbers t[field], ties by t.id; nothing when it leaves them to Lua
  *   sort_numbers(list) -> true: numbers in ascending order (graph.lua's
  *     distributions); nothing when it leaves them to table.sort
+ *   json_check(text) -> true, inexact | fail, message: the text is JSON as
+ *     load_trace checks it (its words); inexact: it holds an integer a
+ *     double would not give back (beyond 1e14, or -0)
+ *   json_decode(text, null) -> value | fail, message: lua-cjson's decoding,
+ *     integers exact (the cjson path's, for such a text)
  * (the page's columns are page.h's) */
 void jq_open_reader(lua_State *L);
 

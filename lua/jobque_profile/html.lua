@@ -123,10 +123,10 @@ end})
 
 -- A marker's arg as the page writes it: null; an integer plain (beyond
 -- 2^53, where a JavaScript number would round it, as text); a finite
--- float to 14 digits; anything else as the text of tostring.
+-- float to 14 digits; anything else (a string: "12" too) as the text of tostring.
 local function marker_arg(arg)
   if arg == nil then return "null" end
-  local n = math.tointeger(arg)
+  local n = math.type(arg) and math.tointeger(arg)
   if n then return (n > 1 << 53 or n < -(1 << 53)) and quote(tostring(n)) or tostring(n) end
   if type(arg) == "number" and arg - arg == 0 then return ("%.14g"):format(arg) end -- JSON has no inf or nan
   return inert(quote(tostring(arg)))
@@ -172,7 +172,7 @@ local function data(model)
     function env.other(ea, i) -- slice i's args, a table: its a, ak, av
       if ea.failed == true then failed[#failed + 1] = i - 1 end
       local k, v = next(ea)
-      if plain_key[k] and math.tointeger(v) and next(ea, k) == nil then
+      if plain_key[k] and math.type(v) and math.tointeger(v) and next(ea, k) == nil then
         return -2, intern(keys, key_index, k), math.tointeger(v)
       end
       local n = #args
@@ -351,7 +351,7 @@ local function counter_data(model)
     if c.n > 0 then
       local k = #out
       out[k + 1] = ('%s{"name":%s,"pid":%s,"ts":['):format(k > 1 and "," or "", inert(quote(c.name)),
-        inert(quote(tostring(c.pid))))
+        inert(quote(util.id_text(c.pid))))
       out[k + 2], out[k + 3], out[k + 4] = times(column(c, "ts"), c.n, t0), '],"v":[', v
       out[k + 5] = ('],"min":%s,"max":%s}'):format(number(lo), number(hi))
     end

@@ -26,7 +26,7 @@
 --                       unclosed_spans (laneInfo's unclosedSpans, when the file has it) }
 --   model.categories  list of { name, color = "#RRGGBB" }, and by_name
 --   model.markers     list of { ts, kind, arg }, by time (an integer arg is
---                     exact to 64 bits, though cjson reads doubles; also as columns:
+--                     exact to 64 bits, as every integer is; also as columns:
 --                     marker_ts[], marker_kind[], marker_arg[]); markers are global,
 --                     but counted on the lane that stamped them (lane.marker_ts[])
 --   model.marker_kinds list of kind names, in order of registration/appearance
@@ -53,9 +53,8 @@
 --   model.counters    counter tracks ("C" events), in order of first appearance:
 --                     { name, pid, n, ts = {...}, value = {...} }, one per numeric
 --                     key K (a finite number, or a string of one) of an event named N, named N .. " " .. K (Perfetto's
---                     naming); values as numbers, integers exact to 64 bits
---                     (args.value and args.arg beyond 2^53 are read from the
---                     text, as marker args are); model.counter_by_name[name]
+--                     naming); values as numbers, integers exact to 64 bits;
+--                     model.counter_by_name[name]
 --                     (the first pid's track)
 --   model.dropped     events dropped in all; model.lost, events never recorded
 --   model.skipped     events we could not read, and model.skips why: a list
@@ -90,6 +89,14 @@ local MAX_US = M.MAX_US
 
 local json = cjson.new()
 json.decode_invalid_numbers(false)
+json.decode_max_depth(1001) -- as deep as the core's check lets a trace be (1000 inside its top object)
+
+local core -- jobque.core, when it is there (its loader, sort and JSON check are this reader's in C)
+do
+  local found, c = pcall(require, "jobque.core")
+  core = found and type(c) == "table" and c or nil
+end
+local json_check, json_decode = core and core.json_check, core and core.json_decode
 
 --- The colour a category gets when the trace did not register one.
 M.color_for = util.color_for
@@ -103,10 +110,8 @@ local function new_lane(model, key, pid, tid)
 end
 
 -- A pid or tid in a lane's key: integers as integers whichever way the
--- JSON was read (lua-cjson reads 1 as 1.0).
-local function id_text(v)
-  return type(v) == "number" and tostring(math.tointeger(v) or v) or tostring(v)
-end
+-- JSON was read, an object by its JSON (util.id_text).
+local id_text = util.id_text
 
 -- The lane of a pid and tid (nil: 0), made when first met.
 local function lane_of(model, epid, etid)
@@ -137,7 +142,7 @@ local function slice_fields(e)
   local v = args.job
   if type(v) == "number" then job = math.tointeger(v) or v elseif type(v) == "string" then job = v end
   local k = next(args)
-  if k == nil or (k == "job" and next(args, k) == nil and math.tointeger(v)) then args = false end
+  if k == nil or (k == "job" and next(args, k) == nil and math.type(v) and math.tointeger(v)) then args = false end
   return str(e.name) or "?", job, args
 end
 
@@ -203,11 +208,7 @@ local function classify(e, ours)
   return "slice", cat
 end
 
-local native_sort -- jobque.core's sort_columns (the same, in C), when the core is there
-do
-  local found, core = pcall(require, "jobque.core")
-  native_sort = found and type(core) == "table" and core.sort_columns or nil
-end
+local native_sort = core and core.sort_columns -- the same, in C
 
 -- Puts the columns `fields` of t (n entries) in the order of the first
 -- one, a time column, when they are not in it already (stable). Ours are
@@ -399,8 +400,6 @@ end
 local PHASES = {}
 for ph in ("X i I R B E b e s t f C n N O D"):gmatch("%S+") do PHASES[ph] = true end
 
-local TWO53 = 2.0 ^ 53
-
 local function new_model(meta)
   return {format = meta and "jobque" or "chrome", lanes = {}, lane_by_key = {}, lane_cache = {},
           categories = {by_name = {}}, category_by_id = {}, marker_kinds = {}, kind_seen = {},
@@ -472,33 +471,71 @@ local function read_instant(model, e, ts, ours)
   lane.instants[#lane.instants + 1] = e
 end
 
--- A Chrome "B" (kept until its "E") or "E" (a slice from its "B"); returns
--- nextra, the count of model.extra_ts (the E's time, and the B's when the
--- pair is no slice).
-local function read_begin_end(model, open_b, e, ph, ts, ours, nextra)
-  local extra_ts = model.extra_ts
+-- A Chrome "B" or "E", kept in its lane's list (begin_end: lane -> list,
+-- in file order) until every event is read: pair_begin_end pairs them.
+-- Returns nextra, the count of model.extra_ts (the E's time goes there).
+local function read_begin_end(model, begin_end, e, ph, ts, nextra)
   local lane = lane_of(model, e.pid, e.tid)
-  local stack = open_b[lane]
-  if ph == "B" then
-    if not stack then
-      stack = {}
-      open_b[lane] = stack
-    end
-    stack[#stack + 1] = e
-    return nextra
+  local list = begin_end[lane]
+  if not list then
+    list = {}
+    begin_end[lane] = list
   end
+  list[#list + 1] = e
+  if ph == "B" then return nextra end
   nextra = nextra + 1
-  extra_ts[nextra] = ts
-  local b = stack and stack[#stack]
-  if b then
-    stack[#stack] = nil
+  model.extra_ts[nextra] = ts
+  return nextra
+end
+
+-- A lane's "B" and "E" events (list, in file order) paired as Perfetto
+-- pairs them: sorted by ts (stably: ties in file order; the Trace Event
+-- Format does not require a sorted file), then each "E" ends the latest
+-- "B" still open: a slice, or when the pair is no slice the B's time in
+-- model.extra_ts. A "B" never ended runs to t1, the trace's end. Returns
+-- nextra, the count of model.extra_ts.
+local function pair_begin_end(model, lane, list, ours, t1, nextra)
+  local n, sorted = #list, true
+  for i = 2, n do
+    if list[i].ts < list[i - 1].ts then sorted = false break end
+  end
+  if not sorted then
+    local order = {}
+    for i = 1, n do order[i] = i end
+    table.sort(order, function(a, b)
+      local ta, tb = list[a].ts, list[b].ts
+      if ta ~= tb then return ta < tb end
+      return a < b
+    end)
+    local by_time = {}
+    for i = 1, n do by_time[i] = list[order[i]] end
+    list = by_time
+  end
+  local stack, depth = {}, 0
+  for i = 1, n do
+    local e = list[i]
+    if e.ph == "B" then
+      depth = depth + 1
+      stack[depth] = e
+    elseif depth > 0 then
+      local b = stack[depth]
+      stack[depth], depth = nil, depth - 1
+      local kind, cat = classify(b, ours)
+      if kind then
+        add_slice(lane, b.ts, math.max(0, e.ts - b.ts), cat, kind, b)
+        add_category(model.categories, cat)
+      else
+        nextra = nextra + 1
+        model.extra_ts[nextra] = b.ts
+      end
+    end
+  end
+  for k = 1, depth do -- (outermost first)
+    local b = stack[k]
     local kind, cat = classify(b, ours)
     if kind then
-      add_slice(lane, b.ts, math.max(0, ts - b.ts), cat, kind, b)
+      add_slice(lane, b.ts, math.max(0, t1 - b.ts), cat, kind, b)
       add_category(model.categories, cat)
-    else
-      nextra = nextra + 1
-      extra_ts[nextra] = b.ts
     end
   end
   return nextra
@@ -555,14 +592,11 @@ local function counter_track(model, name, pid, k)
 end
 
 --- Reads a "C" event (its time ts, read): every numeric key K of args is a
--- sample of track "<name> K", scoped by pid. Returns the tracks' entries
--- and sample numbers of the values a double may have rounded (args.value
--- or args.arg, integral, beyond 2^53), for the exact pass.
+-- sample of track "<name> K", scoped by pid.
 local function read_counter(model, e, ts)
   local args = e.args
   if type(args) ~= "table" then return end
   local name = str(e.name) or "?"
-  local rounded
   for _, k in ipairs(sorted_keys(args)) do
     local v = args[k]
     if type(v) == "string" then v = tonumber(v) end
@@ -570,23 +604,19 @@ local function read_counter(model, e, ts)
       local c = counter_track(model, name, e.pid, k)
       local n = c.n + 1
       c.n = n
-      if math.type(v) == "float" and (v >= TWO53 or v <= -TWO53) and v == v // 1 and (k == "value" or k == "arg") then
-        rounded = {c, n}
-      end
       c.ts[n], c.value[n] = ts, math.tointeger(v) or v
     end
   end
-  return rounded
 end
 
 -- A reading's state: the trace's bounds so far (t0, t1), the events read
 -- (nev), the counts of model.extra_ts and of the markers, the "B"s not yet
--- ended (open_b: lane -> stack), the awaits begun, the marker args a double
--- may have rounded (rounded), and the events (for the seed's chains: the
--- native loader has none, and hands such a file to the cjson path).
+-- paired (begin_end: lane -> its B and E events), the awaits begun, and the events (for the
+-- seed's chains: the native loader has none, and hands such a file to the
+-- cjson path).
 local function new_state(model, ours, events)
   return {model = model, ours = ours, events = events, t0 = math.huge, t1 = -math.huge, nev = 0, nextra = 0,
-          nmarkers = 0, open_b = {}, async = {}, rounded = {}, counter_rounded = {}, skip_entry = {}}
+          nmarkers = 0, begin_end = {}, async = {}, skip_entry = {}}
 end
 
 M.FALLBACK = "fallback"
@@ -597,16 +627,13 @@ M.FALLBACK = "fallback"
 M.native_columns = true
 
 -- A marker (an instant of scope g or p), inline: a trace can hold a million.
-local function read_marker(st, e, ts, i)
+local function read_marker(st, e, ts)
   local model = st.model
   local kind = str(e.name) or "?"
   if not model.kind_seen[kind] then add_marker_kind(model, kind) end
   local arg = type(e.args) == "table" and e.args.arg or nil
   local n = st.nmarkers + 1
   st.nmarkers = n
-  if math.type(arg) == "float" and (arg >= TWO53 or arg <= -TWO53) and arg == arg // 1 then
-    st.rounded[n] = i -- a double may have rounded it: read it from the text (exact_marker_args)
-  end
   -- cjson reads every number as a float; a string stays a string (math.tointeger
   -- would make "12" an integer, which the native loader's markers keep as text)
   if math.type(arg) then arg = math.tointeger(arg) or arg end
@@ -680,20 +707,17 @@ local function read_one(st, e, i)
       return read_complete(st, e, ts, dur, i)
     elseif ph == "i" or ph == "I" or ph == "R" then
       if e.s == "g" or e.s == "p" then
-        read_marker(st, e, ts, i)
+        read_marker(st, e, ts)
       else
         read_instant(model, e, ts, st.ours)
       end
     elseif ph == "B" or ph == "E" then
-      st.nextra = read_begin_end(model, st.open_b, e, ph, ts, st.ours, st.nextra)
+      st.nextra = read_begin_end(model, st.begin_end, e, ph, ts, st.nextra)
     else
       st.nextra = st.nextra + 1 -- b/e, flows, counters, objects: counted, not drawn
       model.extra_ts[st.nextra] = ts
       if (ph == "b" or ph == "e") and st.ours and e.cat == "await" then read_await(model, st.async, e, ph, ts) end
-      if ph == "C" then
-        local r = read_counter(model, e, ts)
-        if r then st.counter_rounded[i] = r end
-      end
+      if ph == "C" then read_counter(model, e, ts) end
     end
   end
   return true
@@ -708,25 +732,6 @@ local function read_events(model, events, ours)
     if not ok then return nil, err end
   end
   return st
-end
-
--- lua-cjson reads every number as a double: the marker args it may have
--- rounded (beyond 2^53) are taken exactly from the text, by the native
--- core's scan (loaded only for such files; without it they stay as read).
-local function exact_marker_args(model, rounded, counter_rounded, text)
-  if not ((next(rounded) or next(counter_rounded)) and text) then return end
-  local found, core = pcall(require, "jobque.core")
-  local exact = found and core.exact_marker_args(text)
-  if not exact then return end
-  local m_arg = model.marker_arg
-  for k, i in pairs(rounded) do
-    local v = exact[i]
-    if v and v + 0.0 == m_arg[k] + 0.0 then m_arg[k] = v end
-  end
-  for i, r in pairs(counter_rounded) do
-    local v, values = exact[i], r[1].value
-    if v and v + 0.0 == values[r[2]] + 0.0 then values[r[2]] = v end
-  end
 end
 
 -- model.spans from the pieces: per category, in order of first appearance.
@@ -848,27 +853,20 @@ local function markers_to_lanes(model)
   model.loose_marker_ts, model.marker_pid, model.marker_tid = loose, nil, nil
 end
 
--- The model once every event is read (st: the reading's state; text: the
--- JSON, for the marker args a double may have rounded, when there is one).
-local function finish(st, meta, text)
+-- The model once every event is read (st: the reading's state).
+local function finish(st, meta)
   local model, ours = st.model, st.ours
   local t0, t1, nev = st.t0, st.t1, st.nev
-  exact_marker_args(model, st.rounded, st.counter_rounded, text)
   if nev == 0 then t0, t1 = 0, 0 end
   if model.session then -- the session's bounds, never hiding an event
     if nev == 0 or model.session.start < t0 then t0 = model.session.start end
     if nev == 0 or model.session.stop > t1 then t1 = model.session.stop end
   end
-  -- A "B" never ended runs to the end of the trace (lane by lane, in the
-  -- order they were met: the categories' order must not hang on addresses).
+  -- B/E pairs (lane by lane, in the order they were met: the categories'
+  -- order must not hang on addresses), a "B" never ended up to t1.
   for _, lane in ipairs(model.lanes) do
-    for _, b in ipairs(st.open_b[lane] or {}) do
-      local kind, cat = classify(b, ours)
-      if kind then
-        add_slice(lane, b.ts, math.max(0, t1 - b.ts), cat, kind, b)
-        add_category(model.categories, cat)
-      end
-    end
+    local list = st.begin_end[lane]
+    if list then st.nextra = pair_begin_end(model, lane, list, ours, t1, st.nextra) end
   end
   model.nevents = nev
   model.t0, model.t1 = t0, t1
@@ -901,24 +899,38 @@ local function start(meta)
   return model
 end
 
--- Builds the model from decoded events (and the text they came from).
-local function build(events, meta, text)
+-- Builds the model from decoded events.
+local function build(events, meta)
   local model, err = start(meta)
   if not model then return nil, err end
   local st, rerr = read_events(model, events, meta ~= nil)
   if not st then return nil, rerr end
-  return finish(st, meta, text)
+  return finish(st, meta)
 end
 
 --- Calls f(...) with the garbage collector paused (see jobque_profile.util).
 M.without_gc = util.without_gc
+
+-- The text decoded: lua-cjson's decode, after the core's check (when the
+-- core is there: lua-cjson takes a raw control character in a string, bytes
+-- after the JSON or "1.", which RFC 8259 and the native loader refuse, and
+-- says it in other words); a text holding an integer a double would not
+-- give back (beyond 1e14, or -0) is read by the core with integers exact,
+-- as the native loader reads it.
+local function decode_json(text)
+  if not json_check then return json.decode(text) end
+  local ok, inexact = json_check(text)
+  if not ok then return nil, inexact end
+  if inexact then return json_decode(text, cjson.null) end
+  return json.decode(text)
+end
 
 local function decode(text, name)
   name = name or "trace"
   if not text:find("%S") then
     return nil, ("%s: not a trace: the file is empty%s"):format(name, text == "" and "" or " (only white space)")
   end
-  local doc, err = json.decode(text)
+  local doc, err = decode_json(text)
   if doc == nil then
     return nil, ("%s: not JSON (%s)"):format(name, tostring(err))
   end
@@ -942,7 +954,7 @@ local function decode(text, name)
     return nil, ('%s: not a trace: "traceEvents" is not an array (it is an object)'):format(name)
   end
   if meta == cjson.null then meta = nil end
-  local model, berr = build(events, meta, text)
+  local model, berr = build(events, meta)
   if not model then return nil, ("%s: %s"):format(name, berr) end
   model.path, model.reader = name, "cjson"
   return model
@@ -963,11 +975,7 @@ end
 hooks.rare = read_one
 function hooks.counter_track(st, name, pid, k) return counter_track(st.model, name, pid, k) end
 
-local native_load -- jobque.core's load_trace, when the core is there
-do
-  local found, core = pcall(require, "jobque.core")
-  native_load = found and type(core) == "table" and core.load_trace or nil
-end
+local native_load = core and core.load_trace
 
 -- The native loader on the file at `path` or on `text`: the model; nil and
 -- a message; or M.FALLBACK (a shape it leaves to the cjson path, or no core).
@@ -980,7 +988,7 @@ local function load_native(path, text, name, progress)
   if not st then
     return nil, (json_err and "%s: not JSON (%s)" or "%s: %s"):format(name, err)
   end
-  local model, ferr = finish(st, st.model.meta, text)
+  local model, ferr = finish(st, st.model.meta)
   if not model then return nil, ("%s: %s"):format(name, ferr) end
   model.path, model.reader = name, "native"
   return model

@@ -3,7 +3,9 @@
 -- core (jobque.core), so the figures and the reports do not either.
 --
 --   without_gc(f, ...)   f(...) with the garbage collector paused
---   quote(s), json(v)    JSON text of a string, of a value
+--   quote(s), json(v)    JSON text of a string (bytes that are not UTF-8 as
+--                        U+FFFD), of a value
+--   id_text(v)           a pid or tid as text, the same for the same value
 --   PALETTE              the twelve colours profile_category picks from
 --   palette_color(name)  the colour profile_category gives `name` when it is
 --                        given none (0xRRGGBB); the same hash as the core's
@@ -29,7 +31,47 @@ end
 local escapes = {['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f', ['\n'] = '\\n',
                  ['\r'] = '\\r', ['\t'] = '\\t'}
 
+-- s with each sequence of bytes that is not UTF-8 replaced by U+FFFD: the
+-- lead byte and the continuation bytes that could still have made a
+-- character with it (the "maximal subpart" the Unicode standard recommends
+-- replacing, as TextDecoder does); overlong forms, surrogates and code
+-- points beyond U+10FFFF are no characters (utf8.len's strict check).
+local function valid_utf8(s)
+  if not s:find("[\128-\255]") or utf8.len(s) then return s end
+  local out, from, i, n = {}, 1, 1, #s
+  while i <= n do
+    local c = s:byte(i)
+    local need, lo, hi = 0, 0x80, 0xBF
+    if c < 0x80 then
+      need = -1
+    elseif c >= 0xC2 and c <= 0xDF then
+      need = 1
+    elseif c >= 0xE0 and c <= 0xEF then
+      need, lo, hi = 2, c == 0xE0 and 0xA0 or 0x80, c == 0xED and 0x9F or 0xBF
+    elseif c >= 0xF0 and c <= 0xF4 then
+      need, lo, hi = 3, c == 0xF0 and 0x90 or 0x80, c == 0xF4 and 0x8F or 0xBF
+    end
+    local k = 1
+    while k <= need do
+      local d = s:byte(i + k)
+      if not d or d < lo or d > hi then break end
+      lo, hi, k = 0x80, 0xBF, k + 1
+    end
+    if need ~= 0 and k > need then -- a character (or an ASCII byte)
+      i = i + k
+    else
+      out[#out + 1] = s:sub(from, i - 1)
+      out[#out + 1] = "\239\191\189"
+      i = i + k
+      from = i
+    end
+  end
+  out[#out + 1] = s:sub(from)
+  return table.concat(out)
+end
+
 local function quote(s)
+  s = valid_utf8(s)
   return '"' .. s:gsub('[%c"\\]', function(c)
     return escapes[c] or ("\\u%04x"):format(c:byte())
   end) .. '"'
@@ -85,6 +127,16 @@ function M.json(v)
   local out = {}
   encode(v, out)
   return table.concat(out)
+end
+
+--- A pid or tid as text: a number as an integer when it is one (lua-cjson
+-- reads 1 as 1.0), a string as it is, anything else (an object, null, a
+-- boolean) as its JSON, so equal ids give equal text (never an address).
+function M.id_text(v)
+  local t = type(v)
+  if t == "number" then return tostring(math.tointeger(v) or v) end
+  if t == "string" then return v end
+  return M.json(v)
 end
 
 --- The palette, in the core's order (jobque_profile.PROFILE_PALETTE).
