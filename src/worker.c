@@ -798,6 +798,8 @@ static int run_while_waiting(lua_State *L, jq_queue *q, jq_job *job, int level) 
   pthread_mutex_lock(&q->mu);
   if (ran || wait_over(q, job))
     return 0;
+  if (q->workers[q->nworkers].resume_head || q->ready_head)
+    return 0; /* resumed (or readied) since the step: run it next */
   if (jq_queue_awaits_remote(q)) { /* a finish on another queue resumes it (push_resume wakes us) */
     pthread_cond_wait(&q->done_cv, &q->mu);
     return 0;
