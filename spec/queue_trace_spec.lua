@@ -241,4 +241,29 @@ describe("queue tracing of an await across queues", function()
     assert.are.equal("near 0", lanes[resumed[1].tid])
     assert.is_true(resumed[1].ts >= wakes[1].ts)
   end)
+
+  it("draws no arrow to a waiter that its queue's close cancelled", function()
+    local T = require("jobque.core")._test
+    p.profile_start(100000)
+    local near_q = jobque.new {workers = 1}
+    local far_q = jobque.new {workers = 1}
+    T.stop(false)
+    local far = far_q:submit(function()
+      local flag = require("jobque.core")._test
+      while not flag.stopping() do coroutine.yield() end
+      return 1
+    end)
+    local near = near_q:submit(function(h) return h:wait() end, far)
+    while near:status() == "pending" do end -- started: its await registers before any cancel
+    near_q:close()                           -- cancels it, suspended or about to be
+    T.stop()
+    assert.are.equal(1, far:wait())          -- far's end finds its waiter gone
+    far_q:close()
+    p.profile_stop()
+    local t = S.save(p)
+    assert.are.equal("job #" .. near:id() .. " was cancelled: its queue closed before it finished",
+      select(2, near:pwait()))
+    local wakes = S.events(t, function(ev) return ev.name == "wake job" and ev.args.job == near:id() end)
+    assert.are.equal(0, #wakes)
+  end)
 end)
