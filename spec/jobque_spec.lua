@@ -387,6 +387,26 @@ describe("job graphs", function()
     end)
   end)
 
+  it("suspends a job of a queue without workers that awaits a job of another queue", function()
+    -- `far` ends once `signal` ran; the caller runs `signal` while `near`
+    -- (run in the caller's state) is suspended awaiting `far`, and then
+    -- sleeps until `far` ends. (A wait that blocked the caller's state
+    -- instead would never run `signal`: `far` gives up after 10 s of CPU.)
+    local far_q <close> = jobque.new {workers = 1}
+    local q <close> = jobque.new {workers = 0}
+    local marks = T.marks()
+    local far = far_q:submit(function(m)
+      local flag = require("jobque.core")._test
+      local t0 = os.clock()
+      while flag.marks() == m and os.clock() - t0 < 10 do coroutine.yield() end
+      return flag.marks() ~= m and "far" or "far gave up"
+    end, marks)
+    local near = q:submit(function(h) return h:wait() .. " and near" end, far)
+    q:submit(function() require("jobque.core")._test.mark() end)
+    assert.are.equal("far and near", near:wait())
+    q:wait_all()
+  end)
+
   it("pwait inside a job returns false and the error of a failed job, without raising", function()
     jobque.with_job_que({workers = 1}, function(q)
       local bad = q:submit(function() error("inner failure", 0) end)

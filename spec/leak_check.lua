@@ -56,6 +56,32 @@ for _, workers in ipairs {0, 2} do
     for i = 1, 5 do sq:after({sq:submit(function() return i end)}, function() end) end
   end))
 end
+-- Awaits across queues: resumed when the awaited job ends, cancelled by the
+-- waiter's close (its reference stays with the awaited job until that
+-- ends), and answered with the cancellation by the awaited job's close.
+do
+  local A, B = jobque.new {workers = 2}, jobque.new {workers = 2}
+  local b = B:submit(function() return 1 end)
+  local a = A:submit(function(h) return h:wait() + 1 end, b)
+  assert(B:submit(function(h) return h:wait() + 1 end, a):wait() == 3)
+  T.stop(false)
+  local gated = B:submit(function()
+    local flag = require("jobque.core")._test
+    while not flag.stopping() do coroutine.yield() end
+  end)
+  local w1 = A:submit(function(h) return h:wait() end, gated)
+  local w2 = A:submit(function(h) return h:pwait() end, gated)
+  while w1:status() == "pending" or w2:status() == "pending" do end
+  A:close()
+  assert(not w1:pwait() and not w2:pwait())
+  local C = jobque.new {workers = 1}
+  local w3 = C:submit(function(h) return h:pwait() end, gated)
+  while w3:status() == "pending" do end
+  B:close()
+  assert(w3:wait() == false)
+  C:close()
+  T.stop()
+end
 -- Job handles holding each other through results, across two queues: the
 -- closes break the cycles (each job holds its queue: none is left).
 local function returns_box()

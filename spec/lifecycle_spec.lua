@@ -384,22 +384,26 @@ describe("a queue in a to-be-closed variable inside its own job", function()
   end)
 end)
 
+-- Runs `body` (Lua, with `jobque` and `T`, the testing table, in scope) in
+-- a child process under `timeout`, so a wait that hangs fails the spec
+-- instead of stopping the suite; returns what it printed and "exit <code>"
+-- (124 when the timeout killed it).
+local function run_child(body)
+  local script = S.tmpfile("blocked_wait.lua")
+  S.write(script, 'package.path = "lua/?.lua;" .. package.path\n' ..
+    'package.cpath = os.getenv("JQ_BUILD_CPATH")\nlocal jobque = require "jobque"\n' ..
+    'local T = require("jobque.core")._test -- luacheck: ignore\n' .. body)
+  local h = io.popen(("timeout 20 env JQ_BUILD_CPATH='%s' %s %s 2>&1; echo \"exit $?\""):format(
+    package.cpath, S.lua, script))
+  local out = h:read("a")
+  h:close()
+  return out
+end
+
 -- A blocking wait on a worker thread for a job that only this worker could
 -- run or resume hung for good (and so did the queue's close). Each case runs
--- in a child process under `timeout`, so a hang fails the spec instead of
--- stopping the suite.
+-- in a child process (run_child).
 describe("a wait that blocks the worker which would have to run the awaited job", function()
-  local function run_child(body)
-    local script = S.tmpfile("blocked_wait.lua")
-    S.write(script, 'package.path = "lua/?.lua;" .. package.path\n' ..
-      'package.cpath = os.getenv("JQ_BUILD_CPATH")\nlocal jobque = require "jobque"\n' .. body)
-    local h = io.popen(("timeout 20 env JQ_BUILD_CPATH='%s' %s %s 2>&1; echo \"exit $?\""):format(
-      package.cpath, S.lua, script))
-    local out = h:read("a")
-    h:close()
-    return out
-  end
-
   it("raises at once from a coroutine inside a job of a one-worker queue", function()
     local out = run_child([[
       local q = jobque.new {workers = 1}
@@ -410,7 +414,7 @@ describe("a wait that blocks the worker which would have to run the awaited job"
       print(ok, err)
       q:close()
     ]])
-    assert.matches("^false\t[^\n]*: job #%d+ can never finish: this wait blocks the worker", out)
+    assert.matches("^false\t[^\n]*: job #%d+ cannot wait for job #%d+ from a coroutine of its own", out)
     assert.matches("exit 0\n$", out)
   end)
 
@@ -429,10 +433,11 @@ describe("a wait that blocks the worker which would have to run the awaited job"
       print(ok, err)
       q:close()
     ]])
-    -- Either the child ran on the other worker (the wait blocked and ended)
-    -- or on this one (suspended there: the wait raises). Never a hang.
+    -- Either the child has finished (the wait returns its result) or not
+    -- (the wait raises at once). Never a hang.
     assert.matches("exit 0\n$", out)
-    assert.is_truthy(out:find("^true\twaited") or out:find("^true\t[^\n]*job #%d+ can never finish"), out)
+    assert.is_truthy(out:find("^true\twaited") or out:find("^true\t[^\n]*job #%d+ cannot wait for job #%d+ from a coroutine"),
+      out)
   end)
 
   it("does not hang a failed job's to-be-closed variable that waits for a sibling", function()
@@ -440,15 +445,184 @@ describe("a wait that blocks the worker which would have to run the awaited job"
       local q = jobque.new {workers = 1}
       local a = q:submit(function()
         local s = require("jobque").current():submit(function() return 5 end)
-        local x <close> = setmetatable({}, {__close = function() s:wait() end}) -- luacheck: ignore x
+        local x <close> = setmetatable({}, {__close = function() -- luacheck: ignore x
+          print("close", select(2, pcall(s.wait, s)))
+          s:wait()
+        end})
         error("a fails", 0)
       end)
       print(a:pwait())
       q:close()
       print("closed")
     ]])
-    assert.matches("^false\ta fails\n", out) -- its own error, not one from the __close
+    -- It closes on the one worker before `a` finishes, so `s` has not run:
+    -- the wait raises at once rather than block the worker `s` needs.
+    assert.matches("^close\t[^\n]*job #%d+ has not finished, and this wait cannot suspend a job", out)
+    assert.matches("\nfalse\ta fails\n", out) -- its own error, not one from the __close
     assert.matches("\nclosed\nexit 0\n$", out)
+  end)
+end)
+
+-- Jobs whose waits blocked their worker threads while the awaited jobs
+-- needed those very workers: every worker of two queues that await each
+-- other's jobs, or of one queue whose jobs wait inside coroutines of their
+-- own, hung until a close. A wait in a job's body now suspends the job
+-- (across queues too); where it cannot (a coroutine of the job's own, a C
+-- call in between) a wait on an unfinished job raises at once. Each probe
+-- runs in a child process (run_child): a hang fails with exit 124.
+describe("a wait from a job never blocks a worker the awaited job needs", function()
+  it("suspends jobs of two queues that await each other's jobs", function()
+    -- z1, z2 yield on A's workers until the flag; y1, y2 occupy B's two
+    -- workers awaiting them; w1, w2 occupy A's two workers awaiting the y's.
+    -- The flag is set once both w's started: a blocking wait in the w's
+    -- would leave the z's suspended on blocked workers for good.
+    local out = run_child([[
+      local A, B = jobque.new {workers = 2}, jobque.new {workers = 2}
+      T.stop(false)
+      local function gated(i)
+        local flag = require("jobque.core")._test
+        while not flag.stopping() do coroutine.yield() end
+        return "z" .. i
+      end
+      local z = {A:submit(gated, 1), A:submit(gated, 2)}
+      local y, w = {}, {}
+      for i = 1, 2 do y[i] = B:submit(function(h) return h:wait() .. " y" end, z[i]) end
+      for i = 1, 2 do w[i] = A:submit(function(h) return h:wait() .. " w" end, y[i]) end
+      while w[1]:status() == "pending" or w[2]:status() == "pending" do end
+      T.stop()
+      print(w[1]:wait(), w[2]:wait())
+      A:close()
+      B:close()
+      print("closed")
+    ]])
+    assert.are.equal("z1 y w\tz2 y w\nclosed\nexit 0\n", out)
+  end)
+
+  it("raises at once for a wait inside a job's own coroutine, naming both jobs", function()
+    -- Both jobs hold a worker until both started, then each waits, inside a
+    -- coroutine of its own, for a child queued behind them: blocking waits
+    -- would leave no worker to run the children. The children end only
+    -- after both of those waits (the marks), so they are unfinished then.
+    local out = run_child([[
+      local q = jobque.new {workers = 2}
+      local function parent(how)
+        local flag = require("jobque.core")._test
+        flag.mark()
+        while flag.marks() < 2 do end
+        local child = require("jobque").current():submit(function()
+          local f = require("jobque.core")._test
+          while f.marks() < 4 do coroutine.yield() end
+          return "child"
+        end)
+        local ok, err
+        if how == "wrap" then
+          ok, err = pcall(coroutine.wrap(function() return child:wait() end))
+        else
+          ok, err = coroutine.resume(coroutine.create(function() return child:pwait() end))
+          if ok then ok, err = false, "pwait returned: " .. tostring(err) end
+        end
+        flag.mark()
+        return ok, err, child:id(), child:wait() -- the body may still wait
+      end
+      local jobs = {wrap = q:submit(parent, "wrap"), create = q:submit(parent, "create")}
+      for _, how in ipairs {"wrap", "create"} do
+        local me = jobs[how]
+        local ok, err, child, res = me:wait()
+        print(how, ok, res, err:find(("job #%d cannot wait for job #%d"):format(me:id(), child), 1, true) ~= nil)
+        print(err)
+      end
+      q:close()
+    ]])
+    assert.matches("^wrap\tfalse\tchild\ttrue\n[^\n]*job #%d+ cannot wait for job #%d+ from a coroutine of its own", out)
+    assert.matches("\ncreate\tfalse\tchild\ttrue\n[^\n]*job #%d+ cannot wait for job #%d+ from a coroutine of its own",
+      out)
+    assert.matches("wait from the job's body", out, 1, true)
+    assert.matches("\nexit 0\n$", out)
+  end)
+
+  it("raises at once for a wait across a C call (a sort comparator, a gsub callback)", function()
+    -- One worker: the child cannot run while its parent does.
+    local out = run_child([[
+      local q = jobque.new {workers = 1}
+      local r = {q:submit(function()
+        local child = require("jobque").current():submit(function() return 2 end)
+        local sorted, err1 = pcall(table.sort, {3, 1}, function(a, b) return child:wait() and a < b end)
+        local subbed, err2 = pcall(string.gsub, "x", "x", function() return child:wait() end)
+        return sorted, err1, subbed, err2, child:id(), child:wait()
+      end):wait()}
+      print(r[1], r[3], r[6])
+      print(r[2])
+      print(r[4])
+      q:close()
+    ]])
+    assert.matches("^false\tfalse\t2\n", out)
+    local lines = {}
+    for line in out:gmatch("[^\n]+") do lines[#lines + 1] = line end
+    for i = 2, 3 do
+      assert.matches("job #%d+ cannot wait for job #%d+ across a C call", lines[i])
+      assert.matches("wait from the job's body", lines[i], 1, true)
+    end
+    assert.matches("\nexit 0\n$", out)
+  end)
+
+  it("still returns a finished job's result from a coroutine or a C call", function()
+    local out = run_child([[
+      local q = jobque.new {workers = 1}
+      print(q:submit(function()
+        local child = require("jobque").current():submit(function() return 5 end)
+        child:wait()
+        local t = {3, 1, 2}
+        table.sort(t, function(a, b) return child:wait() == 5 and a < b end)
+        local gen = coroutine.wrap(function() coroutine.yield(child:wait()) end)
+        return gen() + t[1], (string.gsub("a", "a", function() return child:wait() end))
+      end):wait())
+      q:close()
+    ]])
+    assert.are.equal("6\t5\nexit 0\n", out)
+  end)
+
+  it("gives a job the cancellation of the job it awaits on another queue when that queue closes", function()
+    local out = run_child([[
+      local A, B = jobque.new {workers = 1}, jobque.new {workers = 1}
+      T.stop(false)
+      local far = B:submit(function()
+        local flag = require("jobque.core")._test
+        while not flag.stopping() do coroutine.yield() end
+      end)
+      local near = A:submit(function(h)
+        local ok, err = h:pwait()
+        return ok, err
+      end, far)
+      while near:status() == "pending" do end
+      B:close() -- cancels `far`, suspended on B's worker; `near` resumes with that
+      local ok, err = near:wait()
+      print(ok, err == ("job #%d was cancelled: its queue closed before it finished"):format(far:id()))
+      A:close()
+      print("closed")
+    ]])
+    assert.are.equal("false\ttrue\nclosed\nexit 0\n", out)
+  end)
+
+  it("cancels a job awaiting another queue's job when its own queue closes", function()
+    local out = run_child([[
+      local A, B = jobque.new {workers = 1}, jobque.new {workers = 1}
+      T.stop(false)
+      local far = B:submit(function()
+        local flag = require("jobque.core")._test
+        while not flag.stopping() do coroutine.yield() end
+        return "far"
+      end)
+      local near = A:submit(function(h) return h:wait() end, far)
+      while near:status() == "pending" do end
+      A:close() -- `near` is suspended: cancelled, while `far` goes on
+      local ok, err = near:pwait()
+      print(ok, err == ("job #%d was cancelled: its queue closed before it finished"):format(near:id()))
+      T.stop()
+      print(far:wait())
+      B:close()
+      print("closed")
+    ]])
+    assert.are.equal("false\ttrue\nfar\nclosed\nexit 0\n", out)
   end)
 end)
 

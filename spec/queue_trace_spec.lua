@@ -192,3 +192,78 @@ describe("queue tracing", function()
     assert.are.equal(0, #S.events(t1, function(ev) return ev.cat == "job" end))
   end)
 end)
+
+describe("queue tracing of an await across queues", function()
+  teardown(function() p.profile_stop() end)
+
+  it("records a job's await of another queue's job as a same-queue await is recorded", function()
+    local T = require("jobque.core")._test
+    p.profile_start(100000)
+    local near_q = jobque.new {workers = 1, name = "near"}
+    local far_q = jobque.new {workers = 1, name = "far"}
+    T.stop(false)
+    local marks = T.marks()
+    -- `far` ends once the job after `near` ran, which runs on near's one
+    -- worker only once `near` suspended there: the await is certain. (A
+    -- wait that blocked the worker instead would never let it run: `far`
+    -- then gives up after 10 s of CPU, and the spec fails, not hangs.)
+    local far = far_q:submit(function(m)
+      local flag = require("jobque.core")._test
+      local t0 = os.clock()
+      while flag.marks() == m and os.clock() - t0 < 10 do coroutine.yield() end
+      return 1
+    end, marks)
+    local near = near_q:submit(function(h) return h:wait() + 1 end, far)
+    near_q:submit(function() require("jobque.core")._test.mark() end)
+    assert.are.equal(2, near:wait())
+    near_q:close()
+    far_q:close()
+    p.profile_stop()
+    local t = S.save(p)
+    local lanes = S.lane_names(t)
+    local b = S.events(t, function(ev) return ev.ph == "b" and ev.args.job == near:id() end)
+    local e = S.events(t, function(ev) return ev.ph == "e" and ev.args.job == near:id() end)
+    assert.are.equal(1, #b)
+    assert.are.equal(1, #e)
+    assert.are.equal(far:id(), b[1].args.awaits)
+    assert.are.same(b[1].id2, e[1].id2)
+    -- The arrow starts where `far` ended (on far's worker) and ends in the
+    -- slice where `near` resumes (on near's).
+    local wakes = S.events(t, function(ev) return ev.name == "wake job" and ev.args.job == near:id() end)
+    assert.are.equal(1, #wakes)
+    assert.is_true(wakes[1].flow_out)
+    assert.are.equal("far 0", lanes[wakes[1].tid])
+    local resumed = S.events(t, function(ev)
+      return ev.cat == "job" and ev.args.job == near:id() and ev.bind_id == wakes[1].bind_id
+    end)
+    assert.are.equal(1, #resumed)
+    assert.is_true(resumed[1].flow_in)
+    assert.are.equal("near 0", lanes[resumed[1].tid])
+    assert.is_true(resumed[1].ts >= wakes[1].ts)
+  end)
+
+  it("draws no arrow to a waiter that its queue's close cancelled", function()
+    local T = require("jobque.core")._test
+    p.profile_start(100000)
+    local near_q = jobque.new {workers = 1}
+    local far_q = jobque.new {workers = 1}
+    T.stop(false)
+    local far = far_q:submit(function()
+      local flag = require("jobque.core")._test
+      while not flag.stopping() do coroutine.yield() end
+      return 1
+    end)
+    local near = near_q:submit(function(h) return h:wait() end, far)
+    while near:status() == "pending" do end -- started: its await registers before any cancel
+    near_q:close()                           -- cancels it, suspended or about to be
+    T.stop()
+    assert.are.equal(1, far:wait())          -- far's end finds its waiter gone
+    far_q:close()
+    p.profile_stop()
+    local t = S.save(p)
+    assert.are.equal("job #" .. near:id() .. " was cancelled: its queue closed before it finished",
+      select(2, near:pwait()))
+    local wakes = S.events(t, function(ev) return ev.name == "wake job" and ev.args.job == near:id() end)
+    assert.are.equal(0, #wakes)
+  end)
+end)

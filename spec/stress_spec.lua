@@ -2,7 +2,9 @@
 -- of submits, dependencies (duplicate and failed ones too), awaits,
 -- cooperative yields, errors, children, closes from jobs, and a close of the
 -- queue at a random moment from the caller or by the collector, on 0, 1, 2
--- and 8 workers. Every job must end exactly once (done, failed or
+-- and 8 workers; beside it a second queue (1 or 2 workers) whose jobs and
+-- the first one's await each other's (each an earlier job, so no cycle),
+-- closed before the first, after it, or by the collector. Every job must end exactly once (done, failed or
 -- cancelled), every wait must get an answer, and no queue may be left
 -- alive. spec/run-all.sh runs it plain, under AddressSanitizer (the job pool
 -- is bypassed there, so a job finished twice shows as a use after free) and
@@ -45,6 +47,8 @@ local function body(i, kind, arg, n)
 end
 
 local WORKERS = {0, 1, 2, 8}
+local OTHER_WORKERS = {1, 2}
+local OTHER_ENDINGS = {"close first", "close last", "to the collector"}
 local ENDINGS = {"close now", "close after a spin", "wait_all then close", "to the collector",
                  "to the collector mid-job", "pwait_all then close"}
 
@@ -57,28 +61,36 @@ local function round(seed)
   math.randomseed(seed)
   local workers = WORKERS[math.random(#WORKERS)]
   local ending = ENDINGS[math.random(#ENDINGS)]
-  local where = ("seed %d (%d workers, %s)"):format(seed, workers, ending)
+  local other_workers = OTHER_WORKERS[math.random(#OTHER_WORKERS)]
+  local other_ending = OTHER_ENDINGS[math.random(#OTHER_ENDINGS)]
+  local where = ("seed %d (%d workers, %s; other queue %d workers, %s)"):format(seed, workers, ending,
+    other_workers, other_ending)
   local q = jobque.new {workers = workers}
+  local other = jobque.new {workers = other_workers}
   if workers == 0 then _G.STRESS_Q = q end
   local jobs, kinds = {}, {}
+  local of = {[q] = {}, [other] = {}} -- each queue's jobs (dependencies stay in their queue)
   local n = math.random(5, 60)
   for i = 1, n do
     local kind = math.random(1, 8)
-    local prev = i > 1 and jobs[math.random(1, i - 1)] or nil
+    local dq = math.random() < 0.3 and other or q
+    local prev = i > 1 and jobs[math.random(1, i - 1)] or nil -- awaited: of either queue
     if (kind == 4 or kind == 5) and not prev then kind = 1 end
+    local own = of[dq]
     local ok, job
-    if prev and math.random() < 0.3 then
+    if #own > 0 and math.random() < 0.3 then
       local deps = {}
-      for d = 1, math.random(1, 4) do
-        deps[d] = math.random() < 0.3 and prev or jobs[math.random(1, i - 1)]
-      end
-      ok, job = pcall(q.after, q, deps, body, i, kind, prev, math.random(0, 3))
+      for d = 1, math.random(1, 4) do deps[d] = own[math.random(1, #own)] end
+      ok, job = pcall(dq.after, dq, deps, body, i, kind, prev, math.random(0, 3))
     else
-      ok, job = pcall(q.submit, q, body, i, kind, prev, math.random(0, 3))
+      ok, job = pcall(dq.submit, dq, body, i, kind, prev, math.random(0, 3))
     end
     assert(ok, where .. ": submit: " .. tostring(job))
     jobs[i], kinds[i] = job, kind
+    own[#own + 1] = job
   end
+  of = nil -- luacheck: ignore (keeps no queue)
+  if other_ending == "close first" then other:close() end
   local mid_job, reported
   if ending == "close now" then
     q:close()
@@ -98,7 +110,8 @@ local function round(seed)
   elseif ending == "to the collector mid-job" and workers == 0 then
     mid_job = q:submit(body, n + 1, 8)
   end
-  q = nil -- luacheck: ignore (the collector may close it now)
+  if other_ending == "close last" then other:close() end
+  q, other = nil, nil -- luacheck: ignore (the collector may close them now)
   _G.STRESS_Q = nil
   if mid_job then
     local ok, v = mid_job:pwait() -- done, or cancelled by a collection in an earlier job

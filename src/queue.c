@@ -585,6 +585,40 @@ static void hold_result(jq_queue *q, jq_job *job) {
   }
 }
 
+/* Waiters of another queue whose awaited job a finish on this thread
+ * ended, linked through remote_next (each holds the waiter's reference). */
+static _Thread_local jq_job *remote_resumes;
+
+int jq_queue_remote_pending(void) {
+  return remote_resumes != NULL;
+}
+
+void jq_queue_resume_remote(void) {
+  while (remote_resumes) {
+    jq_job *job = remote_resumes;
+    remote_resumes = job->remote_next;
+    job->remote_next = NULL;
+    jq_queue *q = job->q; /* alive: the job holds it */
+    pthread_mutex_lock(&q->mu);
+    if (!jq_job_finished(job)) { /* a waiter cancelled by its queue's close is gone */
+      job->await_remote = 0;
+      /* Its awaited job's arrow, as a same-queue finish records it: the
+       * edge was set by its await, and it runs no slice until resumed. */
+      jq_ring_put(JQ_EV_FLOW, 0, job->remote_tag, job->resume_edge, (int64_t)job->id, 0, 0);
+      push_resume(q, job);
+    }
+    pthread_mutex_unlock(&q->mu);
+    jq_job_unref(job);
+  }
+}
+
+int jq_queue_awaits_remote(jq_queue *q) {
+  for (jq_job *job = q->all_head; job; job = job->all_next)
+    if (job->await_remote)
+      return 1;
+  return 0;
+}
+
 /* (mu) One job reached its end; dependants and waiters are handled by the
  * caller's worklist so a long chain does not recurse. Returns -1, doing
  * nothing, if it had finished already (a bug: counted in testing builds). */
@@ -617,6 +651,12 @@ static int finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int *
   job->all_prev = job->all_next = NULL;
   for (int i = 0; i < job->nwaiters; i++) {
     jq_waiter *wt = &job->waiters[i];
+    if (wt->job->q != q) { /* resumed once this thread holds no mutex; the list takes the reference */
+      wt->job->remote_tag = job->tag;
+      wt->job->remote_next = remote_resumes;
+      remote_resumes = wt->job;
+      continue;
+    }
     if (!jq_job_finished(wt->job)) { /* a waiter cancelled by a close is gone */
       jq_ring_put(JQ_EV_FLOW, 0, job->tag, wt->edge, (int64_t)wt->job->id, 0, 0);
       push_resume(q, wt->job);
@@ -954,6 +994,7 @@ long jq_queue_close(jq_queue *q) {
   q->fail_head = q->fail_tail = NULL;
   q->fail_list_dropped = 1;
   pthread_mutex_unlock(&q->mu);
+  jq_queue_resume_remote(); /* waiters on other queues of the jobs failed here */
   while (failed) {
     jq_job *next = failed->fail_next;
     failed->fail_prev = failed->fail_next = NULL;

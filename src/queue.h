@@ -82,6 +82,13 @@ typedef struct jq_job {
   int ndependants, capdependants;
   jq_waiter *waiters;
   int nwaiters, capwaiters;
+  /* A job that awaits a job of another queue: whether it does now (mu of
+   * its own queue), and, once that job ended, the link in the finishing
+   * thread's list of waiters to resume (jq_queue_resume_remote) with the
+   * ended job's tag (written under the other queue's mu). */
+  int await_remote;
+  struct jq_job *remote_next;
+  uint16_t remote_tag;
   /* Written by the thread running it, read by readers after it finished. */
   jq_buf result;         /* results, or the error value */
   /* A result (or error) holding job handles can close a cycle of jobs that
@@ -211,9 +218,22 @@ jq_job *jq_queue_take(jq_queue *q, jq_worker *w, int *resume);
  * readies its dependants, wakes its waiters. */
 void jq_queue_finish(jq_queue *q, jq_job *job, int state);
 
-/* (mu) Makes `waiter` (a job suspending on its worker) await `job`; returns
- * 0, 1 if `job` already finished, or -1 without memory. */
+/* (mu of job's queue) Makes `waiter` (a job suspending on its worker, of
+ * this queue or another) await `job`; returns 0, 1 if `job` already
+ * finished, or -1 without memory. */
 int jq_queue_await(jq_job *job, jq_job *waiter);
+
+/* A finish resumes the waiters of its job that belong to another queue only
+ * once the finishing thread holds no queue's mutex (one queue's mutex is
+ * never held while another's is taken): it collects them, and whoever
+ * dropped the mutex calls this, holding none, to put each on its worker's
+ * resume list. jq_queue_remote_pending says whether any are collected. */
+void jq_queue_resume_remote(void);
+int jq_queue_remote_pending(void);
+
+/* (mu) Whether a job of q awaits a job of another queue now (its resume
+ * comes from a finish on another thread). */
+int jq_queue_awaits_remote(jq_queue *q);
 
 /* (mu) A job that yielded cooperatively goes to the back of w's resume list. */
 void jq_queue_requeue(jq_worker *w, jq_job *job);

@@ -8,10 +8,12 @@
  * slice, each await and each park is recorded on the worker's lane when a
  * trace session is armed (lock-free, see ring.h).
  *
- * Waiting lives here too (jq_wait): inside a job of the same queue a wait
- * makes the job's coroutine await (it yields, and queue.c puts it on its
- * worker's resume list when the awaited job ends); anywhere else it blocks
- * the thread, spinning briefly and then sleeping on the queue's done_cv
+ * Waiting lives here too (jq_wait): in a job's body a wait makes the job's
+ * coroutine await a job of any queue (it yields, and queue.c puts it on its
+ * worker's resume list when the awaited job ends); elsewhere on a worker
+ * thread (a coroutine of the job's own, a C call) a wait on an unfinished
+ * job raises, since blocking could hold the worker the awaited job needs;
+ * any other thread blocks, spinning briefly and then sleeping on the queue's done_cv
  * (counted in blocked_waiters / waiting_all, which tell queue.c's finish
  * whom to wake), or, in the state that made a queue without workers,
  * running that queue's jobs meanwhile.
@@ -350,6 +352,7 @@ static void cancel_suspended(jq_runner *r, jq_job *job) {
   job->coref = LUA_NOREF;
   jq_queue_cancel(w->q, job); /* may free it */
   pthread_mutex_unlock(&w->q->mu);
+  jq_queue_resume_remote();
   lua_rawgeti(L, LUA_REGISTRYINDEX, coref);
   span_context outer = enter_spans(id, &depth, JQ_SPAN_AFTER_END);
   if (lua_isthread(L, -1))
@@ -696,6 +699,11 @@ static int step(jq_runner *r, int block) {
     put_counts(r, counted, 1);
   if (counted)
     atomic_fetch_sub(&q->running, 1);
+  if (jq_queue_remote_pending()) { /* its end resumes jobs of other queues: not under mu */
+    pthread_mutex_unlock(&q->mu);
+    jq_queue_resume_remote();
+    pthread_mutex_lock(&q->mu);
+  }
   return 1;
 }
 
@@ -841,6 +849,7 @@ void jq_workers_stop(jq_queue *q, lua_State *L) {
   pthread_mutex_lock(&q->mu);
   jq_queue_begin_close(q);
   pthread_mutex_unlock(&q->mu);
+  jq_queue_resume_remote(); /* waiters on other queues of the jobs cancelled here */
   for (int i = 0; i < q->nworkers; i++)
     if (q->workers[i].started) {
       pthread_join(q->workers[i].thread, NULL);
@@ -901,6 +910,12 @@ static int run_while_waiting(lua_State *L, jq_queue *q, jq_job *job, int level) 
   pthread_mutex_lock(&q->mu);
   if (ran || wait_over(q, job))
     return 0;
+  if (q->workers[q->nworkers].resume_head || q->ready_head)
+    return 0; /* resumed (or readied) since the step: run it next */
+  if (jq_queue_awaits_remote(q)) { /* a finish on another queue resumes it (push_resume wakes us) */
+    pthread_cond_wait(&q->done_cv, &q->mu);
+    return 0;
+  }
   pthread_mutex_unlock(&q->mu);
   if (job)
     return wait_error(L, level, "job #%I can never finish: the queue has no workers and "
@@ -950,22 +965,6 @@ static int block_until(lua_State *L, jq_queue *q, jq_job *job, int level) {
                                   "that created that queue runs its jobs, so this wait would "
                                   "never end (wait for it there)", (LUAI_UACINT)job->id);
   }
-  /* A worker thread of q that blocks here cannot run or resume anything
-   * meanwhile: a job suspended on it, or any job of a one-worker queue
-   * (itself included), would never end. */
-  jq_runner *here = job && !runs_jobs ? runner_here(L) : NULL;
-  if (here && here->w->q == q && here->w->index < q->nworkers) {
-    pthread_mutex_lock(&q->mu);
-    int stuck = !jq_job_finished(job) &&
-                (q->nworkers == 1 || (job->state == JQ_JOB_RUNNING && job->worker == here->w->index));
-    pthread_mutex_unlock(&q->mu);
-    if (stuck)
-      return wait_error(L, level, "job #%I can never finish: this wait blocks the worker that "
-                                  "would have to run or resume it (a wait inside a coroutine of "
-                                  "yours, or in a to-be-closed variable of a job that failed, "
-                                  "cannot yield); wait from the job's own body",
-                        (LUAI_UACINT)job->id);
-  }
   uint64_t t0 = jq_span_begin();
   pthread_mutex_lock(&q->mu);
   while (!wait_over(q, job)) {
@@ -980,28 +979,91 @@ static int block_until(lua_State *L, jq_queue *q, jq_job *job, int level) {
   return JQ_WAIT_DONE;
 }
 
-int jq_wait(lua_State *L, jq_queue *q, jq_job *job, int level) {
-  jq_runner *r = job ? runner_of(L) : NULL;
-  if (!r || r->current_co != L || r->current->q != q)
-    return block_until(L, q, job, level);
-  if (r->current == job)
-    return wait_error(L, level, "job #%I cannot wait for itself", (LUAI_UACINT)job->id);
-  /* Inside a job of the same queue: yield, so the worker runs other work.
-   * The registry keeps a suspended coroutine: its reference is made here,
+/* Whether `job` (of q) finished: takes q's mu. */
+static int finished_now(jq_queue *q, jq_job *job) {
+  pthread_mutex_lock(&q->mu);
+  int done = jq_job_finished(job);
+  pthread_mutex_unlock(&q->mu);
+  return done;
+}
+
+/* The job running in r's state (r->current) awaits `job` of q: registers
+ * it as a waiter (for a job of another queue: under that queue's mu only,
+ * never both). Returns JQ_WAIT_YIELD, JQ_WAIT_DONE when `job` finished
+ * meanwhile, or JQ_WAIT_ERROR with the message pushed. */
+static int await_job(lua_State *L, jq_runner *r, jq_queue *q, jq_job *job, int level) {
+  jq_job *self = r->current;
+  jq_queue *own = self->q;
+  /* The registry keeps a suspended coroutine: its reference is made here,
    * where a memory error may still be raised, not after the awaited job
    * could have resumed it. */
-  if (r->current->coref == LUA_NOREF) {
+  if (self->coref == LUA_NOREF) {
     lua_pushthread(L);
-    r->current->coref = luaL_ref(L, LUA_REGISTRYINDEX);
+    self->coref = luaL_ref(L, LUA_REGISTRYINDEX);
+  }
+  /* The creator of a queue without workers runs its jobs while it waits:
+   * it must know one awaits another queue (and sleep, not give up). Set
+   * before the await is visible: the finish that resumes it clears it. */
+  int flag = q != own && own->nworkers == 0;
+  if (flag) {
+    pthread_mutex_lock(&own->mu);
+    self->await_remote = 1;
+    pthread_mutex_unlock(&own->mu);
   }
   pthread_mutex_lock(&q->mu);
-  int rc = jq_queue_await(job, r->current);
-  if (rc == 0)
-    r->awaiting = job;
+  int rc = jq_queue_await(job, self);
   pthread_mutex_unlock(&q->mu);
-  if (rc < 0)
-    return wait_error(L, level, "out of memory");
-  return rc == 0 ? JQ_WAIT_YIELD : JQ_WAIT_DONE;
+  if (rc == 0) {
+    r->awaiting = job;
+    return JQ_WAIT_YIELD;
+  }
+  if (flag) {
+    pthread_mutex_lock(&own->mu);
+    self->await_remote = 0;
+    pthread_mutex_unlock(&own->mu);
+  }
+  return rc < 0 ? wait_error(L, level, "out of memory") : JQ_WAIT_DONE;
+}
+
+int jq_wait(lua_State *L, jq_queue *q, jq_job *job, int level) {
+  jq_runner *r = job ? runner_here(L) : NULL;
+  if (!r || (!r->current && r->w->index == r->w->q->nworkers))
+    return block_until(L, q, job, level); /* not a worker thread: blocking is safe */
+  if (!r->current) { /* a worker thread outside any job: nothing can suspend */
+    if (finished_now(q, job))
+      return JQ_WAIT_DONE;
+    return wait_error(L, level, "job #%I has not finished, and this wait cannot suspend a job: it "
+                                "runs on a worker thread outside a job's body (in a to-be-closed "
+                                "variable of a job that failed or was cancelled, or in the "
+                                "queue's init), where blocking would hold a worker that jobs may "
+                                "need; wait from the job's own body", (LUAI_UACINT)job->id);
+  }
+  jq_job *self = r->current;
+  if (self == job)
+    return wait_error(L, level, "job #%I cannot wait for itself", (LUAI_UACINT)job->id);
+  if (q != self->q && q->nworkers == 0) /* only its creator runs it: block_until says so */
+    return block_until(L, q, job, level);
+  int foreign = r->current_co != L;
+  if (!foreign && lua_isyieldable(L)) /* the job's body: suspend, the worker runs other work */
+    return await_job(L, r, q, job, level);
+  /* A coroutine of the job's own, or a C call in between: the job cannot
+   * suspend here, and a blocking wait would hold a worker that the awaited
+   * job may need (its own queue's, or one whose jobs await this queue's). */
+  if (finished_now(q, job))
+    return JQ_WAIT_DONE;
+  if (foreign)
+    return wait_error(L, level, "job #%I cannot wait for job #%I from a coroutine of its own: "
+                                "job #%I has not finished, and only a wait in the job's body can "
+                                "suspend the job (blocking would hold a worker that the awaited "
+                                "job may need); wait from the job's body, or collect the results "
+                                "outside the coroutine", (LUAI_UACINT)self->id,
+                      (LUAI_UACINT)job->id, (LUAI_UACINT)job->id);
+  return wait_error(L, level, "job #%I cannot wait for job #%I across a C call (a metamethod, a "
+                              "table.sort comparator, a string.gsub callback, require, ...): job "
+                              "#%I has not finished, and the C call keeps the job from "
+                              "suspending (blocking would hold a worker that the awaited job may "
+                              "need); wait from the job's body, before or after that call",
+                    (LUAI_UACINT)self->id, (LUAI_UACINT)job->id, (LUAI_UACINT)job->id);
 }
 
 void jq_note_raised(lua_State *L, jq_job *failed) {

@@ -38,14 +38,16 @@ void jq_push_error_at(lua_State *L, int level, const char *fmt, va_list ap);
 /* What jq_wait did. */
 enum { JQ_WAIT_DONE, JQ_WAIT_YIELD, JQ_WAIT_ERROR };
 
-/* Waits until `job` (or, job NULL, every job of q) finished. Inside a job of
- * the same queue (job not NULL), the job's coroutine is to await it: returns
- * JQ_WAIT_YIELD and the caller yields (lua_yieldk), to be resumed once `job`
- * ended. Anywhere else it blocks the thread (the state that made a queue
- * without workers runs that queue's jobs meanwhile) and returns
- * JQ_WAIT_DONE. Returns JQ_WAIT_ERROR with a message pushed (positioned
- * `level` levels up, 1: the caller of the C function) when the wait could
- * never end or is for the waiting job itself; the caller raises it. */
+/* Waits until `job` (or, job NULL, every job of q) finished. In a job's body
+ * (job not NULL, of any queue with workers, or of the job's own), the job's
+ * coroutine is to await it: returns JQ_WAIT_YIELD and the caller yields
+ * (lua_yieldk), to be resumed once `job` ended. Off the thread of any
+ * worker it blocks the thread (the state that made a queue without workers
+ * runs that queue's jobs meanwhile) and returns JQ_WAIT_DONE, as it does at
+ * once for a finished job. Returns JQ_WAIT_ERROR with a message pushed
+ * (positioned `level` levels up, 1: the caller of the C function) when the
+ * wait could never end, is for the waiting job itself, or would block a
+ * worker thread (where the job cannot suspend); the caller raises it. */
 int jq_wait(lua_State *L, jq_queue *q, jq_job *job, int level);
 
 /* A wait or pwait in this state hands a job the error of the failed job
