@@ -464,7 +464,7 @@ typedef struct pieces {
   size_t *lane; /* lane l's pieces: p[lane[l] .. lane[l + 1]), the lanes that have any */
   piece *p;
   word *sum;
-  uint32_t *seen, *touched;
+  uint32_t *seen, *touched, *tmp; /* tmp: the merge sort's */
   unsigned char *sum_t;
 } pieces;
 
@@ -475,7 +475,7 @@ static pieces *new_pieces(lua_State *L, size_t n, size_t nlanes, size_t ncat) {
   if (n > max || nlanes > max || ncat > UINT32_MAX)
     return NULL;
   size_t size = sizeof(pieces) + n * sizeof(piece) + (nlanes + 1) * sizeof(size_t) + ncat * sizeof(word) +
-                2 * ncat * sizeof(uint32_t) + ncat;
+                3 * ncat * sizeof(uint32_t) + ncat;
   pieces *pc = lua_newuserdatauv(L, size, 0);
   pc->n = n, pc->nlanes = nlanes, pc->ncat = ncat, pc->gen = 0;
   pc->p = (piece *)(pc + 1);
@@ -483,7 +483,8 @@ static pieces *new_pieces(lua_State *L, size_t n, size_t nlanes, size_t ncat) {
   pc->sum = (word *)(pc->lane + nlanes + 1);
   pc->seen = (uint32_t *)(pc->sum + ncat);
   pc->touched = pc->seen + ncat;
-  pc->sum_t = (unsigned char *)(pc->touched + ncat);
+  pc->tmp = pc->touched + ncat;
+  pc->sum_t = (unsigned char *)(pc->tmp + ncat);
   memset(pc->seen, 0, ncat * sizeof(uint32_t));
   luaL_setmetatable(L, PIECES_MT);
   return pc;
@@ -541,6 +542,14 @@ static int cmp_u32(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* Category c's sum. */
+static inline num num_of(const pieces *pc, uint32_t c) {
+  num x;
+  x.v = pc->sum[c - 1];
+  x.t = pc->sum_t[c - 1];
+  return x;
+}
+
 /* Whether Lua's x ~= y holds for two numbers (NaN differs from everything). */
 static int ne_num(num x, num y) {
   if ((x.t == T_FLT && x.v.f != x.v.f) || (y.t == T_FLT && y.v.f != y.v.f))
@@ -591,21 +600,58 @@ static void push_entry(lua_State *L, const pieces *pc, uint32_t c, lua_Integer k
   lua_rawseti(L, -2, k);
 }
 
-/* row(j) -> arg, from, to, by: unit j's marker arg and bounds, and its busy
- * time by category { name, busy }, in the order of the categories (the
- * closure's upvalues: the units, the pieces). */
+/* Sorts c[0 .. n) by busier (a merge sort, bottom up, through tmp). */
+static void sort_busier(lua_State *L, const pieces *pc, int names, uint32_t *c, uint32_t *tmp, size_t n) {
+  for (size_t w = 1; w < n; w *= 2) {
+    for (size_t lo = 0; lo < n; lo += 2 * w) {
+      size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+      size_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi)
+        tmp[k++] = busier(L, pc, names, c[j], c[i]) ? c[j++] : c[i++];
+      while (i < mid)
+        tmp[k++] = c[i++];
+      while (j < hi)
+        tmp[k++] = c[j++];
+    }
+    memcpy(c, tmp, n * sizeof *c);
+  }
+}
+
+/* row(j) -> arg, from, to, by, busy: unit j's marker arg and bounds, its
+ * busy time by category { name, busy, share }, busiest first (stats.lua's
+ * by_busy), and its busy time in all, summed in the order of the categories
+ * (the closure's upvalues: the units, the pieces): what unit_view makes of
+ * the Lua's row, without a Lua comparison per step of the sort. */
 static int l_unit_row(lua_State *L) {
   lua_Integer j = luaL_checkinteger(L, 1);
   units *u = push_unit_head(L, j);
   pieces *pc = luaL_checkudata(L, lua_upvalueindex(2), PIECES_MT);
   size_t m = unit_sums(pc, u, (size_t)j);
   qsort(pc->touched, m, sizeof *pc->touched, cmp_u32);
+  num busy = inum(0);
+  for (size_t k = 0; k < m; k++) {
+    num x;
+    x.v = pc->sum[pc->touched[k] - 1], x.t = pc->sum_t[pc->touched[k] - 1];
+    busy = add(busy, x);
+  }
   lua_getiuservalue(L, lua_upvalueindex(1), 2); /* names */
+  int names = lua_gettop(L);
+  sort_busier(L, pc, names, pc->touched, pc->tmp, m);
+  int positive = lt(inum(0), busy);
   lua_createtable(L, m < INT32_MAX ? (int)m : 0, 0);
-  for (size_t k = 0; k < m; k++)
+  for (size_t k = 0; k < m; k++) {
     push_entry(L, pc, pc->touched[k], (lua_Integer)k + 1);
-  lua_remove(L, -2);
-  return 4;
+    lua_rawgeti(L, -1, (lua_Integer)k + 1);
+    if (positive)
+      lua_pushnumber(L, tof(num_of(pc, pc->touched[k])) / tof(busy));
+    else
+      lua_pushinteger(L, 0);
+    lua_setfield(L, -2, "share");
+    lua_pop(L, 1);
+  }
+  lua_remove(L, names);
+  push_num(L, busy);
+  return 5;
 }
 
 /* top(j, n) -> arg, from, to, by: as row(j), with only the first n

@@ -351,17 +351,21 @@ local function unit_rows(u, names, p)
 end
 
 -- The n units of a marker kind as a list whose units[j] becomes a table
--- when first read (#units, ipairs and indexing work as on a plain list).
+-- when first read (#units, ipairs and indexing work as on a plain list);
+-- row(j) -> arg, from, to, by [, busy]: by in category order, or (with
+-- busy) already sorted by by_busy, with shares.
 local function unit_view(n, row)
   return setmetatable({}, {
     __len = function() return n end,
     __index = function(list, j)
       if math.type(j) ~= "integer" or j < 1 or j > n then return nil end
-      local arg, from, to, by = row(j)
-      local busy = 0
-      for _, e in ipairs(by) do busy = busy + e.busy end
-      for _, e in ipairs(by) do e.share = busy > 0 and e.busy / busy or 0 end
-      table.sort(by, by_busy)
+      local arg, from, to, by, busy = row(j)
+      if busy == nil then -- the core's row gives by sorted, with shares, and busy (the same figures)
+        busy = 0
+        for _, e in ipairs(by) do busy = busy + e.busy end
+        for _, e in ipairs(by) do e.share = busy > 0 and e.busy / busy or 0 end
+        table.sort(by, by_busy)
+      end
       local u = {index = j, arg = arg, from = from, to = to, duration = to - from, busy = busy, by_category = by}
       rawset(list, j, u)
       return u
