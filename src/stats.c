@@ -1,8 +1,8 @@
 /*
  * stats.c - the per-event loops of jobque_profile.stats in C (issue 12).
  *
- * stats_lanes (the lane sweeps, fed to the marker units' trackers as they
- * go, and the marker units themselves), stats_counters and stats_copies
+ * stats_lanes (the lane sweeps, which keep their busy pieces for the marker
+ * units, and the marker units themselves), stats_counters and stats_copies
  * read a trace model's Lua columns and give stats.compute what its Lua
  * loops would: the same arithmetic in the same order with Lua's number
  * semantics (integer and float subtypes, integers wrapping, comparisons
@@ -10,7 +10,8 @@
  * same. On anything they do not reproduce exactly (a value of another type
  * where a number or string is expected, a column with a metatable, ...)
  * they return nil and stats.lua runs its own loops.
- * Owns: the units' userdata (their busy time by category); scratch memory
+ * Owns: the units' userdata and the busy pieces' (a unit's busy time by
+ * category is summed from them when it is read); scratch memory
  * only for a call (a userdata with __gc, freed before returning).
  * Must not: change the model. Thread safety: reentrant (one lua_State per call).
  */
