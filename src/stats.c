@@ -1,8 +1,8 @@
 /*
  * stats.c - the per-event loops of jobque_profile.stats in C (issue 12).
  *
- * stats_lanes (the lane sweeps, fed to the marker units' trackers as they
- * go, and the marker units themselves), stats_counters and stats_copies
+ * stats_lanes (the lane sweeps, which keep their busy pieces for the marker
+ * units, and the marker units themselves), stats_counters and stats_copies
  * read a trace model's Lua columns and give stats.compute what its Lua
  * loops would: the same arithmetic in the same order with Lua's number
  * semantics (integer and float subtypes, integers wrapping, comparisons
@@ -10,7 +10,8 @@
  * same. On anything they do not reproduce exactly (a value of another type
  * where a number or string is expected, a column with a metatable, ...)
  * they return nil and stats.lua runs its own loops.
- * Owns: the units' userdata (their busy time by category); scratch memory
+ * Owns: the units' userdata and the busy pieces' (a unit's busy time by
+ * category is summed from them when it is read); scratch memory
  * only for a call (a userdata with __gc, freed before returning).
  * Must not: change the model. Thread safety: reentrant (one lua_State per call).
  */
@@ -281,7 +282,7 @@ static int get_int_field(lua_State *L, int t, const char *field, lua_Integer *ou
 /* ---- scratch memory of a call ---- */
 
 #define SCRATCH_MT "jobque.stats_scratch"
-#define NSCRATCH 4
+#define NSCRATCH 6
 
 typedef struct scratch {
   void *p[NSCRATCH];
@@ -394,16 +395,16 @@ static int count_in(lua_State *L, int idx, num a, num b, lua_Integer *out) {
 #define UNITS_MT "jobque.stats_units"
 
 /* A marker kind's units: unit j runs from from[j] to from[j + 1] (from[n + 1]
- * is the range's end), its marker is model.marker_arg's idx[j]; its busy
- * time in category c is acc[(j - 1) * ncat + c - 1] (T_NIL: none). The
- * userdata's user values: 1 model.marker_arg, 2 the category names. */
+ * is the range's end), its marker is model.marker_arg's idx[j]. Their busy
+ * time by category is worked out when a unit is read (unit_sums), from the
+ * busy pieces the lane sweeps kept. The userdata's user values: 1
+ * model.marker_arg, 2 the category names. */
 typedef struct units {
-  size_t n, ncat, k; /* k: the sweep's first unit that can take a piece */
-  int floats;        /* every from[] a float */
+  size_t n;
+  int floats; /* every from[] a float */
   word *from;
   lua_Integer *idx;
-  word *acc;
-  unsigned char *from_t, *acc_t;
+  unsigned char *from_t;
 } units;
 
 static inline num unit_from(const units *u, size_t j) {
@@ -414,103 +415,274 @@ static inline num unit_from(const units *u, size_t j) {
 }
 
 /* A new units userdata for n units (pushed); NULL when too large. */
-static units *new_units(lua_State *L, size_t n, size_t ncat) {
-  size_t cells = (n + 1) + n + n * ncat; /* words */
-  if (n > ((size_t)1 << 40) || (ncat && n * ncat / ncat != n) || n * ncat > ((size_t)1 << 40))
+static units *new_units(lua_State *L, size_t n) {
+  if (n > ((size_t)1 << 40))
     return NULL;
-  size_t size = sizeof(units) + cells * sizeof(word) + (n + 1) + n * ncat;
+  size_t cells = (n + 1) + n; /* words */
+  size_t size = sizeof(units) + cells * sizeof(word) + (n + 1);
   units *u = lua_newuserdatauv(L, size, 2);
   word *w = (word *)(u + 1);
-  u->n = n, u->ncat = ncat, u->k = 1;
+  u->n = n;
   u->from = w;
   u->idx = (lua_Integer *)(w + n + 1);
-  u->acc = w + n + 1 + n;
   u->from_t = (unsigned char *)(w + cells);
-  u->acc_t = u->from_t + n + 1;
-  memset(u->acc_t, T_NIL, n * ncat);
   luaL_setmetatable(L, UNITS_MT);
   return u;
 }
 
-/* The tracker's add(x, y, c): the piece [x, y) of busy time in category c
- * (1-based) shared among the units it covers; pieces come in time order
- * per lane (u->k reset to 1 for each). */
-static void units_add(units *u, num x, num y, size_t c) {
-  size_t n = u->n, k = u->k;
-  while (k <= n && le(unit_from(u, k + 1), x))
-    k++;
-  u->k = k;
-  for (size_t j = k; j <= n; j++) {
-    num fj = unit_from(u, j);
-    if (!lt(fj, y))
-      break;
-    num fj1 = unit_from(u, j + 1);
-    num lo = lt(fj, x) ? x : fj, hi = lt(y, fj1) ? y : fj1;
-    if (lt(lo, hi)) {
-      size_t slot = (j - 1) * u->ncat + c - 1;
+/* The busy pieces of the lane sweeps: [x, y) of category c (1-based), the
+ * lanes one after the other, each lane's in time order; a lane's pieces
+ * are disjoint, so their starts and their ends both ascend. */
+typedef struct piece {
+  word x, y;
+  uint32_t c;
+  unsigned char xt, yt;
+} piece;
+
+static inline num piece_x(const piece *p) {
+  num v;
+  v.v = p->x;
+  v.t = p->xt;
+  return v;
+}
+
+static inline num piece_y(const piece *p) {
+  num v;
+  v.v = p->y;
+  v.t = p->yt;
+  return v;
+}
+
+#define PIECES_MT "jobque.stats_pieces"
+
+/* The pieces, shared by every kind's units (a userdata, the user value of
+ * their row and top closures), and a unit's sums by category: sum[c - 1]
+ * is set when seen[c - 1] is the current gen, touched[] lists the
+ * categories set. */
+typedef struct pieces {
+  size_t n, nlanes, ncat;
+  uint32_t gen;
+  size_t *lane; /* lane l's pieces: p[lane[l] .. lane[l + 1]), the lanes that have any */
+  piece *p;
+  word *sum;
+  uint32_t *seen, *touched, *tmp; /* tmp: the merge sort's */
+  unsigned char *sum_t;
+} pieces;
+
+/* A new pieces userdata (pushed) for n pieces over nlanes lanes and ncat
+ * categories; NULL when too large. */
+static pieces *new_pieces(lua_State *L, size_t n, size_t nlanes, size_t ncat) {
+  size_t max = (size_t)1 << 40;
+  if (n > max || nlanes > max || ncat > UINT32_MAX)
+    return NULL;
+  size_t size = sizeof(pieces) + n * sizeof(piece) + (nlanes + 1) * sizeof(size_t) + ncat * sizeof(word) +
+                3 * ncat * sizeof(uint32_t) + ncat;
+  pieces *pc = lua_newuserdatauv(L, size, 0);
+  pc->n = n, pc->nlanes = nlanes, pc->ncat = ncat, pc->gen = 0;
+  pc->p = (piece *)(pc + 1);
+  pc->lane = (size_t *)(pc->p + n);
+  pc->sum = (word *)(pc->lane + nlanes + 1);
+  pc->seen = (uint32_t *)(pc->sum + ncat);
+  pc->touched = pc->seen + ncat;
+  pc->tmp = pc->touched + ncat;
+  pc->sum_t = (unsigned char *)(pc->tmp + ncat);
+  memset(pc->seen, 0, ncat * sizeof(uint32_t));
+  luaL_setmetatable(L, PIECES_MT);
+  return pc;
+}
+
+/* Unit j's busy time by category into pc's sums: each piece that overlaps
+ * it, cut to it, added in the order the sweeps met them (lane after lane,
+ * each in time), as stats.lua's unit_sums adds them, so the sums are the
+ * same bits. The categories set are touched[0 .. returned count), in the
+ * order first met. */
+static size_t unit_sums(pieces *pc, const units *u, size_t j) {
+  num f = unit_from(u, j), t = unit_from(u, j + 1);
+  if (++pc->gen == 0) { /* wrapped: no category is current */
+    memset(pc->seen, 0, pc->ncat * sizeof(uint32_t));
+    pc->gen = 1;
+  }
+  size_t m = 0;
+  for (size_t l = 0; l < pc->nlanes; l++) {
+    size_t lo = pc->lane[l], hi = pc->lane[l + 1], last = hi;
+    while (lo < hi) { /* the first piece ending after f */
+      size_t mid = lo + (hi - lo) / 2;
+      if (lt(f, piece_y(&pc->p[mid])))
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    for (size_t i = lo; i < last; i++) {
+      const piece *p = &pc->p[i];
+      num x = piece_x(p), y = piece_y(p);
+      if (le(t, x))
+        break;
+      num s = lt(f, x) ? x : f, e = lt(y, t) ? y : t;
+      if (!lt(s, e))
+        continue;
+      size_t c = p->c - 1;
       num sum;
-      sum.v = u->acc[slot];
-      sum.t = u->acc_t[slot];
-      sum = add(sum.t == T_NIL ? inum(0) : sum, sub(hi, lo));
-      u->acc[slot] = sum.v;
-      u->acc_t[slot] = (unsigned char)sum.t;
+      if (pc->seen[c] != pc->gen) {
+        pc->seen[c] = pc->gen;
+        pc->touched[m++] = p->c;
+        sum = inum(0);
+      } else {
+        sum.v = pc->sum[c];
+        sum.t = pc->sum_t[c];
+      }
+      sum = add(sum, sub(e, s));
+      pc->sum[c] = sum.v;
+      pc->sum_t[c] = (unsigned char)sum.t;
     }
   }
+  return m;
 }
 
-/* units_add for floats x, y when every from[] is a float: the same sums
- * with fewer looks at subtypes (a piece is then a float: nil + it is 0.0
- * + it, an integer sum + it is that sum as a float + it). */
-static void units_add_floats(units *u, lua_Number x, lua_Number y, size_t c) {
-  size_t n = u->n, k = u->k;
-  const word *from = u->from;
-  while (k <= n && from[k].f <= x)
-    k++;
-  u->k = k;
-  for (size_t j = k; j <= n && from[j - 1].f < y; j++) {
-    lua_Number fj = from[j - 1].f, fj1 = from[j].f;
-    lua_Number lo = fj < x ? x : fj, hi = y < fj1 ? y : fj1;
-    if (lo < hi) {
-      size_t slot = (j - 1) * u->ncat + c - 1;
-      int t = u->acc_t[slot]; /* nil, or an integer sum of integer pieces before */
-      lua_Number sum = t == T_NIL ? 0.0 : t == T_INT ? (lua_Number)u->acc[slot].i : u->acc[slot].f;
-      u->acc[slot].f = sum + (hi - lo);
-      u->acc_t[slot] = T_FLT;
-    }
-  }
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
 }
 
-/* row(j) -> arg, from, to, by: unit j's marker arg and bounds, and its busy
- * time by category { name, busy }, in the order of the categories (the
- * closure's upvalue: the units). */
-static int l_unit_row(lua_State *L) {
+/* Category c's sum. */
+static inline num num_of(const pieces *pc, uint32_t c) {
+  num x;
+  x.v = pc->sum[c - 1];
+  x.t = pc->sum_t[c - 1];
+  return x;
+}
+
+/* Whether Lua's x ~= y holds for two numbers (NaN differs from everything). */
+static int ne_num(num x, num y) {
+  if ((x.t == T_FLT && x.v.f != x.v.f) || (y.t == T_FLT && y.v.f != y.v.f))
+    return 1;
+  return lt(x, y) || lt(y, x);
+}
+
+/* Whether category c comes before category d in a unit's list (stats.lua's
+ * by_busy: more busy time first, then the name in Lua's order); the
+ * category names at the stack index names. */
+static int busier(lua_State *L, const pieces *pc, int names, uint32_t c, uint32_t d) {
+  num x, y;
+  x.v = pc->sum[c - 1], x.t = pc->sum_t[c - 1];
+  y.v = pc->sum[d - 1], y.t = pc->sum_t[d - 1];
+  if (ne_num(x, y))
+    return lt(y, x);
+  lua_rawgeti(L, names, (lua_Integer)c);
+  lua_rawgeti(L, names, (lua_Integer)d);
+  int before = lua_compare(L, -2, -1, LUA_OPLT);
+  lua_pop(L, 2);
+  return before;
+}
+
+/* Pushes unit j's arg, from and to; the units in upvalue 1, the pieces in
+ * upvalue 2. Returns the units. */
+static units *push_unit_head(lua_State *L, lua_Integer j) {
   units *u = luaL_checkudata(L, lua_upvalueindex(1), UNITS_MT);
-  lua_Integer j = luaL_checkinteger(L, 1);
   luaL_argcheck(L, j >= 1 && (lua_Unsigned)j <= u->n, 1, "no such unit");
   lua_getiuservalue(L, lua_upvalueindex(1), 1);
   push_item(L, lua_gettop(L), u->idx[j - 1]);
   lua_replace(L, -2);
   push_num(L, unit_from(u, (size_t)j));
   push_num(L, unit_from(u, (size_t)j + 1));
-  lua_newtable(L);
-  lua_getiuservalue(L, lua_upvalueindex(1), 2); /* names */
-  int by = lua_gettop(L) - 1, names = by + 1;
-  lua_Integer m = 0;
-  for (size_t c = 1; c <= u->ncat; c++) {
-    size_t slot = ((size_t)j - 1) * u->ncat + c - 1;
-    if (u->acc_t[slot] == T_NIL)
-      continue;
-    num time;
-    time.v = u->acc[slot];
-    time.t = u->acc_t[slot];
-    lua_createtable(L, 0, 3);
-    lua_rawgeti(L, names, (lua_Integer)c);
-    lua_setfield(L, -2, "name");
-    push_num(L, time);
-    lua_setfield(L, -2, "busy");
-    lua_rawseti(L, by, ++m);
+  return u;
+}
+
+/* Sets by[k] = { name, busy } of category c (the list on top of the stack,
+ * the names below it). */
+static void push_entry(lua_State *L, const pieces *pc, uint32_t c, lua_Integer k) {
+  num time;
+  time.v = pc->sum[c - 1];
+  time.t = pc->sum_t[c - 1];
+  lua_createtable(L, 0, 3);
+  lua_rawgeti(L, -3, (lua_Integer)c);
+  lua_setfield(L, -2, "name");
+  push_num(L, time);
+  lua_setfield(L, -2, "busy");
+  lua_rawseti(L, -2, k);
+}
+
+/* Sorts c[0 .. n) by busier (a merge sort, bottom up, through tmp). */
+static void sort_busier(lua_State *L, const pieces *pc, int names, uint32_t *c, uint32_t *tmp, size_t n) {
+  for (size_t w = 1; w < n; w *= 2) {
+    for (size_t lo = 0; lo < n; lo += 2 * w) {
+      size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+      size_t i = lo, j = mid, k = lo;
+      while (i < mid && j < hi)
+        tmp[k++] = busier(L, pc, names, c[j], c[i]) ? c[j++] : c[i++];
+      while (i < mid)
+        tmp[k++] = c[i++];
+      while (j < hi)
+        tmp[k++] = c[j++];
+    }
+    memcpy(c, tmp, n * sizeof *c);
   }
-  lua_pop(L, 1);
+}
+
+/* row(j) -> arg, from, to, by, busy: unit j's marker arg and bounds, its
+ * busy time by category { name, busy, share }, busiest first (stats.lua's
+ * by_busy), and its busy time in all, summed in the order of the categories
+ * (the closure's upvalues: the units, the pieces): what unit_view makes of
+ * the Lua's row, without a Lua comparison per step of the sort. */
+static int l_unit_row(lua_State *L) {
+  lua_Integer j = luaL_checkinteger(L, 1);
+  units *u = push_unit_head(L, j);
+  pieces *pc = luaL_checkudata(L, lua_upvalueindex(2), PIECES_MT);
+  size_t m = unit_sums(pc, u, (size_t)j);
+  qsort(pc->touched, m, sizeof *pc->touched, cmp_u32);
+  num busy = inum(0);
+  for (size_t k = 0; k < m; k++) {
+    num x;
+    x.v = pc->sum[pc->touched[k] - 1], x.t = pc->sum_t[pc->touched[k] - 1];
+    busy = add(busy, x);
+  }
+  lua_getiuservalue(L, lua_upvalueindex(1), 2); /* names */
+  int names = lua_gettop(L);
+  sort_busier(L, pc, names, pc->touched, pc->tmp, m);
+  int positive = lt(inum(0), busy);
+  lua_createtable(L, m < INT32_MAX ? (int)m : 0, 0);
+  for (size_t k = 0; k < m; k++) {
+    push_entry(L, pc, pc->touched[k], (lua_Integer)k + 1);
+    lua_rawgeti(L, -1, (lua_Integer)k + 1);
+    if (positive)
+      lua_pushnumber(L, tof(num_of(pc, pc->touched[k])) / tof(busy));
+    else
+      lua_pushinteger(L, 0);
+    lua_setfield(L, -2, "share");
+    lua_pop(L, 1);
+  }
+  lua_remove(L, names);
+  push_num(L, busy);
+  return 5;
+}
+
+/* top(j, n) -> arg, from, to, by: as row(j), with only the first n
+ * categories of by in stats.lua's order (the busiest), made without the
+ * others' tables: a unit can hold thousands of categories, the report shows
+ * three. An insertion into a list of n: n is small. */
+static int l_unit_top(lua_State *L) {
+  lua_Integer j = luaL_checkinteger(L, 1), want = luaL_checkinteger(L, 2);
+  units *u = push_unit_head(L, j);
+  pieces *pc = luaL_checkudata(L, lua_upvalueindex(2), PIECES_MT);
+  size_t m = unit_sums(pc, u, (size_t)j);
+  size_t n = want < 0 ? 0 : (lua_Unsigned)want < m ? (size_t)want : m, have = 0;
+  lua_getiuservalue(L, lua_upvalueindex(1), 2); /* names */
+  int names = lua_gettop(L);
+  uint32_t *best = pc->touched; /* touched[0 .. have): the best so far, in order */
+  for (size_t k = 0; k < m; k++) {
+    uint32_t c = pc->touched[k];
+    if (have == n && (n == 0 || !busier(L, pc, names, c, best[have - 1])))
+      continue;
+    size_t at = have < n ? have++ : have - 1;
+    while (at > 0 && busier(L, pc, names, c, best[at - 1])) {
+      best[at] = best[at - 1];
+      at--;
+    }
+    best[at] = c; /* at <= k: no category not yet read is overwritten */
+  }
+  lua_createtable(L, (int)(n < INT32_MAX ? n : 0), 0);
+  for (size_t k = 0; k < have; k++)
+    push_entry(L, pc, best[k], (lua_Integer)k + 1);
+  lua_remove(L, -2);
   return 4;
 }
 
@@ -652,11 +824,11 @@ typedef struct marker { /* a marker in range, 16 bytes */
 } marker;
 
 /* The marker kinds' units over [a, b) into the table at idx markers
- * ({ count, min, median, p95, max, slowest, row } per kind), and in *out
- * the *nout of them that have units (the trackers the sweeps feed; the
- * array a userdata left on the stack). 0 when left to Lua. */
+ * ({ count, min, median, p95, max, slowest, row } per kind; row the units'
+ * userdata until lanes_in_c makes it their function), and in *nout how many
+ * kinds have units. 0 when left to Lua. */
 static int marker_units(lua_State *L, int model, scratch *s, num a, num b, lua_Integer top, int names,
-                        size_t ncat, int markers, units ***out, size_t *nout) {
+                        int markers, size_t *nout) {
   int base = lua_gettop(L);
   if (lua_getfield(L, model, "marker_kinds") != LUA_TTABLE) /* base + 1 */
     return 0;
@@ -757,9 +929,8 @@ static int marker_units(lua_State *L, int model, scratch *s, num a, num b, lua_I
   }
   /* The units of each kind: userdata kept in `markers` (their pointers in all). */
   units **all = lua_newuserdatauv(L, ((size_t)nkinds + 1) * sizeof *all, 0);
-  int all_at = lua_gettop(L);
   for (lua_Integer k = 1; k <= nkinds; k++) {
-    units *x = new_units(L, count[k], ncat);
+    units *x = new_units(L, count[k]);
     if (!x)
       return 0;
     lua_pushvalue(L, marg);
@@ -770,7 +941,6 @@ static int marker_units(lua_State *L, int model, scratch *s, num a, num b, lua_I
     all[k - 1] = x;
     lua_createtable(L, 0, 8);
     lua_insert(L, -2);
-    lua_pushcclosure(L, l_unit_row, 1);
     lua_setfield(L, -2, "row");
     lua_rawseti(L, markers, k);
   }
@@ -793,11 +963,9 @@ static int marker_units(lua_State *L, int model, scratch *s, num a, num b, lua_I
     unit_figures(L, s, x, top);
     lua_pop(L, 1);
     if (x->n > 0)
-      all[ntr++] = x; /* the trackers: the kinds with units */
+      ntr++;
   }
-  lua_copy(L, all_at, base + 1);
-  lua_settop(L, base + 1);
-  *out = all;
+  lua_settop(L, base);
   *nout = ntr;
   return 1;
 }
@@ -808,9 +976,9 @@ typedef struct sweep {
   num a, b;
   int cat_index, slot_of, slot_names; /* stack indices */
   lua_Integer nslots;
-  scratch *s; /* buffer 0: the categories' busy time (num per slot) */
-  units **tr;
-  size_t ntr, ncat;
+  scratch *s; /* buffer 0: the categories' busy time (num per slot); 4: the pieces */
+  size_t ntr, ncat; /* ntr: the kinds with units (0: no pieces kept) */
+  size_t npieces;
   cache cc; /* a category's string -> its entry in ent */
   struct {
     int slot; /* 0: a wait */
@@ -868,8 +1036,8 @@ typedef struct sums {
 } sums;
 
 /* The slice [s, e) of a category (category_of's slot and c) into the
- * lane's sums and the units' trackers. 0 when left to Lua. */
-static int take(sweep *w, sums *z, num s, num e, int slot, int c) {
+ * lane's sums, and its busy piece kept for the units. 0 when left to Lua. */
+static int take(lua_State *L, sweep *w, sums *z, num s, num e, int slot, int c) {
   num a = w->a, b = w->b;
   num x = lt(s, a) ? a : s, y = lt(b, e) ? b : e;
   if (slot == 0) { /* a wait */
@@ -882,14 +1050,14 @@ static int take(sweep *w, sums *z, num s, num e, int slot, int c) {
     z->busy = sub(add(z->busy, y), start);
     num *sum = (num *)w->s->p[0] + (slot - 1); /* category_of may have moved it */
     *sum = add(sum->t == T_NIL ? inum(0) : *sum, sub(y, start));
-    if (w->ntr > 0 && c == 0)
-      return 0; /* a category stats.lua has no number for */
-    for (size_t k = 0; k < w->ntr; k++) {
-      units *u = w->tr[k];
-      if (u->floats && start.t == T_FLT && y.t == T_FLT)
-        units_add_floats(u, start.v.f, y.v.f, (size_t)c);
-      else
-        units_add(u, start, y, (size_t)c);
+    if (w->ntr > 0) { /* the piece kept for the units (unit_sums) */
+      if (c == 0)
+        return 0; /* a category stats.lua has no number for */
+      piece *p = (piece *)scratch_get(L, w->s, 4, w->npieces + 1, sizeof(piece)) + w->npieces;
+      w->npieces++;
+      p->x = start.v, p->xt = (unsigned char)start.t;
+      p->y = y.v, p->yt = (unsigned char)y.t;
+      p->c = (uint32_t)c;
     }
     z->busy_end = y;
   }
@@ -943,8 +1111,6 @@ static int sweep_lane(lua_State *L, sweep *w, int lane, num *busy_out, num *wait
       else
         hi = mid;
     }
-    for (size_t k = 0; k < w->ntr; k++)
-      w->tr[k]->k = 1;
     sums z;
     z.busy = busy, z.wait = wait, z.busy_end = fnum(-HUGE_VAL), z.wait_end = z.busy_end;
     const int cols[4] = {ts, dur, kind, cat};
@@ -969,7 +1135,7 @@ static int sweep_lane(lua_State *L, sweep *w, int lane, num *busy_out, num *wait
           continue;
         int slot, c;
         if (jq_cell_tag(ccat, k) != JQ_C_STR || !category_of_cell(L, w, cat, ccat, k, &slot, &c) ||
-            !take(w, &z, s, e, slot, c))
+            !take(L, w, &z, s, e, slot, c))
           return 0;
       }
       done = 1;
@@ -1002,7 +1168,7 @@ static int sweep_lane(lua_State *L, sweep *w, int lane, num *busy_out, num *wait
             continue;
         }
         int slot, c;
-        if (ty[3] != LUA_TSTRING || !category_of(L, w, at + 3, &slot, &c) || !take(w, &z, s, e, slot, c))
+        if (ty[3] != LUA_TSTRING || !category_of(L, w, at + 3, &slot, &c) || !take(L, w, &z, s, e, slot, c))
           return 0;
       }
       lua_settop(L, rows);
@@ -1039,25 +1205,24 @@ static int lanes_in_c(lua_State *L, scratch *s) {
   lua_newtable(L);
   lua_pushvalue(L, -1);
   lua_setfield(L, result, "markers"); /* 9 */
-  units **tr;
   size_t ntr;
-  if (!marker_units(L, A_MODEL, s, a, b, top, A_NAMES, ncat, result + 1, &tr, &ntr))
+  if (!marker_units(L, A_MODEL, s, a, b, top, A_NAMES, result + 1, &ntr))
     return 0;
-  /* 10: the trackers' userdata */
   sweep w;
   memset(&w, 0, sizeof w);
-  w.a = a, w.b = b, w.s = s, w.tr = tr, w.ntr = ntr, w.ncat = ncat;
+  w.a = a, w.b = b, w.s = s, w.ntr = ntr, w.ncat = ncat;
   w.cat_index = A_CAT_INDEX;
   lua_newtable(L);
-  w.slot_of = lua_gettop(L); /* 11 */
+  w.slot_of = lua_gettop(L); /* 10 */
   lua_newtable(L);
-  w.slot_names = lua_gettop(L); /* 12 */
+  w.slot_names = lua_gettop(L); /* 11 */
   scratch_get(L, s, 0, 1, sizeof(num));
-  lua_newtable(L); /* 13: lanes */
+  lua_newtable(L); /* 12: lanes */
   int lanes_out = lua_gettop(L);
-  if (lua_getfield(L, A_MODEL, "lanes") != LUA_TTABLE) /* 14 */
+  if (lua_getfield(L, A_MODEL, "lanes") != LUA_TTABLE) /* 13 */
     return 0;
   int lanes = lua_gettop(L);
+  size_t nlanes = 0; /* the lanes with pieces: where each one's start (scratch 5) */
   for (lua_Integer i = 1;; i++) {
     int type = lua_geti(L, lanes, i);
     if (type == LUA_TNIL)
@@ -1066,8 +1231,13 @@ static int lanes_in_c(lua_State *L, scratch *s) {
       return 0;
     num busy, wait;
     lua_Integer events;
+    size_t first = w.npieces;
     if (!sweep_lane(L, &w, lanes + 1, &busy, &wait, &events))
       return 0;
+    if (w.npieces > first) {
+      size_t *starts = scratch_get(L, s, 5, nlanes + 1, sizeof(size_t));
+      starts[nlanes++] = first;
+    }
     lua_pop(L, 1);
     lua_createtable(L, 0, 3);
     push_num(L, busy);
@@ -1080,6 +1250,28 @@ static int lanes_in_c(lua_State *L, scratch *s) {
   }
   lua_settop(L, lanes_out);
   lua_setfield(L, result, "lanes");
+  /* the pieces, and each kind's row and top over them and its units */
+  pieces *pc = new_pieces(L, w.npieces, nlanes, ncat);
+  if (!pc)
+    return 0;
+  if (w.npieces > 0)
+    memcpy(pc->p, s->p[4], w.npieces * sizeof(piece));
+  if (nlanes > 0)
+    memcpy(pc->lane, s->p[5], nlanes * sizeof(size_t));
+  pc->lane[nlanes] = w.npieces;
+  int pieces_at = lua_gettop(L);
+  for (lua_Integer k = 1; lua_rawgeti(L, result + 1, k) == LUA_TTABLE; k++) {
+    lua_getfield(L, -1, "row"); /* the units */
+    lua_pushvalue(L, pieces_at);
+    lua_pushvalue(L, -2);
+    lua_pushvalue(L, pieces_at);
+    lua_pushcclosure(L, l_unit_top, 2);
+    lua_setfield(L, -4, "top");
+    lua_pushcclosure(L, l_unit_row, 2);
+    lua_setfield(L, -2, "row");
+    lua_pop(L, 1);
+  }
+  lua_settop(L, pieces_at - 1);
   /* acc: name -> busy of the categories that had a piece */
   lua_newtable(L);
   const num *acc = s->p[0];
@@ -1112,8 +1304,9 @@ static int lanes_in_c(lua_State *L, scratch *s) {
 /* stats_lanes(model, from, to, top, cat_index, names) -> { lanes[i] = {
  * busy, wait, events }, acc = { [category] = busy }, events (the markers
  * on no lane and the other events in range), markers[k] = { count, min,
- * median, p95, max, slowest, row } } per model.marker_kinds[k] (row(j) ->
- * arg, from, to, { { name, busy } ... }: unit j); nil when left to Lua. */
+ * median, p95, max, slowest, row, top } } per model.marker_kinds[k] (row(j)
+ * -> arg, from, to, { { name, busy } ... }: unit j; top(j, n): the same
+ * with the n busiest categories only); nil when left to Lua. */
 static int l_stats_lanes(lua_State *L) {
   luaL_checktype(L, A_MODEL, LUA_TTABLE);
   lua_settop(L, A_NAMES);
@@ -1352,6 +1545,11 @@ void jq_open_stats(lua_State *L) {
       {NULL, NULL}};
   if (luaL_newmetatable(L, UNITS_MT)) {
     lua_pushliteral(L, UNITS_MT);
+    lua_setfield(L, -2, "__name");
+  }
+  lua_pop(L, 1);
+  if (luaL_newmetatable(L, PIECES_MT)) {
+    lua_pushliteral(L, PIECES_MT);
     lua_setfield(L, -2, "__name");
   }
   lua_pop(L, 1);

@@ -1,7 +1,8 @@
 /*
  * stats.h - jobque_profile.stats' per-event loops in C (issue 12).
  *
- * Owns: nothing past a call but the marker units it returns (userdata).
+ * Owns: nothing past a call but the marker units it returns and the busy
+ * pieces they read (userdata).
  * Must not: change the model it reads. Thread safety: reentrant (one
  * lua_State per call).
  */

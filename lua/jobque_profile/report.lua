@@ -1,5 +1,6 @@
 --- jobque_profile.report: figures (jobque_profile.stats) as text or JSON.
 local util = require "jobque_profile.util"
+local stats = require "jobque_profile.stats"
 
 local M = {}
 
@@ -223,12 +224,17 @@ function M.latency_lines(f)
     end
   end
   table.sort(names)
-  local function find(list, name)
-    for _, c in ipairs(list) do if c.name == name then return c end end
+  local by_name = {} -- per kind, its rows by category name (the first of a name, as a search would find)
+  for i, k in ipairs(kinds) do
+    local index = {}
+    for _, c in ipairs(l[k[1]].by_category) do
+      if index[c.name] == nil then index[c.name] = c end
+    end
+    by_name[i] = index
   end
   for _, name in ipairs(names) do
-    for _, k in ipairs(kinds) do
-      local c = find(l[k[1]].by_category, name)
+    for i, k in ipairs(kinds) do
+      local c = by_name[i][name]
       if c and c.count > 0 then rows(name, {label = k[2], count = c.count, p50_us = c.p50_us, p95_us = c.p95_us,
                                             max_us = c.max_us}) end
     end
@@ -350,16 +356,17 @@ function M.text(f, model)
       local slowest = m.slowest or {}
       if #slowest > 0 then
         say("  the %s:", #slowest == 1 and "slowest unit" or ("%d slowest units"):format(#slowest))
-        -- the arg column as wide as its widest arg (a 64-bit one has 20 characters)
-        local args, aw = {}, 8
+        -- the arg column as wide as its widest arg (a 64-bit one has 20 characters);
+        -- each unit with its 3 busiest categories only (it can hold thousands)
+        local units, args, aw = {}, {}, 8
         for k, j in ipairs(slowest) do
-          local arg = m.units[j].arg
+          units[k] = stats.unit_summary(m.units, j, 3)
+          local arg = units[k].arg
           args[k] = arg ~= nil and M.shown(arg, 20) or "-"
           aw = math.max(aw, width_of(args[k]))
         end
         say("  %7s  %s  %14s  %10s  %s", "unit", lpad("arg", aw), "start (us)", "duration", "busy by category")
-        for k, j in ipairs(slowest) do
-          local u = m.units[j]
+        for k, u in ipairs(units) do
           say("  %7d  %s  %14.3f  %10s  %s", u.index, lpad(args[k], aw), u.from - t0,
               M.us(u.duration), top_categories(u.by_category, 3))
         end

@@ -53,6 +53,9 @@
 -- in the range). Median and p95 are
 -- nearest-rank.
 -- compare(a, b) -> rows { label, group, a, b, diff, ratio, unit } of two figures.
+-- unit_summary(units, j, n) -> unit j of a kind's units with only its n
+-- busiest categories (what the text report shows; a unit's by_category
+-- lists every category it holds).
 local without_gc = require("jobque_profile.util").without_gc
 local graph = require "jobque_profile.graph"
 
@@ -231,74 +234,165 @@ local function sorted_categories(model, acc, total)
   return list
 end
 
--- The units of one marker kind inside [a, b): a unit runs from its marker
--- to the next one of its kind, the last to b. Returns the unit starts
+-- The units of every marker kind inside [a, b), in one pass over the
+-- markers: a unit runs from its marker to the next one of its kind, the
+-- last to b. Returns per kind name { from, arg, n }: the unit starts
 -- (from[n + 1] = b), their args and n.
-local function unit_bounds(model, kind, a, b)
+local function unit_bounds(model, a, b)
   local ts, kinds, args = model.marker_ts, model.marker_kind, model.marker_arg
-  local from, arg, n = {}, {}, 0
+  local of = {}
+  for _, kind in ipairs(model.marker_kinds) do of[kind] = {from = {}, arg = {}, n = 0} end
   for i = 1, #ts do
-    local t = ts[i]
-    if kinds[i] == kind and t >= a and t < b then
-      n = n + 1
-      from[n], arg[n] = t, args[i]
+    local u = of[kinds[i]]
+    if u then
+      local t = ts[i]
+      if t >= a and t < b then
+        local n = u.n + 1
+        u.from[n], u.arg[n], u.n = t, args[i], n
+      end
     end
   end
-  from[n + 1] = b
-  return from, arg, n
+  for _, u in pairs(of) do u.from[u.n + 1] = b end
+  return of
 end
 
--- Busy time of the units of one kind by category, filled by add(x, y, c)
--- for each busy piece of each lane in time order (reset(): next lane). A
--- trace can hold a million units and a report shows twenty: the sweep fills
--- a flat array, and row(j) -> arg, from, to, { { name, busy } ... } (in
--- category order) gives unit j's figures when its table is first made.
-local function unit_tracker(from, arg, n, names)
-  local ncat = #names
-  local acc = {} -- busy time of unit j in category c at (j - 1) * ncat + c
-  local k = 1
-  local t = {}
-  function t.reset() k = 1 end
-  function t.add(x, y, c)
-    while k <= n and from[k + 1] <= x do k = k + 1 end
-    local j = k
-    while j <= n and from[j] < y do
-      local lo, hi = x > from[j] and x or from[j], y < from[j + 1] and y or from[j + 1]
-      if hi > lo then
-        local slot = (j - 1) * ncat + c
-        acc[slot] = (acc[slot] or 0) + (hi - lo)
+-- The busy pieces of the lane sweeps, kept for the units: [x[i], y[i]) of
+-- category number c[i], the lanes one after the other (the lane that has
+-- pieces from first[l] to first[l + 1] - 1), each lane's in time order; a
+-- lane's pieces are disjoint, so their starts and ends both ascend.
+-- A unit's sums (unit_sums) go to p.sums, reused: sums[c] is current when
+-- seen[c] is p.gen; p.cats[1 .. returned count] are the categories set.
+local function new_pieces()
+  local p = {x = {}, y = {}, c = {}, n = 0, first = {}, nlanes = 0, sums = {}, seen = {}, gen = 0, cats = {}}
+  function p.add(x, y, c)
+    local n = p.n + 1
+    p.x[n], p.y[n], p.c[n], p.n = x, y, c, n
+  end
+  return p
+end
+
+-- Unit [f, t)'s busy time by category: each piece that overlaps it, cut to
+-- it, added in the order the sweeps met them (lane after lane, each in
+-- time). Returns how many categories it holds: p.cats[1 ..] (in the order
+-- first met) and p.sums (by category number), until the next call.
+local function unit_sums(p, f, t)
+  local px, py, pc, first = p.x, p.y, p.c, p.first
+  local cats, sums, seen, m = p.cats, p.sums, p.seen, 0
+  local gen = p.gen + 1
+  p.gen = gen
+  for l = 1, p.nlanes do
+    local lo, hi = first[l], first[l + 1]
+    local last = hi - 1
+    while lo < hi do -- the first piece ending after f
+      local mid = (lo + hi) // 2
+      if f < py[mid] then hi = mid else lo = mid + 1 end
+    end
+    for i = lo, last do
+      local x, y = px[i], py[i]
+      if x >= t then break end
+      local s, e = f < x and x or f, y < t and y or t
+      if s < e then
+        local c = pc[i]
+        local sum = sums[c]
+        if seen[c] ~= gen then
+          seen[c] = gen
+          m = m + 1
+          cats[m] = c
+          sum = 0
+        end
+        sums[c] = sum + (e - s)
       end
-      j = j + 1
     end
   end
-  function t.row(j)
+  return m
+end
+
+-- A kind's units over the pieces: row(j) -> arg, from, to, { { name, busy }
+-- ... } (in category order) gives unit j's figures when its table is first
+-- made; top(j, n) the same with only the first n of the list in by_busy's
+-- order (an insertion into a list of n: n is small).
+local function unit_rows(u, names, p)
+  local from, arg = u.from, u.arg
+  local sums = p.sums
+  local function row(j)
+    local m = unit_sums(p, from[j], from[j + 1])
+    local cats = table.move(p.cats, 1, m, 1, {})
+    table.sort(cats)
     local by = {}
-    for c = 1, ncat do
-      local time = acc[(j - 1) * ncat + c]
-      if time then by[#by + 1] = {name = names[c], busy = time} end
-    end
+    for k, c in ipairs(cats) do by[k] = {name = names[c], busy = sums[c]} end
     return arg[j], from[j], from[j + 1], by
   end
-  return t
+  local function before(c, d)
+    if sums[c] ~= sums[d] then return sums[c] > sums[d] end
+    return names[c] < names[d]
+  end
+  local function top(j, n)
+    local m = unit_sums(p, from[j], from[j + 1])
+    local cats = p.cats
+    local best, have = {}, 0
+    n = math.min(n, m)
+    for i = 1, m do
+      local c = cats[i]
+      if have < n or (n > 0 and before(c, best[have])) then
+        local at = have < n and have + 1 or have
+        if have < n then have = have + 1 end
+        while at > 1 and before(c, best[at - 1]) do
+          best[at] = best[at - 1]
+          at = at - 1
+        end
+        best[at] = c
+      end
+    end
+    local by = {}
+    for k = 1, have do by[k] = {name = names[best[k]], busy = sums[best[k]]} end
+    return arg[j], from[j], from[j + 1], by
+  end
+  return row, top
 end
 
 -- The n units of a marker kind as a list whose units[j] becomes a table
--- when first read (#units, ipairs and indexing work as on a plain list).
+-- when first read (#units, ipairs and indexing work as on a plain list);
+-- row(j) -> arg, from, to, by [, busy]: by in category order, or (with
+-- busy) already sorted by by_busy, with shares.
 local function unit_view(n, row)
   return setmetatable({}, {
     __len = function() return n end,
     __index = function(list, j)
       if math.type(j) ~= "integer" or j < 1 or j > n then return nil end
-      local arg, from, to, by = row(j)
-      local busy = 0
-      for _, e in ipairs(by) do busy = busy + e.busy end
-      for _, e in ipairs(by) do e.share = busy > 0 and e.busy / busy or 0 end
-      table.sort(by, by_busy)
+      local arg, from, to, by, busy = row(j)
+      if busy == nil then -- the core's row gives by sorted, with shares, and busy (the same figures)
+        busy = 0
+        for _, e in ipairs(by) do busy = busy + e.busy end
+        for _, e in ipairs(by) do e.share = busy > 0 and e.busy / busy or 0 end
+        table.sort(by, by_busy)
+      end
       local u = {index = j, arg = arg, from = from, to = to, duration = to - from, busy = busy, by_category = by}
       rawset(list, j, u)
       return u
     end,
   })
+end
+
+-- A kind's units (unit_view's list) -> its top(j, n) (unit_rows').
+local tops = setmetatable({}, {__mode = "k"})
+
+--- Unit j of a marker kind's `units` (compute's markers[k].units) with only
+-- the first n entries of its by_category (the busiest): { index, arg, from,
+-- to, duration, by_category[i] = { name, busy } }, nil without unit j. A
+-- unit's table lists every category it holds, and a unit can hold thousands
+-- (a trace can register 4,096): this makes the n it needs, not the list.
+function M.unit_summary(units, j, n)
+  local top = tops[units]
+  if top and rawget(units, j) == nil then
+    if math.type(j) ~= "integer" or j < 1 or j > #units then return nil end
+    local arg, from, to, by = top(j, n)
+    return {index = j, arg = arg, from = from, to = to, duration = to - from, by_category = by}
+  end
+  local u = units[j]
+  if u == nil then return nil end
+  local by = {}
+  for i = 1, math.min(n, #u.by_category) do by[i] = {name = u.by_category[i].name, busy = u.by_category[i].busy} end
+  return {index = u.index, arg = u.arg, from = u.from, to = u.to, duration = u.duration, by_category = by}
 end
 
 --- How many failures compute lists (the first ones in time).
@@ -466,38 +560,50 @@ end
 -- The lane sweeps over [a, b] (core.stats_lanes in C): per lane { busy,
 -- wait, events }, acc (busy by category name), events (the markers on no
 -- lane and the other events in range), and per marker kind { count, min,
--- median, p95, max, slowest, row } (row: unit_tracker's), the marker units
--- first so that one sweep of each lane feeds them too.
+-- median, p95, max, slowest, row, top } (unit_rows'), the marker units
+-- first; the sweeps keep their busy pieces, from which a unit's busy time
+-- by category is worked out when it is read.
 local function sweep(model, a, b, top, cat_index, names)
-  local markers, trackers = {}, {}
+  local markers, with_units, earliest = {}, 0, nil
+  local pieces = new_pieces()
+  local bounds = unit_bounds(model, a, b)
   for _, kind in ipairs(model.marker_kinds) do
-    local ufrom, uarg, n = unit_bounds(model, kind, a, b)
+    local u = bounds[kind]
+    local ufrom, n = u.from, u.n
     local d = {}
     for i = 1, n do d[i] = ufrom[i + 1] - ufrom[i] end
     local slowest = largest(d, n, top)
     local min, median, p95, max = order_stats(d, n)
-    local tracker = unit_tracker(ufrom, uarg, n, names)
-    if n > 0 then trackers[#trackers + 1] = tracker end
+    local row, top_of = unit_rows(u, names, pieces)
+    if n > 0 then
+      with_units = with_units + 1
+      if earliest == nil or ufrom[1] < earliest then earliest = ufrom[1] end
+    end
     markers[#markers + 1] = {count = n, min = min, max = max, median = median, p95 = p95,
-                             row = tracker.row, slowest = slowest}
+                             row = row, top = top_of, slowest = slowest}
   end
   local span
-  if #trackers == 1 then
-    local add = trackers[1].add
-    span = function(x, y, name) add(x, y, cat_index[name]) end
-  elseif #trackers > 1 then
+  if with_units > 0 then
+    local add = pieces.add
     span = function(x, y, name)
       local c = cat_index[name]
-      for _, tr in ipairs(trackers) do tr.add(x, y, c) end
+      -- a category of no number in a unit (a model not made by trace.load)
+      if c == nil and earliest < y then error(("stats: category %s is not in model.categories"):format(name)) end
+      add(x, y, c)
     end
   end
   local acc, lanes = {}, {}
   for i, lane in ipairs(model.lanes) do
-    for _, tr in ipairs(trackers) do tr.reset() end
+    local first = pieces.n + 1
     local busy, wait, n = sweep_lane(lane, a, b, acc, span)
+    if pieces.n >= first then
+      pieces.nlanes = pieces.nlanes + 1
+      pieces.first[pieces.nlanes] = first
+    end
     n = n + count_in(lane.instants, a, b) + count_sorted(lane.marker_ts or {}, a, b)
     lanes[i] = {busy = busy, wait = wait, events = n}
   end
+  pieces.first[pieces.nlanes + 1] = pieces.n + 1
   local events = count_sorted(model.loose_marker_ts or model.marker_ts, a, b)
     + count_sorted(model.extra_ts or {}, a, b)
   return {markers = markers, lanes = lanes, acc = acc, events = events}
@@ -518,8 +624,10 @@ local function compute(model, from, to, top)
   local markers = {}
   for k, kind in ipairs(model.marker_kinds) do
     local m = swept.markers[k]
+    local units = unit_view(m.count, m.row)
+    tops[units] = m.top
     markers[k] = {kind = kind, count = m.count, min = m.min, max = m.max, median = m.median, p95 = m.p95,
-                  units = unit_view(m.count, m.row), slowest = m.slowest}
+                  units = units, slowest = m.slowest}
   end
   local acc = swept.acc
   local lanes, tbusy, events = {}, 0, 0
