@@ -632,7 +632,7 @@ describe("both readers, on the corners of JSON", function()
     same_model(text, "big integers")
   end)
 
-  it("refuse what RFC 8259 refuses with the same words: a raw tab in a string, bytes after the JSON, 1.", function()
+  it("refuse what RFC 8259 refuses with the same words: a raw tab in a string, bytes after the JSON, 1., a byte order mark", function()
     local cases = {
       {'{"traceEvents":[{"ph":"X","ts":1,"name":"a\tb"}]}', 42, "control character in a string"},
       {'{"traceEvents":[{"ph":"X","ts":1,"name":"a\1b"}]}', 42, "control character in a string"},
@@ -640,6 +640,7 @@ describe("both readers, on the corners of JSON", function()
       {'{"traceEvents":[{"ph":"X","ts":1,"dur":2}]} x', 44, "text after the JSON value"},
       {'[{"ph":"X","ts":1.,"dur":2}]', 18, "bad number"},
       {'[{"ph":"X","ts":1.e5,"dur":2}]', 18, "bad number"},
+      {'\239\187\191{"traceEvents":[]}', 0, "a UTF%-8 byte order mark, which JSON does not allow: remove the first 3 bytes"},
     }
     for _, c in ipairs(cases) do
       local errs = {}

@@ -66,6 +66,8 @@ static void release(src *t, size_t i) {
 }
 
 static size_t fail(src *t, size_t at, const char *why) {
+  if (at == 0 && t->n >= 3 && memcmp(t->s, "\xEF\xBB\xBF", 3) == 0)
+    why = "a UTF-8 byte order mark, which JSON does not allow: remove the first 3 bytes";
   if (!t->err) {
     t->err = why;
     t->err_at = at;
