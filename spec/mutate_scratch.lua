@@ -1,0 +1,81 @@
+-- The scratch copy shared by the two mutation runners (spec/mutate.lua, the
+-- hand list, and spec/mutate_random.lua, the generated mutants): a copy of
+-- the checkout's tracked files as they are in the working tree, its build
+-- and its spec runs. The working tree is never written to.
+local M = {}
+
+M.LUA = os.getenv("LUA") or "lua5.4"
+M.BUSTED = "/usr/bin/busted"
+
+function M.sh_quote(s)
+  return "'" .. s:gsub("'", "'\\''") .. "'"
+end
+
+-- Runs a shell command: true when it exits 0, and its exit code.
+function M.run(cmd)
+  local ok, _, code = os.execute(cmd)
+  return ok == true, code
+end
+
+function M.read(path)
+  local f, err = io.open(path, "rb")
+  if not f then return nil, err end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+function M.write(path, text)
+  local f = assert(io.open(path, "wb"))
+  assert(f:write(text))
+  assert(f:close())
+end
+
+-- A new scratch copy: {dir = its path, q = the path quoted for sh}.
+-- `tag` names it in /tmp.
+function M.new(tag)
+  local h = assert(io.popen("mktemp -d /tmp/jobque-" .. tag .. ".XXXXXX"))
+  local dir = h:read("l")
+  h:close()
+  assert(dir and dir ~= "", tag .. ": mktemp failed")
+  local s = setmetatable({dir = dir, q = M.sh_quote(dir), log = dir .. "/build.log"}, {__index = M})
+  M.run("chmod 0755 " .. s.q) -- a spec saves as another user (nobody) from here
+  if not M.run("git ls-files -z | tar --null -T - -cf - | tar -xf - -C " .. s.q) then
+    s:cleanup()
+    error(tag .. ": could not copy the checkout to " .. dir)
+  end
+  return s
+end
+
+function M:cleanup()
+  M.run("rm -rf " .. self.q)
+end
+
+-- Builds the copy (incrementally after the first time); true when it built.
+-- The build's output goes to self.log.
+function M:build()
+  local ql = M.sh_quote(self.log)
+  return M.run(("cd %s && cmake -S . -B build -DJOBQUE_TESTING=ON >%s 2>&1 && cmake --build build -j2 >>%s 2>&1")
+    :format(self.q, ql, ql))
+end
+
+-- The spec files of the plain suite, in the copy, sorted by name.
+function M:spec_files()
+  local out = {}
+  local p = assert(io.popen("cd " .. self.q .. " && ls spec/*_spec.lua"))
+  for f in p:lines() do out[#out + 1] = f end
+  p:close()
+  table.sort(out)
+  return out
+end
+
+-- Runs one spec file in the copy under `timeout` seconds: true when it
+-- passes, and the exit code (124: it ran out of time). Its output goes to
+-- spec.log in the copy. `extra`: more busted options.
+function M:spec_passes(file, timeout, extra)
+  return M.run(("cd %s && timeout -k 5 %d env JQ_BUILD=build %s %s %s%s >%s 2>&1")
+    :format(self.q, timeout, M.LUA, M.BUSTED, extra and (extra .. " ") or "", file,
+      M.sh_quote(self.dir .. "/spec.log")))
+end
+
+return M
