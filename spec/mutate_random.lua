@@ -380,11 +380,11 @@ local function sites_of(file, text)
 end
 
 -- The files mutated: src/*.c, src/*.h (not the spec-only testing*.c) and
--- lua/**/*.lua, as tracked, sorted.
+-- lua/**/*.lua, as the checkout tracks them, sorted.
 local SKIP_FILES = {["src/testing.c"] = true, ["src/testing_codec.c"] = true}
-local function mutated_files(root)
+local function mutated_files()
   local out = {}
-  local p = assert(io.popen("cd " .. sh_quote(root) .. " && git ls-files 'src/*.c' 'src/*.h' 'lua/*.lua' 'lua/**/*.lua'"))
+  local p = assert(io.popen("git ls-files 'src/*.c' 'src/*.h' 'lua/*.lua' 'lua/**/*.lua'"))
   for f in p:lines() do
     if not SKIP_FILES[f] then out[#out + 1] = f end
   end
@@ -397,7 +397,7 @@ end
 
 local function all_sites(root)
   local sites = {}
-  for _, f in ipairs(mutated_files(root)) do
+  for _, f in ipairs(mutated_files()) do
     for _, s in ipairs(sites_of(f, assert(read(root .. "/" .. f)))) do sites[#sites + 1] = s end
   end
   return sites
@@ -455,6 +455,7 @@ else
     sites[i], sites[j] = sites[j], sites[i]
   end
 end
+if #sites == 0 then fail("no sites found (run it from the top of the checkout)") end
 local files_with_sites = {}
 for _, s in ipairs(sites) do
   if not MAP[s.file] then fail("spec/mutate_map.lua names no specs for " .. s.file) end
@@ -616,5 +617,6 @@ end
 io.write(("mutate-random: %d not built and %d with the unmutated code were not counted\n"):format(not_built, same_code))
 io.write(("mutate-random: seed %d, %d mutants that compiled, %d killed (%d by a timeout), %d survived\n")
   :format(seed, n, killed, by_timeout, survived))
+if n < want then io.write(("mutate-random: only %d sites gave a mutant that compiled, not %d\n"):format(n, want)) end
 local max = tonumber(os.getenv("JQ_MUTATE_MAX_SURVIVORS") or "") or n // 10
 os.exit(survived <= max and 0 or 1)
