@@ -6,8 +6,9 @@ local M = {}
 
 M.LUA = os.getenv("LUA") or "lua5.4"
 M.BUSTED = "/usr/bin/busted"
--- JQ_HEAVY_LOCK=/tmp/jq-heavy.lock: each build and each spec run takes that
--- lock (flock) for itself, so that a long run shares a busy machine by turns.
+-- JQ_HEAVY_LOCK=/tmp/jq-heavy.lock: the heavy steps (a full build, a spec
+-- run said to be heavy) take that lock (flock) each for itself, so that a
+-- long run shares a busy machine by turns.
 local LOCK = os.getenv("JQ_HEAVY_LOCK")
 
 function M.sh_quote(s)
@@ -54,17 +55,19 @@ function M:cleanup()
   M.run("rm -rf " .. self.q)
 end
 
--- Builds the copy (incrementally after the first time); true when it built.
--- The build's output goes to self.log.
-local function locked(cmd)
-  if not LOCK then return cmd end
+local function locked(cmd, heavy)
+  if not LOCK or not heavy then return cmd end
   return ("flock %s sh -c %s"):format(M.sh_quote(LOCK), M.sh_quote(cmd))
 end
 
+-- Builds the copy (incrementally after the first time: only the first
+-- build is heavy); true when it built. The build's output goes to self.log.
 function M:build()
+  local heavy = not self.built
+  self.built = true
   local ql = M.sh_quote(self.log)
   return M.run(locked(("cd %s && cmake -S . -B build -DJOBQUE_TESTING=ON >%s 2>&1 && cmake --build build -j2 >>%s 2>&1")
-    :format(self.q, ql, ql)))
+    :format(self.q, ql, ql), heavy))
 end
 
 -- The spec files of the plain suite, in the copy, sorted by name.
@@ -79,11 +82,12 @@ end
 
 -- Runs one spec file in the copy under `timeout` seconds: true when it
 -- passes, and the exit code (124: it ran out of time). Its output goes to
--- spec.log in the copy. `extra`: more busted options.
-function M:spec_passes(file, timeout, extra)
+-- spec.log in the copy. `extra`: more busted options; `heavy`: take the
+-- lock.
+function M:spec_passes(file, timeout, extra, heavy)
   return M.run(locked(("cd %s && timeout -k 5 %d env JQ_BUILD=build %s %s %s%s >%s 2>&1")
     :format(self.q, timeout, M.LUA, M.BUSTED, extra and (extra .. " ") or "", file,
-      M.sh_quote(self.dir .. "/spec.log"))))
+      M.sh_quote(self.dir .. "/spec.log")), heavy))
 end
 
 return M
