@@ -7,7 +7,7 @@
 -- listed for a C file when it runs more of that file's lines than loading
 -- jobque.core, jobque and jobque_profile alone does (luaopen's
 -- registrations do not count), and for a Lua file when it calls a function
--- of it. How to measure it again: CONTRIBUTING.md, "Mutation testing".
+-- of it. `sh spec/mutate_cover.sh` measures it again and prints the fields.
 -- A file of src/ or lua/ that is missing here stops the generator.
 return {
   ["lua/jobque-profile.lua"] = {"spec/cli_spec.lua", "spec/file_replace_spec.lua", "spec/native_reader_spec.lua",
