@@ -154,6 +154,15 @@ describe("latencies of a hand-built trace", function()
     assert.equal(10, l.suspended.max_us)
   end)
 
+  it("counts the awaits and their time, cut at the range", function()
+    -- P's one await runs 6..16: 10 us in all; from 10 on, 10..16 is 6 us;
+    -- from 17 on it is outside (it neither overlaps nor starts there).
+    local m = load_text(AWAIT)
+    assert.same({count = 1, time = 10}, stats.compute(m).awaits)
+    assert.same({count = 1, time = 6}, stats.compute(m, 10, 40).awaits)
+    assert.same({count = 0, time = 0}, stats.compute(m, 17, 40).awaits)
+  end)
+
   it("prints both sections and their JSON keys", function()
     local f = stats.compute(load_text(CHAIN))
     local text = report.text(f, load_text(CHAIN))
