@@ -550,8 +550,17 @@ describe("the native trace loader", function()
       -- two event arrays: the last one counts
       '{"traceEvents":[' .. EV .. '],"traceEvents":[{"ph":"X","ts":5,"dur":1,"name":"other"}],' .. M1 .. "}",
       "\n [" .. EV .. "] \n",
+      -- other keys as long as the two the loader looks for (13 and 11 bytes), before them
+      '{"traceMetadata":{"version":1,"startUs":0,"stopUs":7},"traceEvents":[' .. EV .. "]}",
+      '{"stackFrames":[{"ph":"X","ts":5,"dur":1,"name":"other"}],"traceEvents":[' .. EV .. "]," .. M1 .. "}",
     }
     for i, text in ipairs(shapes) do same_model(text, "shape " .. i) end
+    -- (by hand: the first is Chrome's, with no session; in the second, M1's stop,
+    -- 50 us, ends the session and "work" at 1 us is the one slice)
+    local m = both(shapes[#shapes - 1])
+    assert.same({"chrome", "nil"}, {m.format, type(m.session)})
+    m = both(shapes[#shapes])
+    assert.same({50, 1, 1}, {m.session.stop, m.lanes[1].n, m.lanes[1].ts[1]})
   end)
 
   it("says the first JSON problem's offset even when an event before it is refused or the metadata is bad", function()
