@@ -5,7 +5,7 @@ DEB_PACKAGES := lua5.4 liblua5.4-dev lua-cjson lua-busted lua-check luarocks cma
                 libc6-dev valgrind lua-luv lua-argparse chromium
 BUILD_ARGS := -DJOBQUE_TESTING=ON
 
-.PHONY: all deps build build-sanitizers demo spec test lint-js bench mutate clean
+.PHONY: all deps build build-sanitizers demo spec test lint-js bench mutate mutate-random clean
 
 all: build
 
@@ -65,6 +65,13 @@ test: build build-sanitizers node_modules/.package-lock.json
 # `make mutate MUTANTS="id1 id2"` runs only those.
 mutate: deps node_modules/.package-lock.json
 	$(LUA) spec/mutate.lua $(MUTANTS)
+
+# Generated mutants (spec/mutate_random.lua): N sites of src/ and lua/
+# drawn at random, each run against the specs of spec/mutate_map.lua.
+# SEED=s replays a run (its seed is printed).
+N ?= 100
+mutate-random: deps node_modules/.package-lock.json
+	JQ_MUTATE_SEED=$(SEED) $(LUA) spec/mutate_random.lua $(N)
 
 bench: build
 	LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" $(LUA) bench/record.lua

@@ -104,5 +104,9 @@ describe("error hints", function()
     q:close()
     assert.are.equal(3, q:workers())
     assert.matches("the queue is closed", err_of(q.parallel_for, q, 1, 10, function() end), 1, true)
+    -- and the message points at the line that called parallel_for
+    local line = debug.getinfo(1, "l").currentline + 1
+    local _, err = pcall(function() q:parallel_for(1, 10, function() end) end)
+    assert.matches("^[^\n]*hints_spec%.lua:" .. line .. ": the queue is closed", err)
   end)
 end)

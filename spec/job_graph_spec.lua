@@ -113,6 +113,31 @@ describe("the critical path of a hand-built trace", function()
     assert.same({{name = "q", run_us = 8}, {name = "r", run_us = 6}, {name = "p", run_us = 5}}, cp.by_category)
   end)
 
+  it("goes back through a wait for all to the job that finished first, in C and in the Lua", function()
+    -- caller: submit A 0..1, wait all 1..21, submit B 22..23; worker 0: A 2..20, B 24..30.
+    -- Back from B: run 6, ready 24 - 23 = 1, submit 1 (copy), caller 22 - 20 = 2 after A
+    -- (the one job finished by the wait's end), A's run 18, ready 2 - 1 = 1, submit 1: 30.
+    local m = load_text(file([[
+{"ph":"X","ts":0,"dur":1,"pid":1,"tid":3,"name":"submit a","cat":"submit","args":{"job":1}},
+{"ph":"X","ts":1,"dur":20,"pid":1,"tid":3,"name":"wait all","cat":"wait"},
+{"ph":"X","ts":22,"dur":1,"pid":1,"tid":3,"name":"submit b","cat":"submit","args":{"job":2}},
+{"ph":"X","ts":2,"dur":18,"pid":1,"tid":1,"name":"a","cat":"job","args":{"job":1}},
+{"ph":"X","ts":24,"dur":6,"pid":1,"tid":1,"name":"b","cat":"job","args":{"job":2}}
+]], 40))
+    local graph = require "jobque_profile.graph"
+    local was = graph.native
+    assert.is_not_nil(was(m)) -- (the C graph takes this model)
+    for _, native in ipairs{true, false} do
+      graph.native = native and was or function() return nil end
+      local ok, cp = pcall(function() return stats.compute(m).critical_path end)
+      graph.native = was
+      assert(ok, cp)
+      assert.same({1, 2}, cp.jobs, "native: " .. tostring(native))
+      assert.same({30, 24, 2, 2, 0, 2}, {cp.duration_us, cp.run_us, cp.ready_us, cp.copy_us, cp.resume_us,
+                                         cp.caller_us}, "native: " .. tostring(native))
+    end
+  end)
+
   it("walks a chain of 100,000 jobs without recursion", function()
     -- job i runs i*10 .. i*10+5 on worker 0, ready at its predecessor's end + 1
     local ev, n = {}, 100000
@@ -152,6 +177,15 @@ describe("latencies of a hand-built trace", function()
     assert.same({1, 2}, {l.resume.count, l.resume.max_us})
     assert.equal("p", l.resume.by_category[1].name)
     assert.equal(10, l.suspended.max_us)
+  end)
+
+  it("counts the awaits and their time, cut at the range", function()
+    -- P's one await runs 6..16: 10 us in all; from 10 on, 10..16 is 6 us;
+    -- from 17 on it is outside (it neither overlaps nor starts there).
+    local m = load_text(AWAIT)
+    assert.same({count = 1, time = 10}, stats.compute(m).awaits)
+    assert.same({count = 1, time = 6}, stats.compute(m, 10, 40).awaits)
+    assert.same({count = 0, time = 0}, stats.compute(m, 17, 40).awaits)
   end)
 
   it("prints both sections and their JSON keys", function()

@@ -523,8 +523,11 @@ describe("job graphs", function()
       for i = 1, 50 do jobs[i] = q:submit(function(x) return x end, i) end
       q:wait_all()
       for i = 1, 50 do assert.are.equal("done", jobs[i]:status()) end
+      local line = debug.getinfo(1, "l").currentline + 1 -- (the job's one line: where the message points)
       local inside = q:submit(function() require("jobque").current():wait_all() end)
-      assert.matches("wait_all cannot be called from a job of the same queue", select(2, inside:pwait()), 1, true)
+      local err = select(2, inside:pwait())
+      assert.matches("wait_all cannot be called from a job of the same queue", err, 1, true)
+      assert.matches("^[^\n]*jobque_spec%.lua:" .. line .. ": wait_all cannot", err)
     end)
   end)
 end)

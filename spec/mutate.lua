@@ -11,32 +11,10 @@
 -- Prints one line per mutant: caught (and by which spec file), survived, or
 -- not applicable (its text is not found exactly once, or it does not build),
 -- then the counts. Exits 0 only when every mutant was caught.
-local LUA = os.getenv("LUA") or "lua5.4"
-local BUSTED = "/usr/bin/busted"
+package.path = "spec/?.lua;" .. package.path
+local S = require("mutate_scratch")
 local SPEC_TIMEOUT = tonumber(os.getenv("MUTATE_TIMEOUT") or "300") -- seconds, per spec file
-
-local function sh_quote(s)
-  return "'" .. s:gsub("'", "'\\''") .. "'"
-end
-
-local function run(cmd)
-  local ok, _, code = os.execute(cmd)
-  return ok == true, code
-end
-
-local function read(path)
-  local f, err = io.open(path, "rb")
-  if not f then return nil, err end
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  assert(f:write(text))
-  assert(f:close())
-end
+local read, write = S.read, S.write
 
 -- Counts the plain (not pattern) occurrences of needle in s.
 local function count(s, needle)
@@ -122,47 +100,23 @@ if check_only then
 end
 
 -- The scratch copy: the tracked files as they are in the working tree.
-local h = assert(io.popen("mktemp -d /tmp/jobque-mutate.XXXXXX"))
-local scratch = h:read("l")
-h:close()
-assert(scratch and scratch ~= "", "mutate: mktemp failed")
-local function cleanup() run("rm -rf " .. sh_quote(scratch)) end
-local qs = sh_quote(scratch)
-run("chmod 0755 " .. qs) -- a spec saves as another user (nobody) from here
-if not run("git ls-files -z | tar --null -T - -cf - | tar -xf - -C " .. qs) then
-  cleanup()
-  error("mutate: could not copy the checkout to " .. scratch)
-end
--- The npm packages the consumer checks need (spec/consumers_spec.lua), not tracked.
-if not run("test -d node_modules && ln -s \"$PWD/node_modules\" " .. qs .. "/node_modules") then
-  cleanup()
-  error("mutate: no node_modules here for spec/consumers_spec.lua: run `npm ci` first")
-end
-
-local build_log = scratch .. "/build.log"
-local function build()
-  return run(("cd %s && cmake -S . -B build -DJOBQUE_TESTING=ON >%s 2>&1 && cmake --build build -j2 >>%s 2>&1")
-    :format(qs, sh_quote(build_log), sh_quote(build_log)))
-end
+local copy = S.new("mutate")
+local scratch = copy.dir
+local function cleanup() copy:cleanup() end
+local build_log = copy.log
+local function build() return copy:build() end
 
 -- Every spec file of the plain suite, slow ones last.
 local slow = {["spec/soak_spec.lua"] = true, ["spec/cli_spec.lua"] = true, ["spec/page_view_spec.lua"] = true}
-local all_specs = {}
-do
-  local p = assert(io.popen("cd " .. qs .. " && ls spec/*_spec.lua"))
-  for f in p:lines() do all_specs[#all_specs + 1] = f end
-  p:close()
-  table.sort(all_specs, function(a, b)
-    if slow[a] ~= slow[b] then return not slow[a] end
-    return a < b
-  end)
-end
+local all_specs = copy:spec_files()
+table.sort(all_specs, function(a, b)
+  if slow[a] ~= slow[b] then return not slow[a] end
+  return a < b
+end)
 
 -- Runs one spec file in the scratch copy; true when it passes.
 local function spec_passes(file)
-  local ok = run(("cd %s && timeout %d env JQ_BUILD=build %s %s %s >%s 2>&1")
-    :format(qs, SPEC_TIMEOUT, LUA, BUSTED, file, sh_quote(scratch .. "/spec.log")))
-  return ok
+  return (copy:spec_passes(file, SPEC_TIMEOUT))
 end
 
 -- The order to run the specs in for mutant m: its own, then the rest.

@@ -560,8 +560,17 @@ describe("the native trace loader", function()
       -- two event arrays: the last one counts
       '{"traceEvents":[' .. EV .. '],"traceEvents":[{"ph":"X","ts":5,"dur":1,"name":"other"}],' .. M1 .. "}",
       "\n [" .. EV .. "] \n",
+      -- other keys as long as the two the loader looks for (13 and 11 bytes), before them
+      '{"traceMetadata":{"version":1,"startUs":0,"stopUs":7},"traceEvents":[' .. EV .. "]}",
+      '{"stackFrames":[{"ph":"X","ts":5,"dur":1,"name":"other"}],"traceEvents":[' .. EV .. "]," .. M1 .. "}",
     }
     for i, text in ipairs(shapes) do same_model(text, "shape " .. i) end
+    -- (by hand: the first is Chrome's, with no session; in the second, M1's stop,
+    -- 50 us, ends the session and "work" at 1 us is the one slice)
+    local m = both(shapes[#shapes - 1])
+    assert.same({"chrome", "nil"}, {m.format, type(m.session)})
+    m = both(shapes[#shapes])
+    assert.same({50, 1, 1}, {m.session.stop, m.lanes[1].n, m.lanes[1].ts[1]})
   end)
 
   it("says the first JSON problem's offset even when an event before it is refused or the metadata is bad", function()
@@ -632,7 +641,7 @@ describe("both readers, on the corners of JSON", function()
     same_model(text, "big integers")
   end)
 
-  it("refuse what RFC 8259 refuses with the same words: a raw tab in a string, bytes after the JSON, 1., a byte order mark", function()
+  it("refuse what RFC 8259 refuses with the same words: a raw tab, bytes after the JSON, 1., a byte order mark", function()
     local cases = {
       {'{"traceEvents":[{"ph":"X","ts":1,"name":"a\tb"}]}', 42, "control character in a string"},
       {'{"traceEvents":[{"ph":"X","ts":1,"name":"a\1b"}]}', 42, "control character in a string"},
@@ -640,7 +649,8 @@ describe("both readers, on the corners of JSON", function()
       {'{"traceEvents":[{"ph":"X","ts":1,"dur":2}]} x', 44, "text after the JSON value"},
       {'[{"ph":"X","ts":1.,"dur":2}]', 18, "bad number"},
       {'[{"ph":"X","ts":1.e5,"dur":2}]', 18, "bad number"},
-      {'\239\187\191{"traceEvents":[]}', 0, "a UTF%-8 byte order mark, which JSON does not allow: remove the first 3 bytes"},
+      {'\239\187\191{"traceEvents":[]}', 0,
+       "a UTF%-8 byte order mark, which JSON does not allow: remove the first 3 bytes"},
     }
     for _, c in ipairs(cases) do
       local errs = {}

@@ -252,6 +252,15 @@ describe("trace.load", function()
       assert.equal(1030, lane.full_at, reader)
     end
   end)
+
+  it("says why it skipped events: the first five reasons in order, then an ellipsis", function()
+    local m = load_text('{"traceEvents":[{"ph":"X","ts":0,"dur":10,"pid":1,"tid":1,"name":"a"},'
+      .. '{"ph":"X","ts":"1","dur":1,"pid":1,"tid":1},{"ph":"X","dur":1,"pid":1,"tid":1},{"ph":"Q","ts":3},'
+      .. '{"ph":"X","ts":4,"dur":-1,"pid":1,"tid":1},7,{"ts":5},{"ph":"X","ts":6,"dur":"x","pid":1,"tid":1},'
+      .. '{"ph":"X","ts":"2","dur":1,"pid":1,"tid":1}]}')
+    assert.equal("8 events skipped (ts is not a number: 2, no ts: 1, unknown ph: 1, dur is negative: 1, "
+      .. "not an object: 1, ...)", trace.skipped_text(m))
+  end)
 end)
 
 describe("stats.compute", function()

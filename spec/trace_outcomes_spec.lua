@@ -105,6 +105,24 @@ describe("a failed job in the trace", function()
     assert.are.equal("table", last_event(ids.tbl).args.error)
   end)
 
+  it("names an error of any other type by its type too (boolean, number, nil)", function()
+    p.profile_start(1000)
+    local q <close> = jobque.new{workers = 1}
+    local jobs = {q:submit(function() assert(false, true) end), q:submit(function() assert(nil, 42) end),
+                  q:submit(function() error(nil) end)}
+    for _, j in ipairs(jobs) do j:pwait() end
+    q:close()
+    p.profile_stop()
+    local t2 = S.save(p)
+    local got = {}
+    for i, j in ipairs(jobs) do
+      for _, ev in ipairs(S.events(t2, function(e) return e.ph == "X" and e.args.job == j:id() and e.args.failed end)) do
+        got[i] = ev.args.error
+      end
+    end
+    assert.same({"boolean", "number", "nil"}, got)
+  end)
+
   it("puts the error of a result that cannot be copied back on the copy out, after the slice", function()
     local last, evs = last_event(ids.uncopyable)
     assert.are.equal("copy out", last.name)
