@@ -649,8 +649,8 @@ describe("a wait from a job never blocks a worker the awaited job needs", functi
   end)
 
   it("does not hang a job's wait_all on a queue it made whose job awaits a job queued behind it", function()
-    -- A documented gap: wait_all (and with_job_que's end) from a job
-    -- blocks its worker; the inner job awaits `h`, which needs that worker.
+    -- wait_all (and with_job_que's end) from a job blocked its worker; the
+    -- inner job awaits `h`, which needs that worker.
     local out = run_child([[
       local a = jobque.new {workers = 1}
       local outer = a:submit(function()
@@ -665,6 +665,26 @@ describe("a wait from a job never blocks a worker the awaited job needs", functi
     ]])
     -- Either it suspends (the scope ends) or it raises at once; never a hang.
     assert.matches("^true\tscope ended\n", out)
+    assert.matches("\nexit 0\n$", out)
+  end)
+
+  it("suspends a job's pwait_all on a queue it made (failures still listed), raises in its coroutine", function()
+    local out = run_child([[
+      local a = jobque.new {workers = 1}
+      local outer = a:submit(function()
+        local h = require("jobque").current():submit(function() return 9 end)
+        local c <close> = require("jobque").new {workers = 1}
+        c:submit(function(x) return x:wait() end, h)
+        c:submit(function(x) x:wait() error("inner fails", 0) end, h)
+        local in_co = {pcall(coroutine.wrap(function() return c:pwait_all() end))}
+        local ok, failures = c:pwait_all()
+        return in_co[1], in_co[2], ok, #failures, failures[1].error
+      end)
+      print(outer:wait())
+      a:close()
+    ]])
+    assert.matches("^false\t[^\n]*job #%d+ cannot wait for job #%d+ from a coroutine of its own", out)
+    assert.matches("\tfalse\t1\tinner fails\n", out)
     assert.matches("\nexit 0\n$", out)
   end)
 end)
