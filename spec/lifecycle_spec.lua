@@ -624,6 +624,69 @@ describe("a wait from a job never blocks a worker the awaited job needs", functi
     ]])
     assert.are.equal("false\ttrue\nfar\nclosed\nexit 0\n", out)
   end)
+
+  it("raises at once for a wait on a queue without workers whose job awaits the waiter's own queue", function()
+    -- The job made the queue c (no workers: it runs c's jobs while it
+    -- waits); c's job awaits `h`, queued behind it on its one worker. Sleeping
+    -- until `h` ends would hold the very worker `h` needs.
+    local out = run_child([[
+      local a = jobque.new {workers = 1}
+      local outer = a:submit(function()
+        local h = require("jobque").current():submit(function() return 9 end)
+        local c <close> = require("jobque").new {workers = 0}
+        local inner = c:submit(function(x) return x:wait() end, h)
+        local ok, err = pcall(inner.wait, inner)
+        return ok, err, inner:id(), h:wait()
+      end)
+      local ok, err, inner, res = outer:wait()
+      print(ok, res, err:find(("job #%d cannot wait for job #%d"):format(outer:id(), inner), 1, true) ~= nil)
+      print(err)
+      a:close()
+    ]])
+    assert.matches("^false\t9\ttrue\n", out)
+    assert.matches("give that queue workers", out, 1, true)
+    assert.matches("\nexit 0\n$", out)
+  end)
+
+  it("does not hang a job's wait_all on a queue it made whose job awaits a job queued behind it", function()
+    -- wait_all (and with_job_que's end) from a job blocked its worker; the
+    -- inner job awaits `h`, which needs that worker.
+    local out = run_child([[
+      local a = jobque.new {workers = 1}
+      local outer = a:submit(function()
+        local h = require("jobque").current():submit(function() return 9 end)
+        return require("jobque").with_job_que({workers = 1}, function(c)
+          c:submit(function(x) return x:wait() end, h)
+          return "scope ended"
+        end)
+      end)
+      print(outer:pwait())
+      a:close()
+    ]])
+    -- Either it suspends (the scope ends) or it raises at once; never a hang.
+    assert.matches("^true\tscope ended\n", out)
+    assert.matches("\nexit 0\n$", out)
+  end)
+
+  it("suspends a job's pwait_all on a queue it made (failures still listed), raises in its coroutine", function()
+    local out = run_child([[
+      local a = jobque.new {workers = 1}
+      local outer = a:submit(function()
+        local h = require("jobque").current():submit(function() return 9 end)
+        local c <close> = require("jobque").new {workers = 1}
+        c:submit(function(x) return x:wait() end, h)
+        c:submit(function(x) x:wait() error("inner fails", 0) end, h)
+        local in_co = {pcall(coroutine.wrap(function() return c:pwait_all() end))}
+        local ok, failures = c:pwait_all()
+        return in_co[1], in_co[2], ok, #failures, failures[1].error
+      end)
+      print(outer:wait())
+      a:close()
+    ]])
+    assert.matches("^false\t[^\n]*job #%d+ cannot wait for job #%d+ from a coroutine of its own", out)
+    assert.matches("\tfalse\t1\tinner fails\n", out)
+    assert.matches("\nexit 0\n$", out)
+  end)
 end)
 
 describe("a job published while a worker is taking another", function()

@@ -603,20 +603,73 @@ static int l_queue_after(lua_State *L) {
   return submit(L, h->q, 4, 2, deps, (int)n, 1);
 }
 
+static int collect_k(lua_State *L, int status, lua_KContext ctx);
+static int collect_failures(lua_State *L);
+
 /* core.queue_collect(q, fname) -> true | false, failures: waits for every
  * job submitted so far, and those they submit (what q:wait_all and
  * q:pwait_all do, named fname in messages, which point one level further
  * up), then takes the failures nobody observed: a list of {id=, error=,
- * submitted_at=, not_run=}, oldest first. Each is reported once. */
+ * submitted_at=, not_run=}, oldest first. Each is reported once.
+ * collect_in_job is how a job waits: it awaits q's unfinished jobs one at a
+ * time, as job:wait does (the job suspends, its worker stays free for the
+ * jobs those may await: blocking it could hang them for good). */
+static int collect_in_job(lua_State *L) {
+  qhandle *h = check_class(L, 1, QUEUE_MT_UP, QUEUE_MT);
+  for (;;) {
+    lua_settop(L, 2);
+    if (!h->q)
+      return raise_at(L, 2, "the queue is closed");
+    jq_queue *q = h->q;
+    jhandle *jh = lua_newuserdatauv(L, sizeof *jh, 0); /* 3: holds the awaited job */
+    jh->job = NULL;
+    lua_pushvalue(L, lua_upvalueindex(JOB_MT_UP_IN_QUEUE));
+    lua_setmetatable(L, -2);
+    pthread_mutex_lock(&q->mu);
+    jq_job *job = jq_queue_some_unfinished(q);
+    if (job)
+      jq_job_ref(job);
+    pthread_mutex_unlock(&q->mu);
+    if (!job)
+      break; /* (a submission half made, counted and not pushed yet, is waited for below) */
+    jh->job = job;
+    switch (jq_wait(L, q, job, 2)) {
+    case JQ_WAIT_YIELD: return lua_yieldk(L, 0, 0, collect_k);
+    case JQ_WAIT_ERROR: return lua_error(L);
+    default: break;
+    }
+  }
+  lua_settop(L, 2);
+  return collect_failures(L);
+}
+
+static int collect_k(lua_State *L, int status, lua_KContext ctx) {
+  (void)status;
+  (void)ctx;
+  return collect_in_job(L);
+}
+
 static int l_queue_collect(lua_State *L) {
   qhandle *h = check_class(L, 1, QUEUE_MT_UP, QUEUE_MT);
   const char *fname = luaL_checkstring(L, 2);
   if (!h->q)
     return raise_at(L, 2, "the queue is closed");
   jq_queue *q = h->q;
-  if (jq_running_queue(L) == q)
+  jq_queue *running = jq_running_queue(L);
+  if (running == q)
     return raise_at(L, 2, "%s cannot be called from a job of the same queue "
                           "(it would wait for itself); wait for specific jobs instead", fname);
+  if (running)
+    return collect_in_job(L);
+  return collect_failures(L);
+}
+
+/* What l_queue_collect returns once every job of q finished. */
+static int collect_failures(lua_State *L) {
+  qhandle *h = check_class(L, 1, QUEUE_MT_UP, QUEUE_MT);
+  if (!h->q)
+    return raise_at(L, 2, "the queue is closed");
+  jq_queue *q = h->q;
   if (jq_wait(L, q, NULL, 2) == JQ_WAIT_ERROR)
     return lua_error(L);
   lua_settop(L, 2);

@@ -619,6 +619,14 @@ int jq_queue_awaits_remote(jq_queue *q) {
   return 0;
 }
 
+jq_job *jq_queue_some_unfinished(jq_queue *q) {
+  if (q->all_head)
+    return q->all_head;
+  /* Only a drain, under mu, unlinks what was pushed: the stack holds still. */
+  jq_job *head = atomic_load_explicit(&q->incoming, memory_order_acquire);
+  return head == JQ_CLOSED ? NULL : head;
+}
+
 /* (mu) One job reached its end; dependants and waiters are handled by the
  * caller's worklist so a long chain does not recurse. Returns -1, doing
  * nothing, if it had finished already (a bug: counted in testing builds). */

@@ -234,6 +234,9 @@ int jq_queue_remote_pending(void);
 /* (mu) Whether a job of q awaits a job of another queue now (its resume
  * comes from a finish on another thread). */
 int jq_queue_awaits_remote(jq_queue *q);
+/* (mu) An unfinished job of q, or NULL when the list of unfinished jobs and
+ * the lock-free submissions not moved there yet are both empty. */
+jq_job *jq_queue_some_unfinished(jq_queue *q);
 
 /* (mu) A job that yielded cooperatively goes to the back of w's resume list. */
 void jq_queue_requeue(jq_worker *w, jq_job *job);

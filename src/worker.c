@@ -904,7 +904,7 @@ static int wait_over(jq_queue *q, jq_job *job) {
  * waits: one slice. Returns 0, or JQ_WAIT_ERROR with the message pushed and
  * mu released when nothing is left to run and what it waits for did not
  * finish. */
-static int run_while_waiting(lua_State *L, jq_queue *q, jq_job *job, int level) {
+static int run_while_waiting(lua_State *L, jq_queue *q, jq_job *job, jq_job *waiter, int level) {
   pthread_mutex_unlock(&q->mu);
   int ran = caller_run_one(q, L);
   pthread_mutex_lock(&q->mu);
@@ -912,11 +912,18 @@ static int run_while_waiting(lua_State *L, jq_queue *q, jq_job *job, int level) 
     return 0;
   if (q->workers[q->nworkers].resume_head || q->ready_head)
     return 0; /* resumed (or readied) since the step: run it next */
-  if (jq_queue_awaits_remote(q)) { /* a finish on another queue resumes it (push_resume wakes us) */
+  int remote = jq_queue_awaits_remote(q);
+  if (remote && !waiter) { /* a finish on another queue resumes it (push_resume wakes us) */
     pthread_cond_wait(&q->done_cv, &q->mu);
     return 0;
   }
   pthread_mutex_unlock(&q->mu);
+  if (remote) /* sleeping would hold the worker thread of waiter's queue: the remote job may need it */
+    return wait_error(L, level, "job #%I cannot wait for job #%I: job #%I's queue has no workers "
+                                "and its jobs await jobs of other queues, so this wait would block "
+                                "a worker thread that those jobs may need; give that queue "
+                                "workers, or wait from the job's body for what its jobs await first",
+                      (LUAI_UACINT)waiter->id, (LUAI_UACINT)job->id, (LUAI_UACINT)job->id);
   if (job)
     return wait_error(L, level, "job #%I can never finish: the queue has no workers and "
                                 "nothing left to run (does it wait for itself?)",
@@ -950,9 +957,11 @@ static void sleep_for_finish(jq_queue *q, jq_job *job) {
 }
 
 /* Blocks the calling thread until `job` (or, job NULL, every job of q)
- * finished. The state that made a queue without workers runs its jobs here.
+ * finished. The state that made a queue without workers runs its jobs here;
+ * `waiter`, when not NULL, is the job of a worker thread that waits (it
+ * must not sleep while those jobs await other queues' jobs).
  * Returns JQ_WAIT_DONE, or JQ_WAIT_ERROR with the message pushed. */
-static int block_until(lua_State *L, jq_queue *q, jq_job *job, int level) {
+static int block_until(lua_State *L, jq_queue *q, jq_job *job, jq_job *waiter, int level) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
   int runs_jobs = q->nworkers == 0 && lua_topointer(L, -1) == q->owner;
   lua_pop(L, 1);
@@ -970,7 +979,7 @@ static int block_until(lua_State *L, jq_queue *q, jq_job *job, int level) {
   while (!wait_over(q, job)) {
     if (!runs_jobs) {
       sleep_for_finish(q, job);
-    } else if (run_while_waiting(L, q, job, level) == JQ_WAIT_ERROR) {
+    } else if (run_while_waiting(L, q, job, waiter, level) == JQ_WAIT_ERROR) {
       return JQ_WAIT_ERROR;
     }
   }
@@ -1028,7 +1037,7 @@ static int await_job(lua_State *L, jq_runner *r, jq_queue *q, jq_job *job, int l
 int jq_wait(lua_State *L, jq_queue *q, jq_job *job, int level) {
   jq_runner *r = job ? runner_here(L) : NULL;
   if (!r || (!r->current && r->w->index == r->w->q->nworkers))
-    return block_until(L, q, job, level); /* not a worker thread: blocking is safe */
+    return block_until(L, q, job, NULL, level); /* not a worker thread: blocking is safe */
   if (!r->current) { /* a worker thread outside any job: nothing can suspend */
     if (finished_now(q, job))
       return JQ_WAIT_DONE;
@@ -1042,7 +1051,7 @@ int jq_wait(lua_State *L, jq_queue *q, jq_job *job, int level) {
   if (self == job)
     return wait_error(L, level, "job #%I cannot wait for itself", (LUAI_UACINT)job->id);
   if (q != self->q && q->nworkers == 0) /* only its creator runs it: block_until says so */
-    return block_until(L, q, job, level);
+    return block_until(L, q, job, r->w->index < r->w->q->nworkers ? self : NULL, level);
   int foreign = r->current_co != L;
   if (!foreign && lua_isyieldable(L)) /* the job's body: suspend, the worker runs other work */
     return await_job(L, r, q, job, level);
