@@ -215,9 +215,12 @@ describe("waiting across queues", function()
     local q0 = jobque.new {workers = 0}
     local j0 = q0:submit(function() return "never run here" end)
     jobque.with_job_que({workers = 1}, function(q)
-      local ok, err = q:submit(function(j) return j:wait() end, j0):pwait()
+      local waiter = q:submit(function(j) return j:wait() end, j0)
+      local ok, err = waiter:pwait()
       assert.is_false(ok)
-      assert.matches("job #" .. j0:id() .. " belongs to a queue without workers", err, 1, true)
+      -- it names both jobs: the waiter and the one it cannot wait for
+      assert.matches("job #" .. waiter:id() .. " cannot wait for job #" .. j0:id() .. ": job #"
+        .. j0:id() .. " belongs to a queue without workers", err, 1, true)
     end)
     assert.are.equal("never run here", j0:wait())
     q0:close()

@@ -969,6 +969,11 @@ static int block_until(lua_State *L, jq_queue *q, jq_job *job, jq_job *waiter, i
     pthread_mutex_lock(&q->mu);
     int state = job->state;
     pthread_mutex_unlock(&q->mu);
+    if (state < JQ_JOB_DONE && waiter)
+      return wait_error(L, level, "job #%I cannot wait for job #%I: job #%I belongs to a queue "
+                                  "without workers: only the state that created that queue runs "
+                                  "its jobs, so this wait would never end (wait for it there)",
+                        (LUAI_UACINT)waiter->id, (LUAI_UACINT)job->id, (LUAI_UACINT)job->id);
     if (state < JQ_JOB_DONE)
       return wait_error(L, level, "job #%I belongs to a queue without workers: only the state "
                                   "that created that queue runs its jobs, so this wait would "
