@@ -59,6 +59,27 @@ local C_PUNCT = {"<<=", ">>=", "...", "->", "++", "--", "<<", ">>", "<=", ">=", 
   "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "##"}
 local LUA_PUNCT = {"...", "..", "==", "~=", "<=", ">=", "//", "::", "<<", ">>"}
 
+-- One past a number that starts at text[i] (a pp-number: digits, letters,
+-- dots, and a sign after an exponent letter), for both languages.
+local function number_end(text, i)
+  local j = i
+  while true do
+    local d = text:sub(j, j)
+    if d:match("[eEpP]") and text:sub(j + 1, j + 1):match("[+-]") then j = j + 2
+    elseif d:match("[%w_.]") then j = j + 1
+    else break end
+  end
+  return j
+end
+
+-- The longest operator of `list` (longest first) at text[i], or its one character.
+local function punct_at(text, i, list)
+  for _, p in ipairs(list) do
+    if text:sub(i, i + #p - 1) == p then return p end
+  end
+  return text:sub(i, i)
+end
+
 -- C tokens: {t = text, pos = start, kind = "id"|"num"|"str"|"op", nl = first on
 -- its line, skip = in a JQ_TESTING block}. Comments and preprocessor lines
 -- are dropped; #if blocks naming JQ_TESTING (both branches) are marked skip.
@@ -114,20 +135,10 @@ local function c_tokens(text)
         local s = text:match("^[%w_]+", i)
         tok.t, tok.kind, i = s, "id", i + #s
       elseif c:match("%d") or (c == "." and text:sub(i + 1, i + 1):match("%d")) then
-        local j = i
-        while true do -- a pp-number
-          local d = text:sub(j, j)
-          if d:match("[eEpP]") and text:sub(j + 1, j + 1):match("[+-]") then j = j + 2
-          elseif d:match("[%w_.]") then j = j + 1
-          else break end
-        end
+        local j = number_end(text, i)
         tok.t, tok.kind, i = text:sub(i, j - 1), "num", j
       else
-        local s
-        for _, p in ipairs(C_PUNCT) do
-          if text:sub(i, i + #p - 1) == p then s = p break end
-        end
-        s = s or c
+        local s = punct_at(text, i, C_PUNCT)
         tok.t, tok.kind, i = s, "op", i + #s
       end
       toks[#toks + 1] = tok
@@ -182,20 +193,10 @@ local function lua_tokens(text)
         local s = text:match("^[%w_]+", i)
         tok.t, tok.kind, i = s, "id", i + #s
       elseif c:match("%d") or (c == "." and text:sub(i + 1, i + 1):match("%d")) then
-        local j = i
-        while true do
-          local d = text:sub(j, j)
-          if d:match("[eEpP]") and text:sub(j + 1, j + 1):match("[+-]") then j = j + 2
-          elseif d:match("[%w_.]") then j = j + 1
-          else break end
-        end
+        local j = number_end(text, i)
         tok.t, tok.kind, i = text:sub(i, j - 1), "num", j
       else
-        local s
-        for _, p in ipairs(LUA_PUNCT) do
-          if text:sub(i, i + #p - 1) == p then s = p break end
-        end
-        s = s or c
+        local s = punct_at(text, i, LUA_PUNCT)
         tok.t, tok.kind, i = s, "op", i + #s
       end
       toks[#toks + 1] = tok
