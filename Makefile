@@ -41,7 +41,7 @@ demo: build
 	LUA_CPATH="build/?.so;;" $(LUA) lua/jobque-profile.lua html trace.json -o timeline.html
 
 # The specs once, on the plain build (what `luarocks test` runs); the
-# consumer checks (spec/consumers_spec.lua) need the npm packages.
+# consumer checks (spec/record/consumers_spec.lua) need the npm packages.
 spec: build node_modules/.package-lock.json
 	JQ_BUILD=build $(LUA) $(BUSTED)
 

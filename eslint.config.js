@@ -6,7 +6,7 @@ const js = require("@eslint/js");
 module.exports = [
   js.configs.recommended,
   {
-    files: ["lua/jobque_profile/timeline/**/*.js"],
+    files: ["lua/jobque_profile/page/**/*.js"],
     languageOptions: {
       ecmaVersion: 2022,
       sourceType: "script",
@@ -16,11 +16,11 @@ module.exports = [
   },
   {
     // The hooks assign the page's view (v0, v1), globals here: see hooks.js.
-    files: ["lua/jobque_profile/timeline/hooks.js"],
+    files: ["lua/jobque_profile/page/hooks.js"],
     rules: { "no-unused-vars": ["error", { vars: "local" }] },
   },
   {
-    // The specs' node script that reads traces with other programs (spec/consumers_spec.lua).
+    // The specs' node script that reads traces with other programs (spec/record/consumers_spec.lua).
     files: ["spec/consumers/**/*.mjs"],
     languageOptions: {
       ecmaVersion: 2022,

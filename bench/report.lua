@@ -100,7 +100,7 @@ print("  (the machine may be shared: compare the ratios, not the seconds)")
 -- The HTML timeline of the same trace in headless Chromium: load, and
 -- redraws while zooming (the page times itself under #bench).
 local t0 = now()
-assert(require("jobque_profile.html").write(assert(trace.load(path)), page, {test_hooks = true}))
+assert(require("jobque_profile.page").write(assert(trace.load(path)), page, {test_hooks = true}))
 local html_s = (now() - t0) / 1e9
 local profile = os.tmpname()
 os.remove(profile)

@@ -6,9 +6,8 @@
 -- Exit status: 0 done, 1 a file could not be read or written (or an
 -- internal error: one line naming the file, "please report"), 2 bad usage.
 
--- Run from a checkout: find the modules beside this script, and the core in
--- build/ (only html's write, and the reader for marker args beyond 2^53,
--- load the core; report and compare run without it).
+-- Run from a checkout: find the modules beside this script, and the
+-- reader's C module (jobque_profile/reader.so) in build/.
 local here = arg and arg[0] and arg[0]:match("^(.*)/[^/]*$")
 if here and not package.searchpath("jobque_profile.trace", package.path) then
   package.path = here .. "/?.lua;" .. package.path
@@ -104,8 +103,7 @@ local current = {}
 -- and --quiet is not given (the native loader reports every 16 MB).
 local function progress_for(path)
   if args.quiet then return nil end
-  local found, core = pcall(require, "jobque.core")
-  if not (found and type(core) == "table" and core.stderr_is_tty and core.stderr_is_tty()) then return nil end
+  if not require("jobque_profile.reader").stderr_is_tty() then return nil end
   local shown = false
   return function(done, total)
     if done == nil then -- the end: the line is cleared
@@ -181,7 +179,7 @@ local function main()
   elseif args.command == "html" then
     local model = load(args.trace)
     local out = args.output or (args.trace:gsub("%.json$", "") .. ".html")
-    local wrote, err = require("jobque_profile.html").write(model, out, {test_hooks = args.test_hooks})
+    local wrote, err = require("jobque_profile.page").write(model, out, {test_hooks = args.test_hooks})
     if not wrote then
       io.stderr:write("jobque-profile: ", err, "\n")
       os.exit(1)

@@ -107,7 +107,7 @@ local build_log = copy.log
 local function build() return copy:build() end
 
 -- Every spec file of the plain suite, slow ones last.
-local slow = {["spec/soak_spec.lua"] = true, ["spec/cli_spec.lua"] = true, ["spec/page_view_spec.lua"] = true}
+local slow = {["spec/queue/soak_spec.lua"] = true, ["spec/reader/cli_spec.lua"] = true, ["spec/reader/page_view_spec.lua"] = true}
 local all_specs = copy:spec_files()
 table.sort(all_specs, function(a, b)
   if slow[a] ~= slow[b] then return not slow[a] end

@@ -15,7 +15,7 @@ set -eu
 dir=${1:-$(mktemp -d /tmp/jobque-cover.XXXXXX)}
 mkdir -p "$dir/tree" "$dir/out"
 git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$dir/tree"
-# the npm packages spec/consumers_spec.lua reads traces with (npm ci), not tracked
+# the npm packages spec/record/consumers_spec.lua reads traces with (npm ci), not tracked
 [ -d node_modules ] && ln -s "$PWD/node_modules" "$dir/tree/node_modules"
 cat >"$dir/hook.lua" <<'EOF'
 local out = os.getenv("JQ_COVER_OUT")
@@ -47,7 +47,7 @@ cd "$dir/tree"
 cmake -S . -B build -DJOBQUE_TESTING=ON -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS=--coverage >/dev/null
 cmake --build build -j2 >/dev/null
 gcov_lines() { # the executed lines per file of src/, from the .gcda files now there
-  (cd build/CMakeFiles/jobque_core.dir/src && for g in *.gcda; do gcov -n "$g" 2>/dev/null; done) |
+  for d in build/CMakeFiles/*.dir/src/*; do (cd "$d" && for g in *.gcda; do [ -e "$g" ] && gcov -n "$g" 2>/dev/null; done); done |
     awk -v root="$dir/tree/" '/^File /{f=$2; gsub("\x27","",f); sub(root,"",f); next}
       /^Lines executed:/ && f ~ /^src\// {split($2,a,":"); p=a[2]; sub("%","",p); n[f]+=int(p*$4/100+0.5); f=""}
       END{for (k in n) print k, n[k]}'
@@ -55,8 +55,8 @@ gcov_lines() { # the executed lines per file of src/, from the .gcda files now t
 find build -name '*.gcda' -delete
 LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" lua5.4 -e 'require "jobque.core"; require "jobque"; require "jobque_profile"'
 gcov_lines >"$dir/out/base"
-for f in spec/*_spec.lua; do
-  n=$(basename "$f" .lua)
+for f in spec/*_spec.lua spec/*/*_spec.lua; do
+  n=$(echo "${f#spec/}" | sed 's/\.lua$//; s|/|+|g')
   find build -name '*.gcda' -delete
   JQ_COVER_OUT="$dir/out/$n.lua" LUA_INIT_5_4="@$dir/hook.lua" timeout 1800 env JQ_BUILD=build lua5.4 /usr/bin/busted "$f" \
     >"$dir/out/$n.log" 2>&1 || echo "($f did not pass under the hook: its figures may be short)" >&2
@@ -69,6 +69,6 @@ for f in *_spec.c; do
   sort -u "$n.lua" 2>/dev/null | awk -v s="$n" '{print $1, s}'
 done | sort | grep -v '^src/testing' | awk '
   $1 != cur {if (cur != "") print line "},"; cur = $1; line = "  [\"" $1 "\"] = {"; sep = ""}
-  {item = "\"spec/" $2 ".lua\""; if (length(line) + length(item) > 112) {print line ","; line = "    "; sep = ""}
+  {sp = $2; gsub(/\+/, "/", sp); item = "\"spec/" sp ".lua\""; if (length(line) + length(item) > 112) {print line ","; line = "    "; sep = ""}
    line = line sep item; sep = ", "}
   END {if (cur != "") print line "},"}'

@@ -2,11 +2,11 @@
 --   lua5.4 spec/mutate_random.lua [N]            (N mutants, a random seed)
 --   JQ_MUTATE_SEED=s lua5.4 spec/mutate_random.lua [N]   (replays seed s)
 --   lua5.4 spec/mutate_random.lua --list         (every site, no build)
---   lua5.4 spec/mutate_random.lua SITE...        (only those, e.g. src/page.c:120:9:rel)
+--   lua5.4 spec/mutate_random.lua SITE...        (only those, e.g. src/reader/page.c:120:9:rel)
 -- from the top of the checkout.
 --
 -- Where spec/mutants.txt (`make mutate`) is a list written by hand, this
--- makes its mutants mechanically over src/*.[ch] and lua/**/*.lua: every
+-- makes its mutants mechanically over src/**/*.[ch] and lua/**/*.lua: every
 -- site of one of these edits is found, skipping comments, strings,
 -- preprocessor lines and the JQ_TESTING blocks and files (spec-only code):
 --   rel    a relational operator moved across its boundary: < <=, > >=, == != (~=)
@@ -20,7 +20,7 @@
 -- The sites are shuffled with the seed (printed; JQ_MUTATE_SEED replays
 -- it) and taken in that order until N mutants have compiled and changed
 -- the code: one that does not build (or a Lua one that does not parse) is
--- not counted, nor one whose built core.so (or Lua bytecode, stripped) is
+-- not counted, nor one whose built modules (or Lua bytecode, stripped) is
 -- byte for byte the unmutated one's (equivalent by construction).
 --
 -- One scratch copy is built once; a C mutant then costs one object's
@@ -380,9 +380,9 @@ local function sites_of(file, text)
   return out
 end
 
--- The files mutated: src/*.c, src/*.h (not the spec-only testing*.c) and
+-- The files mutated: src/**/*.c, src/**/*.h (not the spec-only testing*.c) and
 -- lua/**/*.lua, as the checkout tracks them, sorted.
-local SKIP_FILES = {["src/testing.c"] = true, ["src/testing_codec.c"] = true}
+local SKIP_FILES = {["src/testing/testing.c"] = true, ["src/testing/testing_codec.c"] = true}
 local function mutated_files()
   local out = {}
   local p = assert(io.popen("git ls-files 'src/*.c' 'src/*.h' 'lua/*.lua' 'lua/**/*.lua'"))
@@ -484,9 +484,20 @@ if not copy:build() then
   io.write(read(copy.log) or "", "\n")
   fail("the unmutated copy does not build")
 end
-local so = copy.dir .. "/build/jobque/core.so"
-local so_orig = copy.dir .. "/core.so.orig"
-assert(run(("cp -p %s %s"):format(sh_quote(so), sh_quote(so_orig))))
+-- The two modules built (a mutant's code is in one of them).
+local SOS = {"jobque/core.so", "jobque_profile/reader.so"}
+for _, so in ipairs(SOS) do
+  assert(run(("cp -p %s/build/%s %s/%s.orig"):format(copy.q, so, copy.q, so:gsub("/", "_"))))
+end
+local function same_modules()
+  for _, so in ipairs(SOS) do
+    if not run(("cmp -s %s/build/%s %s/%s.orig"):format(copy.q, so, copy.q, so:gsub("/", "_"))) then return false end
+  end
+  return true
+end
+local function remove_modules()
+  for _, so in ipairs(SOS) do os.remove(copy.dir .. "/build/" .. so) end
+end
 
 -- The unmutated specs: they must pass, and their times set the timeouts.
 local spec_time = {}
@@ -548,8 +559,10 @@ local function diff(file, original, mutated)
   return d
 end
 
-local function obj_of(file) -- the object of a src/*.c file in the build
-  return copy.dir .. "/build/CMakeFiles/jobque_core.dir/" .. file .. ".o"
+local function obj_of(file) -- the object of a src/**/*.c file in the build
+  local target = file:match("^src/reader/") and "jobque_reader" or file:match("^src/common/") and "jq_common"
+    or "jobque_core"
+  return copy.dir .. "/build/CMakeFiles/" .. target .. ".dir/" .. file .. ".o"
 end
 
 local function luac(path, out)
@@ -558,7 +571,7 @@ end
 
 local n, killed, by_timeout, survived, not_built, same_code = 0, 0, 0, 0, 0, 0
 local survivors = {}
-local dirty = false -- the core.so holds a mutant's code: relink before a Lua mutant
+local dirty = false -- a module holds a mutant's code: relink before a Lua mutant
 for _, s in ipairs(sites) do
   if n >= want then break end
   local path = copy.dir .. "/" .. s.file
@@ -573,7 +586,7 @@ for _, s in ipairs(sites) do
     write(path, mutated)
     if not copy:build() then
       verdict = "not built"
-    elseif run(("cmp -s %s %s"):format(sh_quote(so), sh_quote(so_orig))) then
+    elseif same_modules() then
       verdict = "same code"
     end
     dirty = true
@@ -596,7 +609,7 @@ for _, s in ipairs(sites) do
       write(path, mutated)
     end
     if not verdict and dirty then
-      os.remove(so) -- relink from the unmutated objects
+      remove_modules() -- relink from the unmutated objects
       if not copy:build() then fail("the restored copy no longer builds") end
       dirty = false
     end
@@ -634,7 +647,7 @@ for _, s in ipairs(sites) do
   end
   s.restore()
 end
-if dirty then os.remove(so) end
+if dirty then remove_modules() end
 copy:cleanup()
 
 if #survivors > 0 then

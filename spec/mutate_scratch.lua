@@ -48,10 +48,10 @@ function M.new(tag)
     s:cleanup()
     error(tag .. ": could not copy the checkout to " .. dir)
   end
-  -- The npm packages the consumer checks need (spec/consumers_spec.lua), not tracked.
+  -- The npm packages the consumer checks need (spec/record/consumers_spec.lua), not tracked.
   if not M.run("test -d node_modules && ln -s \"$PWD/node_modules\" " .. s.q .. "/node_modules") then
     s:cleanup()
-    error(tag .. ": no node_modules here for spec/consumers_spec.lua: run `npm ci` first")
+    error(tag .. ": no node_modules here for spec/record/consumers_spec.lua: run `npm ci` first")
   end
   return s
 end
@@ -78,7 +78,7 @@ end
 -- The spec files of the plain suite, in the copy, sorted by name.
 function M:spec_files()
   local out = {}
-  local p = assert(io.popen("cd " .. self.q .. " && ls spec/*_spec.lua"))
+  local p = assert(io.popen("cd " .. self.q .. " && ls spec/*_spec.lua spec/*/*_spec.lua"))
   for f in p:lines() do out[#out + 1] = f end
   p:close()
   table.sort(out)

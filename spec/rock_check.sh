@@ -33,7 +33,7 @@ lua5.4 "$tree/check.lua" "$tree"
   { echo "installed jobque-profile did not report the trace" >&2; exit 1; }
 echo "installed command works: $tree/bin/jobque-profile"
 # The page, from the installed tree's files (run away from the checkout).
-page_js=$(find "$tree" -path '*/jobque_profile/timeline/page.js' | head -n 1)
+page_js=$(find "$tree" -path '*/jobque_profile/page/page.js' | head -n 1)
 [ -n "$page_js" ] || { echo "the timeline's page.js is not installed" >&2; exit 1; }
 (cd "$tree" && ./bin/jobque-profile html t.json -o t.html >/dev/null) ||
   { echo "installed jobque-profile did not write the page" >&2; exit 1; }

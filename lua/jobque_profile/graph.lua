@@ -96,7 +96,7 @@ end
 
 local native_sort_jobs, native_sort_numbers, native_graph -- jobque.core's, when the core is there
 do
-  local found, core = pcall(require, "jobque.core")
+  local found, core = pcall(require, "jobque_profile.reader")
   native_sort_jobs = found and type(core) == "table" and core.sort_jobs or nil
   native_sort_numbers = found and type(core) == "table" and core.sort_numbers or nil
   native_graph = found and type(core) == "table" and core.job_graph or nil
@@ -112,7 +112,7 @@ M.use_core = true
 -- a job at one time, ...). Its methods: count() (jobs with a slice),
 -- latency(top) and critical_path() (as M.latency and M.critical_path; the
 -- latter false when it leaves the path to the Lua code), page(model) (the
--- page's graph part, jobque_profile.html's; nil: left to the Lua code).
+-- page's graph part, jobque_profile.page's; nil: left to the Lua code).
 function M.native(model)
   if native_graph and M.use_core then return native_graph(model) end
   return nil

@@ -434,7 +434,7 @@ M.quote = util.quote
 -- is not, or when json_text leaves a value to it (a __pairs, deep nesting).
 local json_text
 do
-  local found, core = pcall(require, "jobque.core")
+  local found, core = pcall(require, "jobque_profile.reader")
   json_text = found and type(core) == "table" and core.json_text or nil
 end
 

@@ -61,12 +61,12 @@ local graph = require "jobque_profile.graph"
 
 local M = {}
 
--- jobque.core's loops (src/stats.c), when the core is there: each gives
+-- jobque.core's loops (src/reader/stats.c), when the core is there: each gives
 -- what the Lua below gives, bit for bit, or nil when it leaves the input to
 -- the Lua. M.native = false runs the Lua always (the specs compare the two).
 local native
 do
-  local found, core = pcall(require, "jobque.core")
+  local found, core = pcall(require, "jobque_profile.reader")
   if found and type(core) == "table" and core.stats_lanes then native = core end
 end
 M.native = true

@@ -93,7 +93,7 @@ json.decode_max_depth(1001) -- as deep as the core's check lets a trace be (1000
 
 local core -- jobque.core, when it is there (its loader, sort and JSON check are this reader's in C)
 do
-  local found, c = pcall(require, "jobque.core")
+  local found, c = pcall(require, "jobque_profile.reader")
   core = found and type(c) == "table" and c or nil
 end
 local json_check, json_decode = core and core.json_check, core and core.json_decode
@@ -171,7 +171,7 @@ end
 -- 2048ths of a microsecond, within half a nanosecond of the nanoseconds it
 -- recorded (docs/trace-format.md, Times); the model takes those nanoseconds
 -- back, as the double nearest ns / 1000 (what a time of three decimals
--- reads as). src/trace_load.c rounds the same way (its ns_time).
+-- reads as). src/reader/load.c rounds the same way (its ns_time).
 local function ns_time(x)
   if math.type(x) ~= "float" then return x end
   return math.floor(x * 1000 + 0.5) / 1000
@@ -960,7 +960,7 @@ local function decode(text, name)
   return model
 end
 
--- The native loader's calls back into this reader (see src/trace_load.c).
+-- The native loader's calls back into this reader (see src/reader/load.c).
 local hooks = {null = cjson.null}
 function hooks.begin(meta)
   local model, err = start(meta)

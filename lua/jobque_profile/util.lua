@@ -9,8 +9,8 @@
 --   PALETTE              the twelve colours profile_category picks from
 --   palette_color(name)  the colour profile_category gives `name` when it is
 --                        given none (0xRRGGBB); the same hash as the core's
---                        (src/trace.c: FNV-1a of the name's bytes, modulo 12),
---                        which spec/util_spec.lua checks name by name
+--                        (src/record/session.c: FNV-1a of the name's bytes, modulo 12),
+--                        which spec/reader/util_spec.lua checks name by name
 --   color_for(name)      "#RRGGBB" for a category a trace registered no colour for
 local M = {}
 

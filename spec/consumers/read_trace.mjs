@@ -1,6 +1,6 @@
 // Reads a saved trace the way two programs users open it in do, with the
 // versions package-lock.json pins, and prints what they made of it as one
-// JSON object (spec/consumers_spec.lua runs it):
+// JSON object (spec/record/consumers_spec.lua runs it):
 //
 //   node spec/consumers/read_trace.mjs TRACE
 //   {"devtools":{"slices":N,"dropped":K,"drops":[...]},

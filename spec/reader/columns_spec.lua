@@ -1,0 +1,276 @@
+-- The native loader's columns stay C cells until Lua reads them (issue 12:
+-- "the model costs a fixed number of bytes per event"): a lane's, a
+-- counter track's and the model's columns with no item read by the Lua
+-- reader are native (src/reader/columns.c); the first read of a field makes its
+-- Lua list (once), pairs() makes them all, and the lists equal those of a
+-- load that makes every column a list (trace.native_columns = false) and
+-- the cjson reader's. report's and html's C paths read the cells directly:
+-- the same figures, --json and page bytes, and no column made a list.
+-- Seeded random traces: a failure prints the seed (JQ_COLUMNS_SEED=n
+-- replays it).
+local S = require "support"
+local trace = require "jobque_profile.trace"
+local stats = require "jobque_profile.stats"
+local report = require "jobque_profile.report"
+local html = require "jobque_profile.page"
+local graph = require "jobque_profile.graph"
+local C = require "jobque_profile.reader"
+
+local LANE_COLS = {"ts", "dur", "cat", "kind", "sname", "job", "args"}
+local MODEL_COLS = {"copy_ts", "copy_dur", "copy_lane", "copy_category", "copy_name", "copy_job", "copy_bytes",
+                    "marker_ts", "marker_kind", "marker_arg", "extra_ts", "loose_marker_ts"}
+
+-- A value as text that tells integers from floats and floats to the bit;
+-- a lane inside a list (copy_lane, failures...) by its index.
+local by_value = false -- numbers by value alone (the cjson reader reads integers as floats)
+local function ser(v, out, seen, inner)
+  local t = type(v)
+  if t == "number" and by_value then
+    out[#out + 1] = ("%a"):format(v + 0.0)
+  elseif t == "number" then
+    out[#out + 1] = math.type(v) == "integer" and ("i" .. tostring(v)) or ("f" .. ("%a"):format(v))
+  elseif t == "table" then
+    if inner and rawget(v, "index") and rawget(v, "key") then
+      out[#out + 1] = "lane#" .. tostring(v.index)
+      return
+    end
+    if seen[v] then out[#out + 1] = "<seen>" return end
+    seen[v] = true
+    local keys = {}
+    for k in pairs(v) do keys[#keys + 1] = k end
+    table.sort(keys, function(x, y) return tostring(x) < tostring(y) end)
+    out[#out + 1] = "{"
+    for _, k in ipairs(keys) do
+      out[#out + 1] = tostring(k) .. "="
+      ser(v[k], out, seen, true)
+      out[#out + 1] = ";"
+    end
+    out[#out + 1] = "}"
+  else
+    out[#out + 1] = type(v) .. ":" .. tostring(v)
+  end
+  return out
+end
+
+local function text_of(model)
+  local copy = {}
+  for k, v in pairs(model) do
+    if k ~= "markers" and k ~= "copies" and k ~= "reader" then copy[k] = v end
+  end
+  return table.concat(ser(copy, {}, {}), "")
+end
+
+-- Loads the text with native columns, with every column a list, and with
+-- the cjson reader.
+local function three(text)
+  local path = S.tmpfile()
+  S.write(path, text)
+  local native = assert(trace.load(path))
+  trace.native_columns = false
+  local ok, lists, err = pcall(trace.load, path)
+  trace.native_columns = true
+  assert(ok, lists)
+  assert(lists, err)
+  local plain = assert(trace.load(path, {reader = "cjson"}))
+  return native, lists, plain
+end
+
+-- The native columns of a model (owner, field) not yet made lists.
+local function native_columns(model)
+  local found = {}
+  local function look(t, fields, what)
+    for _, f in ipairs(fields) do
+      if C.column_native(t, f) then
+        assert.is_nil(rawget(t, f), what .. "." .. f)
+        found[#found + 1] = what .. "." .. f
+      end
+    end
+  end
+  look(model, MODEL_COLS, "model")
+  for i, lane in ipairs(model.lanes) do
+    look(lane, LANE_COLS, "lane" .. i)
+    look(lane, {"marker_ts"}, "lane" .. i)
+  end
+  for i, c in ipairs(model.counters) do look(c, {"ts", "value"}, "counter" .. i) end
+  return found
+end
+
+-- A trace of our own shape: per job a submit, a copy in, a job slice and
+-- a copy out, markers, counters; each event's numbers integers or floats
+-- at random, some events the reader's Lua path reads (odd args, flows, an
+-- instant, a B/E pair) when `odd` says so.
+local function random_trace(seed, n, odd)
+  local rng = math.random
+  math.randomseed(seed)
+  local ev = {}
+  local function num(x) return rng(2) == 1 and ("%d"):format(x) or ("%.3f"):format(x + rng(999) / 1000) end
+  local t = 0
+  for j = 1, n do
+    local tid = rng(4)
+    t = t + rng(5)
+    ev[#ev + 1] = ('{"ph":"X","ts":%s,"dur":%s,"pid":1,"tid":9,"name":"submit w","cat":"submit","args":{"job":%d}}')
+      :format(num(t), num(1), j)
+    ev[#ev + 1] = ('{"ph":"X","ts":%s,"dur":%s,"pid":1,"tid":%d,"name":"copy in","cat":"copy",'
+      .. '"args":{"job":%d,"bytes":%d,"category":"cat%d"}}'):format(num(t + 2), num(1), tid, j, rng(100), j % 3)
+    ev[#ev + 1] = ('{"ph":"X","ts":%s,"dur":%s,"pid":1,"tid":%d,"name":"cat%d","cat":"job","args":{"job":%d}}')
+      :format(num(t + 3), num(rng(20)), tid, j % 3, j)
+    ev[#ev + 1] = ('{"ph":"X","ts":%s,"dur":%s,"pid":1,"tid":%d,"name":"copy out","cat":"copy",'
+      .. '"args":{"job":%d,"bytes":%d,"category":"cat%d"}}'):format(num(t + 25), num(1), tid, j, rng(100), j % 3)
+    if rng(3) == 1 then
+      ev[#ev + 1] = ('{"ph":"X","ts":%s,"dur":%s,"pid":1,"tid":9,"name":"wait","cat":"wait","args":{"job":%d}}')
+        :format(num(t + 1), num(rng(30)), j)
+    end
+    if rng(2) == 1 then
+      ev[#ev + 1] = ('{"ph":"i","s":"g","ts":%s,"pid":1,"tid":%d,"name":"%s","args":{"arg":%s}}')
+        :format(num(t + rng(30)), rng(6), rng(2) == 1 and "frame" or "tick", rng(2) == 1 and num(j) or '"x"')
+    end
+    if rng(4) == 1 then
+      ev[#ev + 1] = ('{"ph":"C","ts":%s,"pid":1,"name":"jobs","args":{"ready":%s,"running":%d}}')
+        :format(num(t + rng(30)), num(rng(9)), rng(4))
+    end
+    if odd and rng(25) == 1 then
+      local k = rng(4)
+      if k == 1 then
+        ev[#ev + 1] = ('{"ph":"X","ts":%s,"dur":0,"pid":1,"tid":%d,"name":"wake job","cat":"flow","args":{"job":%d}}')
+          :format(num(t + 30), tid, j)
+      elseif k == 2 then
+        ev[#ev + 1] = ('{"ph":"X","ts":%s,"dur":2,"pid":1,"tid":%d,"name":"odd","cat":"x","args":{"k":[1]}}')
+          :format(num(t + 4), tid)
+      elseif k == 3 then
+        ev[#ev + 1] = ('{"ph":"i","s":"t","ts":%s,"pid":1,"tid":%d,"name":"note"}'):format(num(t), tid)
+      else
+        ev[#ev + 1] = ('{"ph":"B","ts":%s,"pid":1,"tid":5,"name":"b"},{"ph":"E","ts":%s,"pid":1,"tid":5}')
+          :format(num(t), num(t + 3))
+      end
+    end
+  end
+  return '{"traceEvents":[\n' .. table.concat(ev, ",\n") .. '\n],"jobqueProfile":{"version":1,"startUs":0,'
+    .. '"stopUs":' .. (t + 100) .. ',"categories":[{"id":1,"name":"cat0","color":"#102030"}],'
+    .. '"markers":[{"id":1,"name":"frame"},{"id":2,"name":"tick"}]}}'
+end
+
+local function seeds()
+  local fixed = tonumber(os.getenv("JQ_COLUMNS_SEED") or "")
+  if fixed then return {fixed} end
+  local list = {}
+  for k = 1, S.sanitized and 6 or 25 do list[k] = 7000 + k end
+  return list
+end
+
+describe("the native loader's columns", function()
+  it("stay native through report and html: no column is made a Lua list, and the output is the lists' own", function()
+    for _, seed in ipairs(seeds()) do
+      local odd = seed % 2 == 0
+      local ok, err = pcall(function()
+        local native, lists, plain = three(random_trace(seed, 300, odd))
+        local before = native_columns(native)
+        assert.is_true(odd or #before > 0)
+        if not odd then -- every column of a trace read wholly by the C path is native
+          for _, f in ipairs(LANE_COLS) do assert.is_truthy(C.column_native(native.lanes[1], f), f) end
+          assert.is_truthy(C.column_native(native, "copy_ts"))
+          assert.is_truthy(C.column_native(native, "marker_ts"))
+          assert.is_truthy(C.column_native(native.counters[1], "value"))
+          assert.is_nil(rawget(native, "marker_pid"))
+        end
+        local figures = report.json(stats.compute(native))
+        local text = report.text(stats.compute(native), native)
+        local page = assert(html.render(native))
+        assert.are.same(before, native_columns(native)) -- nothing made a list
+        assert.is_truthy(graph.native(native))
+        assert.are.equal(report.json(stats.compute(lists)), figures)
+        assert.are.equal(report.text(stats.compute(lists), lists), text)
+        assert.are.equal(assert(html.render(lists)), page)
+        assert.are.equal(report.json(stats.compute(plain)), figures)
+        assert.are.equal(assert(html.render(plain)), page)
+        -- the Lua loops reading the native model (their reads make the lists)
+        stats.native, graph.use_core = false, false
+        local lua_figures = report.json(stats.compute(native))
+        stats.native, graph.use_core = true, true
+        assert.are.equal(figures, lua_figures)
+      end)
+      if not ok then error(("seed %d (JQ_COLUMNS_SEED=%d replays it): %s"):format(seed, seed, tostring(err)), 0) end
+    end
+  end)
+
+  it("are made Lua lists equal to a load's that makes every column a list, and to the cjson reader's", function()
+    for _, seed in ipairs(seeds()) do
+      local ok, err = pcall(function()
+        local odd = seed % 3 == 0
+        local native, lists, plain = three(random_trace(seed, 120, odd))
+        assert.is_true(odd or #native_columns(native) > 0)
+        local lane = native.lanes[1]
+        if C.column_native(lane, "ts") then
+          local ts = lane.ts -- the first read: the list, set in the lane
+          assert.are.equal(ts, rawget(lane, "ts"))
+          assert.is_nil(C.column_native(lane, "ts"))
+          assert.are.equal(ts, lane.ts)
+          assert.are.equal(lane.n, #ts)
+        end
+        local lt, nt = text_of(lists), text_of(native)
+        if lt ~= nt then
+          local i = 1
+          while lt:byte(i) == nt:byte(i) do i = i + 1 end
+          error(("the models differ at %d:\nlists:  %s\nnative: %s"):format(i, lt:sub(i - 100, i + 60),
+                                                                             nt:sub(i - 100, i + 60)))
+        end
+        assert.are.equal(#native_columns(lists), 0)
+        native.reader, plain.reader = nil, nil
+        by_value = true
+        local a, b = text_of(native), text_of(plain)
+        by_value = false
+        assert.are.equal(b, a)
+        assert.are.same(#plain.markers, #native.markers)
+        assert.are.same(#plain.copies, #native.copies)
+      end)
+      if not ok then error(("seed %d (JQ_COLUMNS_SEED=%d replays it): %s"):format(seed, seed, tostring(err)), 0) end
+    end
+  end)
+
+  it("are all made lists by pairs(), which then shows every field", function()
+    local native = three(random_trace(11, 50, false))
+    local lane = native.lanes[1]
+    assert.is_truthy(C.column_native(lane, "dur"))
+    local keys = {}
+    for k in pairs(lane) do keys[k] = true end
+    for _, f in ipairs(LANE_COLS) do
+      assert.is_true(keys[f], f)
+      assert.are.equal("table", type(rawget(lane, f)))
+    end
+    local mkeys = {}
+    for k in pairs(native) do mkeys[k] = true end
+    for _, f in ipairs{"copy_ts", "copy_lane", "marker_ts", "marker_arg", "extra_ts", "loose_marker_ts"} do
+      assert.is_true(mkeys[f], f)
+    end
+    for _, f in ipairs(LANE_COLS) do assert.is_nil(C.column_native(lane, f), f) end
+    -- a lane made a list reads the lanes of copy_lane back as the model's tables
+    for i = 1, #native.copy_lane do assert.are.equal("table", type(native.copy_lane[i])) end
+    assert.are.equal(native.copies[1].lane, native.copy_lane[1])
+  end)
+
+  it("keep each lane's markers and the loose ones as the Lua reader files them", function()
+    local native, lists = three(random_trace(5, 200, false))
+    local n = 0
+    for _, lane in ipairs(native.lanes) do
+      if C.column_native(lane, "marker_ts") then n = n + 1 end
+    end
+    assert.is_true(n > 0)
+    assert.is_truthy(C.column_native(native, "loose_marker_ts"))
+    for i, lane in ipairs(native.lanes) do
+      assert.are.same(lists.lanes[i].marker_ts, lane.marker_ts)
+    end
+    assert.are.same(lists.loose_marker_ts, native.loose_marker_ts)
+  end)
+
+  it("refuse nothing the C readers are given: a native column passes as a list to the page's functions", function()
+    local native, lists = three(random_trace(3, 40, false))
+    local lane, llane = native.lanes[1], lists.lanes[1]
+    local col = C.column_native(lane, "ts")
+    assert.is_truthy(col)
+    assert.are.equal(lane.n, #col)
+    assert.matches("^jobque%.column", tostring(col))
+    assert.are.equal(C.page_ns(llane.ts, llane.n, 0), C.page_ns(col, lane.n, 0))
+    local v = C.column_native(native.counters[1], "value")
+    assert.are.same({C.page_values(lists.counters[1].value, lists.counters[1].n)},
+                    {C.page_values(v, native.counters[1].n)})
+  end)
+end)

@@ -1,0 +1,244 @@
+-- The reader's helpers (jobque_profile.util) are plain Lua: the figures,
+-- the reports and the command's report/compare load neither lua-cjson's
+-- writer side nor the native core; the palette by name is the core's.
+local S = require "support"
+local core = require "jobque.core"
+local C = require "jobque_profile.reader"
+local p = require "jobque_profile"
+local util = require "jobque_profile.util"
+
+-- Runs `script` (Lua source) in a fresh lua5.4 where requiring any module
+-- of `banned` raises "banned module NAME"; returns exit code and output.
+local function run_banned(script, banned, cli_args)
+  local file = S.tmpfile("banned.lua")
+  local lines = {}
+  for _, name in ipairs(banned) do
+    lines[#lines + 1] = ("package.preload[%q] = function() error(%q, 0) end"):format(name, "banned module " .. name)
+  end
+  S.write(file, table.concat(lines, "\n") .. "\n" .. script)
+  local out = S.tmpfile("banned.txt")
+  local cmd = ("LUA_PATH='lua/?.lua;;' LUA_CPATH='%s/?.so;;' lua5.4 '%s' %s >'%s' 2>&1")
+    :format(os.getenv("JQ_BUILD") or "build", file, cli_args or "", out)
+  local _, _, code = os.execute(cmd)
+  return code, S.read(out)
+end
+
+describe("jobque_profile.util", function()
+  it("gives every name the core's palette colour (seeded random names, every byte, long names)", function()
+    local seed = os.time()
+    math.randomseed(seed)
+    local names = {"", "a", "io", "submit", "wait", "\0", ("x"):rep(10000)}
+    for b = 0, 255 do names[#names + 1] = string.char(b) .. "name" end
+    for _ = 1, 2000 do
+      local t = {}
+      for k = 1, math.random(1, 40) do t[k] = string.char(math.random(0, 255)) end
+      names[#names + 1] = table.concat(t)
+    end
+    for _, name in ipairs(names) do
+      local want = core.palette_color(name)
+      if util.palette_color(name) ~= want then
+        error(("seed %d: %q gets 0x%06x, the core gives 0x%06x"):format(seed, name, util.palette_color(name), want))
+      end
+    end
+  end)
+
+  it("has the core's palette, in its order", function()
+    assert.same(p.PROFILE_PALETTE, util.PALETTE)
+  end)
+
+  it("pauses the collector around f and restarts it after, also when f raises", function()
+    assert.is_true(collectgarbage("isrunning"))
+    local a, b = util.without_gc(function(x) return collectgarbage("isrunning"), x end, 7)
+    assert.same({false, 7}, {a, b})
+    assert.is_true(collectgarbage("isrunning"))
+    assert.equal("boom", S.err_of(util.without_gc, function() error("boom", 0) end))
+    assert.is_true(collectgarbage("isrunning"))
+  end)
+
+  it("quotes JSON strings the way report.json did", function()
+    assert.equal('"a\\"b\\\\c\\n\\u0001"', util.quote('a"b\\c\n\1'))
+    assert.equal('{"a":[1,2.5,true],"b":null}', util.json({a = {1, 2.5, true}, b = 0 / 0}))
+  end)
+end)
+
+describe("jobque.core's json_text", function()
+  -- Random values: strings of any bytes, integers and floats of every size
+  -- (NaN, infinities, -0.0, times since 1970), booleans, nil, lists,
+  -- objects with odd keys, mixed tables.
+  local function rnd_string()
+    local t = {}
+    for i = 1, math.random(0, 8) do t[i] = string.char(math.random(0, 255)) end
+    return table.concat(t)
+  end
+  local ODD = {0 / 0, 1 / 0, -1 / 0, 0.1, 1e300, 2 ^ 53, -0.0, math.maxinteger, math.mininteger, 1e15,
+               123456789012345.6, 1753000000.123456, 5e-324}
+  local function rnd_value(depth)
+    local r = math.random(1, depth > 4 and 6 or 9)
+    if r == 1 then return rnd_string()
+    elseif r == 2 then return math.random(-1000, 1000)
+    elseif r == 3 then return (math.random() - 0.5) * 10 ^ math.random(-20, 20)
+    elseif r == 4 then return ODD[math.random(#ODD)]
+    elseif r == 5 then return math.random(2) == 1
+    elseif r == 6 then return nil
+    elseif r == 7 then
+      local t = {}
+      for i = 1, math.random(0, 5) do t[i] = rnd_value(depth + 1) end
+      return t
+    elseif r == 8 then
+      local t = {}
+      for _ = 1, math.random(0, 6) do t[rnd_string()] = rnd_value(depth + 1) end
+      if math.random(4) == 1 then t[math.random(2, 5)] = 1 end
+      return t
+    end
+    return {[1] = rnd_value(depth + 1), x = 1, [3] = 2}
+  end
+
+  it("writes what util.json writes (seeded random values)", function()
+    local seed = tonumber(os.getenv("JQ_SEED") or "") or os.time()
+    math.randomseed(seed)
+    for round = 1, 3000 do
+      local v = rnd_value(0)
+      local want = util.json(v)
+      assert.are.equal(want, C.json_text(v), ("seed %d, round %d"):format(seed, round))
+    end
+  end)
+
+  it("reads tables as Lua does (__len, __index) and leaves __pairs and deep nesting to util.json", function()
+    local lazy = setmetatable({}, {__len = function() return 2 end,
+                                   __index = function(_, i) return {n = i, s = "<" .. i .. ">"} end})
+    assert.are.equal('[{"n":1,"s":"<1>"},{"n":2,"s":"<2>"}]', C.json_text(lazy))
+    assert.are.equal(util.json(lazy), C.json_text(lazy))
+    assert.is_nil(C.json_text(setmetatable({}, {__pairs = function() return next, {} end})))
+    local deep = {}
+    for _ = 1, 100 do deep = {deep} end
+    assert.is_nil(C.json_text(deep))
+    local report = require "jobque_profile.report"
+    assert.are.equal(util.json(deep), report.json(deep)) -- the Lua writer takes it
+  end)
+end)
+
+describe("JSON text of strings that are not UTF-8", function()
+  -- Each invalid sequence becomes U+FFFD, one for each maximal part of a
+  -- sequence that could have begun a character (as the Unicode standard
+  -- recommends and TextDecoder does), worked out by hand:
+  local R = "\239\191\189" -- U+FFFD
+  local CASES = {
+    {"a\255b", "a" .. R .. "b"},                        -- a byte never in UTF-8
+    {"\128x", R .. "x"},                                -- a continuation alone
+    {"x\226\130", "x" .. R},                            -- a three-byte sequence cut short at the end
+    {"\226\130x", R .. "x"},                            -- and before a plain byte
+    {"\240\159\152", R},                                -- a four-byte one cut short
+    {"\192\175", R .. R},                               -- overlong: C0 never starts a character
+    {"\224\128\175", R .. R .. R},                      -- overlong: E0 wants A0..BF next
+    {"\237\160\128", R .. R .. R},                      -- a surrogate (U+D800) in UTF-8
+    {"\244\144\128\128", R .. R .. R .. R},             -- beyond U+10FFFF
+    {"\248\136\128\128\128", R .. R .. R .. R .. R},    -- a five-byte form
+    {"\195\169\226\130\172\240\159\152\128\239\191\191\244\143\191\191",
+     "\195\169\226\130\172\240\159\152\128\239\191\191\244\143\191\191"}, -- é € 😀 U+FFFF U+10FFFF kept
+  }
+
+  it("replaces each invalid sequence with U+FFFD, in util.json and in the core's json_text alike", function()
+    for _, c in ipairs(CASES) do
+      local want = '"' .. c[2] .. '"'
+      assert.are.equal(want, util.quote(c[1]))
+      assert.are.equal(want, util.json(c[1]))
+      assert.are.equal(want, C.json_text(c[1]))
+      assert.are.equal("[" .. want .. "]", C.json_text({c[1]}))
+      assert.are.equal('{' .. want .. ':1}', C.json_text({[c[1]] = 1}))
+      assert.are.equal('{' .. want .. ':1}', util.json({[c[1]] = 1}))
+    end
+  end)
+
+  it("leaves report --json text a strict parser reads (node's fatal TextDecoder, JSON.parse)", function()
+    local names = {}
+    for i, c in ipairs(CASES) do names[i] = c[1] end
+    local ev = {}
+    for i, name in ipairs(names) do
+      ev[i] = ('{"ph":"X","ts":%d,"dur":1,"pid":1,"tid":1,"name":"n%d","cat":"%s"}'):format(i, i, name)
+    end
+    local path = S.tmpfile("bad-utf8.json")
+    S.write(path, "[" .. table.concat(ev, ",") .. "]")
+    local check = S.tmpfile("check.js")
+    S.write(check, [[
+const fs = require("fs");
+const text = new TextDecoder("utf-8", {fatal: true}).decode(fs.readFileSync(process.argv[2]));
+const f = JSON.parse(text);
+const names = f.categories.map(c => c.name).sort();
+process.stdout.write(Buffer.from(names.join("\n"), "utf8").toString("hex"));
+]])
+    local want = {}
+    for i, c in ipairs(CASES) do want[i] = c[2] end
+    table.sort(want)
+    local hex = table.concat(want, "\n"):gsub(".", function(ch) return ("%02x"):format(ch:byte()) end)
+    for _, env in ipairs{"", "JOBQUE_PROFILE_READER=cjson"} do
+      local code, out, err = S.cli("report --json " .. path, env)
+      assert.are.equal(0, code, err)
+      local json = S.tmpfile("report.json")
+      S.write(json, out)
+      local h = io.popen(("node '%s' '%s' 2>&1"):format(check, json))
+      local got = h:read("a")
+      h:close()
+      assert.are.equal(hex, got, env)
+    end
+  end)
+end)
+
+describe("the figures and reports", function()
+  it("load neither lua-cjson nor the native core", function()
+    local code, out = run_banned([[
+      local stats = require "jobque_profile.stats"
+      local report = require "jobque_profile.report"
+      assert(stats.compute and report.text and require("jobque_profile.util").json)
+      print("loaded")
+    ]], {"cjson", "cjson.safe", "jobque.core"})
+    assert.equal(0, code, out)
+    assert.equal("loaded\n", out)
+  end)
+
+  it("jobque-profile report and compare run without jobque.core (the recorder and the queue)", function()
+    local path = S.tmpfile()
+    S.write(path, '{"traceEvents":[{"ph":"X","name":"a","cat":"c","ts":0,"dur":5,"pid":1,"tid":1},'
+            .. '{"ph":"i","s":"g","name":"m","ts":1,"pid":1,"tid":1,"args":{"arg":3}}]}')
+    local cli = 'arg = {[0] = "lua/jobque-profile.lua", ...}\ndofile("lua/jobque-profile.lua")\n'
+    local code, out = run_banned(cli, {"jobque.core"}, "report '" .. path .. "'")
+    assert.equal(0, code, out)
+    assert.matches('marker "m": 1 unit', out, 1, true)
+    code, out = run_banned(cli, {"jobque.core"}, ("compare '%s' '%s'"):format(path, path))
+    assert.equal(0, code, out)
+    assert.matches("parallelism", out, 1, true)
+  end)
+end)
+
+describe("lua/", function()
+  it("has no function over 100 lines (luac's listing)", function()
+    local long = {}
+    for _, file in ipairs{"lua/jobque.lua", "lua/jobque_profile.lua", "lua/jobque-profile.lua",
+                          "lua/jobque_profile/trace.lua", "lua/jobque_profile/stats.lua",
+                          "lua/jobque_profile/report.lua", "lua/jobque_profile/page.lua",
+                          "lua/jobque_profile/util.lua"} do
+      local h = assert(io.popen("luac5.4 -p -l '" .. file .. "'"))
+      for from, to in h:read("a"):gmatch("\nfunction <[^:]+:(%d+),(%d+)>") do
+        if tonumber(to) - tonumber(from) + 1 > 100 then long[#long + 1] = ("%s:%s-%s"):format(file, from, to) end
+      end
+      h:close()
+    end
+    assert.same({}, long)
+  end)
+end)
+
+describe("the two C modules", function()
+  it("keep the reader out of jobque.core, so a worker's state does not load it", function()
+    local reader = require "jobque_profile.reader"
+    for _, name in ipairs{"load_trace", "stats_lanes", "job_graph", "page_lane", "json_text", "column_native"} do
+      assert.is_nil(core[name], name)
+      assert.is_function(reader[name], name)
+    end
+    local jobque = require "jobque"
+    local in_job = jobque.with_job_que({workers = 1}, function(q)
+      return q:submit(function()
+        return package.loaded["jobque_profile.reader"] == nil and package.loaded["jobque.core"] ~= nil
+      end):wait()
+    end)
+    assert.is_true(in_job)
+  end)
+end)

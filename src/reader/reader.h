@@ -1,0 +1,78 @@
+/*
+ * reader.h - the face of jobque_profile.reader, the reading half in C:
+ * the trace loader, the figures, the job graph, the page's columns and
+ * the JSON text. Each jq_open_* sets its functions in the table on top of
+ * the stack; only reader.c exports a symbol (luaopen_jobque_profile_reader).
+ *
+ * Owns: nothing past a call but the userdata it returns (columns, units,
+ * graphs, texts: freed by their __gc).
+ * Must not: run on the record path, nor in a worker's state (the queue's
+ * workers open jobque.core only).
+ * Thread safety: reentrant (one lua_State per call).
+ */
+#ifndef JQ_READER_H
+#define JQ_READER_H
+
+#include <lua.h>
+
+#define JQ_LOAD_MAX_DEPTH 1000 /* lua-cjson's default limit */
+
+/* The loader (load.c):
+ *   load_trace(hooks, path [, text]) -> true | nil, message | "fallback"
+ *   sort_columns(t, fields, n): t's columns fields[1..] in the order of
+ *     t[fields[1]]'s numbers, ties as they were (trace.lua's sort_columns)
+ *   sort_jobs(list, field) -> true: graph.lua's jobs in the order of their
+ *     numbers t[field], ties by t.id; nothing when it leaves them to Lua
+ *   sort_numbers(list) -> true: numbers in ascending order (graph.lua's
+ *     distributions); nothing when it leaves them to table.sort
+ *   json_check(text) -> true, inexact | fail, message: the text is JSON as
+ *     load_trace checks it (its words); inexact: it holds an integer a
+ *     double would not give back (beyond 1e14, or -0)
+ *   json_decode(text, null) -> value | fail, message: lua-cjson's decoding,
+ *     integers exact (the cjson path's, for such a text) */
+void jq_open_load(lua_State *L);
+
+/* The model's native columns (columns.c; the C API is columns.h):
+ *   column_native(owner, field) -> the native column's userdata (not yet
+ *     made a list), or nil */
+void jq_open_columns(lua_State *L);
+
+/* The report's figures (stats.c; each returns nil when it leaves the input
+ * to stats.lua):
+ *   stats_lanes(model, from, to, top, cat_index, names) -> the lane sweeps,
+ *     their events and the marker kinds' units over [from, to]
+ *   stats_counters(model, from, to) -> stats.lua's counter_stats
+ *   stats_copies(model, from, to) -> stats.lua's copies, not yet sorted */
+void jq_open_stats(lua_State *L);
+
+/* The job graph (graph.c):
+ *   job_graph(model) -> graph | nil: the job graph of a model read by
+ *     jobque_profile.trace (graph.lua's build), or nil when the model holds
+ *     what it does not handle exactly (graph.lua's Lua code does it then).
+ *   graph:count() -> jobs with a slice
+ *   graph:latency([top]) -> graph.lua's latency(g, top)
+ *   graph:critical_path() -> graph.lua's critical_path(g)
+ *   graph:page(model) -> the page's GRAPH JSON (html.lua's graph_data), or
+ *     nil when a value cannot be written as the Lua code writes it */
+void jq_open_graph(lua_State *L);
+
+/* The page's data columns (page.c):
+ *   page_ns(col, n, t0) -> "x1,x2,...": times as the page's integer
+ *     nanoseconds since t0
+ *   page_lane(cat, sname, args, job, n, env) -> c, n, a, ak, av: a lane's
+ *     columns of the page's data (env.quoted must keep what it makes)
+ *   page_markers(ts, kind, arg, n, t0, env) -> mt, mk, ma: the markers'
+ *     columns (kinds interned in env.kinds/kind_index, odd args through
+ *     env.other(arg))
+ *   page_values(values, n) -> "v1,v2,...", min, max: a counter track's
+ *     values */
+void jq_open_page(lua_State *L);
+
+/* JSON text (json_text.c):
+ *   json_text(v) -> text, or nil when util.json must do it: a Lua value as
+ *     JSON text, the bytes of jobque_profile.util's json */
+void jq_open_json_text(lua_State *L);
+
+int luaopen_jobque_profile_reader(lua_State *L);
+
+#endif

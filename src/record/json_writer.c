@@ -1,0 +1,1024 @@
+/*
+ * json_writer.c - formats a session snapshot as Perfetto-compatible JSON.
+ *
+ * No Lua API, no locks, no stdio on the per-event path: events are formatted
+ * into one large buffer with the routines below and written with write(2).
+ * One string escaper (json_escape) and one integer formatter (jq_put_u64,
+ * digits.h, shared with the reader's page and graph writers)
+ * produce everything; times are integer nanoseconds printed, with integer
+ * arithmetic, as microseconds in 2048ths (see put_us).
+ */
+#include "record/json_writer.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/digits.h"
+#include "common/file_replace.h"
+#include "record/spans.h"
+
+#if !defined(JQ_WRITE_BUFFER)
+#define JQ_WRITE_BUFFER (1048576)
+#endif
+#define EVENT_MAX 400 /* an event's bytes, less its escaped names */
+
+typedef struct wbuf {
+  char *p, *end; /* next byte, end of buffer */
+  char *base;
+  int fd;
+  int err; /* first write error (errno) */
+} wbuf;
+
+static void wbuf_flush(wbuf *b) {
+  const char *q = b->base;
+  while (!b->err && q < b->p) {
+    ssize_t n = write(b->fd, q, (size_t)(b->p - q));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      b->err = n < 0 ? errno : EIO;
+    else
+      q += n;
+  }
+  b->p = b->base;
+}
+
+/* Room for n more bytes (n <= JQ_WRITE_BUFFER). */
+static inline char *wbuf_room(wbuf *b, size_t n) {
+  if ((size_t)(b->end - b->p) < n)
+    wbuf_flush(b);
+  return b->p;
+}
+
+static void wbuf_put(wbuf *b, const char *s, size_t n) {
+  while (n > 0) {
+    size_t room = (size_t)(b->end - b->p);
+    if (room == 0) {
+      wbuf_flush(b);
+      room = (size_t)(b->end - b->p);
+    }
+    size_t k = n < room ? n : room;
+    memcpy(b->p, s, k);
+    b->p += k;
+    s += k;
+    n -= k;
+  }
+}
+
+#define PUT_LIT(b, lit) wbuf_put((b), (lit), sizeof(lit) - 1)
+/* A list item: the literal starts with the comma, which the first item skips. */
+#define PUT_ITEM(b, first, lit) wbuf_put((b), (lit) + !!(first), sizeof(lit) - 1 - !!(first))
+
+static inline char *put_lit(char *p, const char *s, size_t n) {
+  memcpy(p, s, n);
+  return p + n;
+}
+#define LIT(p, lit) put_lit((p), (lit), sizeof(lit) - 1)
+
+/* Hexadecimal digits: lower case, then upper case from 16. */
+static const char hex_digits[] = "0123456789abcdef0123456789ABCDEF";
+
+/* Times. Readers (Chrome DevTools, speedscope, Perfetto, lua-cjson) read a
+ * number as the double nearest its decimal and add and subtract times in
+ * doubles: with times of three decimals, 1019.705 + 5.078 > 1024.783, and a
+ * slice that touches the next seems to overlap it. So a time is printed as
+ * the multiple of 1/2048 us nearest its nanoseconds, exactly (at most 11
+ * decimals, at least 3): below 2^42 us (50 days) each is a double, and every
+ * sum and difference of them is exact, so slices that touch or nest as
+ * recorded do so to every reader. A time is within 0.245 ns of the one
+ * recorded and a duration within 0.489 ns: llround(x * 1000), Perfetto's
+ * reading, gives back the nanoseconds (rounding up instead would keep an
+ * older Perfetto's (int64_t)(x * 1000) exact for times, but not for
+ * durations, and llround's only for a day: x * 1000 rounds too). */
+typedef struct us_time {
+  uint64_t whole; /* microseconds */
+  unsigned frac;  /* and frac/2048 of one, 0 to 2047 */
+} us_time;
+
+/* The 2048ths nearest ns: (ns % 1000) * 2048 / 1000 rounded (125 is odd: no
+ * ties), at most 2046. */
+static inline us_time us_of(uint64_t ns) {
+  us_time t = {ns / 1000, (unsigned)(((ns % 1000) * 256 + 62) / 125)};
+  return t;
+}
+
+#define US_MAX 33 /* the longest time put_us_time writes: 20 digits, '.', 11 */
+
+/* t exactly: frac/2048 = frac * 5^11 / 10^11, trailing zeros dropped down to
+ * three decimals. */
+static inline char *put_us_time(char *p, us_time t) {
+  p = jq_put_u64(p, t.whole);
+  *p++ = '.';
+  uint64_t v = (uint64_t)t.frac * 48828125u; /* < 10^11 */
+  for (int k = 9; k >= 1; k -= 2) {
+    memcpy(p + k, &jq_digit_pairs[(v % 100) * 2], 2);
+    v /= 100;
+  }
+  p[0] = (char)('0' + v);
+  int len = 11; /* a factor 2 of frac is a trailing zero */
+  for (unsigned f = t.frac; len > 3 && !(f & 1); f >>= 1)
+    len--;
+  return p + len;
+}
+
+static inline char *put_us(char *p, uint64_t ns) {
+  return put_us_time(p, us_of(ns));
+}
+
+/* The length from a to z (ns, a <= z): the difference of the two printed
+ * times, so that a reader's ts + dur is the end's time. */
+static inline char *put_dur(char *p, uint64_t a, uint64_t z) {
+  us_time x = us_of(a), y = us_of(z);
+  if (y.frac < x.frac) { /* y > x: y.whole > x.whole */
+    y.frac += 2048;
+    y.whole--;
+  }
+  return put_us_time(p, (us_time){y.whole - x.whole, y.frac - x.frac});
+}
+
+/* Length of a valid UTF-8 sequence at s (at most n bytes), or 0. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+  unsigned c = s[0];
+  size_t len;
+  unsigned min;
+  if (c >= 0xc2 && c <= 0xdf) {
+    len = 2, min = 0x80;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    len = 3, min = 0x800;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4, min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (n < len)
+    return 0;
+  unsigned cp = c & (0x3fu >> (len - 1));
+  for (size_t i = 1; i < len; i++) {
+    if ((s[i] & 0xc0) != 0x80)
+      return 0;
+    cp = (cp << 6) | (s[i] & 0x3fu);
+  }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+    return 0;
+  return len;
+}
+
+/* The longest escape of n input bytes: "\u00XX" per byte, 3 bytes of U+FFFD
+ * per invalid byte. */
+#define ESCAPED_MAX(n) ((n) * 6)
+
+/* JSON string body: quotes, backslashes and control bytes (and DEL) escaped,
+ * valid UTF-8 copied raw, each byte of an invalid sequence replaced by
+ * U+FFFD. Never emits a \u surrogate. Returns the end. */
+static char *json_escape(char *p, const char *str, size_t n) {
+  const unsigned char *s = (const unsigned char *)str;
+  size_t i = 0;
+  while (i < n) {
+    unsigned c = s[i];
+    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+      *p++ = (char)c;
+      i++;
+    } else if (c < 0x80) {
+      *p++ = '\\';
+      switch (c) {
+      case '"': *p++ = '"'; break;
+      case '\\': *p++ = '\\'; break;
+      case '\n': *p++ = 'n'; break;
+      case '\r': *p++ = 'r'; break;
+      case '\t': *p++ = 't'; break;
+      case '\b': *p++ = 'b'; break;
+      case '\f': *p++ = 'f'; break;
+      default:
+        p = LIT(p, "u00");
+        *p++ = hex_digits[c >> 4];
+        *p++ = hex_digits[c & 15];
+      }
+      i++;
+    } else {
+      size_t len = utf8_seq(s + i, n - i);
+      if (len) {
+        memcpy(p, s + i, len);
+        p += len;
+        i += len;
+      } else {
+        p = LIT(p, "\xef\xbf\xbd");
+        i++;
+      }
+    }
+  }
+  return p;
+}
+
+/* Per marker kind, the part of an event after its lane: the escaped name
+ * and the start of args, ready to copy. The block has COPY_CHUNK bytes of
+ * slack, so a short fragment is copied with one fixed-size memcpy. */
+#define COPY_CHUNK 64
+#define MARKER_TAIL "\",\"args\":{\"arg\":"
+
+typedef struct fragments {
+  char *text;
+  size_t *off; /* fragment i is text[off[i] .. off[i + 1]) */
+} fragments;
+
+static int name_fragments(fragments *f, const jq_save_name *names, int n, const char *tail) {
+  size_t bytes = COPY_CHUNK, tlen = strlen(tail);
+  for (int i = 0; i < n; i++)
+    bytes += ESCAPED_MAX(names[i].len) + tlen;
+  f->text = malloc(bytes);
+  f->off = malloc(sizeof(size_t) * ((size_t)n + 1));
+  if (!f->text || !f->off)
+    return ENOMEM;
+  char *p = f->text;
+  for (int i = 0; i < n; i++) {
+    f->off[i] = (size_t)(p - f->text);
+    p = json_escape(p, names[i].name, names[i].len);
+    p = put_lit(p, tail, tlen);
+  }
+  f->off[n] = (size_t)(p - f->text);
+  memset(p, 0, COPY_CHUNK);
+  return 0;
+}
+
+/* Copies n bytes from a source with COPY_CHUNK readable bytes into a
+ * destination with COPY_CHUNK bytes of room. */
+static inline char *copy_fragment(char *p, const char *s, size_t n) {
+  if (n <= COPY_CHUNK)
+    memcpy(p, s, COPY_CHUNK);
+  else
+    memcpy(p, s, n);
+  return p + n;
+}
+
+static void put_string(wbuf *b, const char *s, size_t n) {
+  if (ESCAPED_MAX(n) + 2 <= JQ_WRITE_BUFFER) {
+    char *p = wbuf_room(b, ESCAPED_MAX(n) + 2);
+    *p++ = '"';
+    p = json_escape(p, s, n);
+    *p++ = '"';
+    b->p = p;
+  } else { /* a huge name: escape it in pieces that do not split a character */
+    PUT_LIT(b, "\"");
+    while (n > 0) {
+      size_t k = n < 4096 ? n : 4096;
+      while (k < n && k > 4092 && (((unsigned char)s[k]) & 0xc0) == 0x80)
+        k--;
+      char *p = wbuf_room(b, ESCAPED_MAX(k));
+      b->p = json_escape(p, s, k);
+      s += k;
+      n -= k;
+    }
+    PUT_LIT(b, "\"");
+  }
+}
+
+static void put_number(wbuf *b, int64_t v) {
+  char *p = wbuf_room(b, 24);
+  b->p = jq_put_i64(p, v);
+}
+
+static void put_color(wbuf *b, uint32_t color) {
+  char *p = wbuf_room(b, 9);
+  *p++ = '"';
+  *p++ = '#';
+  for (int shift = 20; shift >= 0; shift -= 4)
+    *p++ = hex_digits[16 + ((color >> shift) & 15)]; /* upper case */
+  *p++ = '"';
+  b->p = p;
+}
+
+/* The lane metadata: name and order, as Perfetto reads them. */
+static void put_lane_meta(wbuf *b, const jq_save_lane *lane, int tid) {
+  PUT_LIT(b, ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":");
+  put_number(b, tid);
+  PUT_LIT(b, ",\"name\":\"thread_name\",\"args\":{\"name\":");
+  put_string(b, lane->name, strlen(lane->name));
+  PUT_LIT(b, "}},\n{\"ph\":\"M\",\"pid\":1,\"tid\":");
+  put_number(b, tid);
+  PUT_LIT(b, ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":");
+  put_number(b, tid - 1);
+  PUT_LIT(b, "}}");
+}
+
+/* What events of several lanes need: category names, and which flow
+ * starts were recorded (an arrow is written only when both ends were). */
+typedef struct context {
+  const jq_save_view *v;
+  const fragments *marks;
+  fragments cats;          /* escaped category names, in view order */
+  uint16_t *cat_index;     /* tag -> 1 + index in v->categories, 0: none */
+  uint64_t *submits;       /* job ids with a recorded submit, sorted */
+  size_t nsubmits;
+  uint64_t *wakes;         /* flow edges with a recorded start, sorted */
+  size_t nwakes;
+  struct dep_edge *deps;   /* `after` dependencies done (JQ_EV_DEP), by dependant */
+  size_t ndeps;
+  uint64_t *firsts;        /* job ids with a recorded first slice, sorted */
+  size_t nfirsts;
+  fragments counters;      /* escaped counter names, by id - 1 */
+  uint16_t counts_queue;   /* the queue of the first JQ_EV_COUNTS */
+  uint8_t counts_queues;   /* several queues recorded counts: a "jobs" track each */
+  jq_pieces pieces;        /* spans cut at slices (spans.c) */
+} context;
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* One `after` dependency done: the arrow from its end to the dependant's
+ * first slice. */
+typedef struct dep_edge {
+  uint64_t dependant, dep; /* job ids */
+  uint32_t edge;
+} dep_edge;
+
+static int cmp_dep(const void *a, const void *b) {
+  const dep_edge *x = a, *y = b;
+  if (x->dependant != y->dependant)
+    return x->dependant < y->dependant ? -1 : 1;
+  return x->edge < y->edge ? -1 : x->edge > y->edge;
+}
+
+static int has(const uint64_t *sorted, size_t n, uint64_t key) {
+  return n && bsearch(&key, sorted, n, sizeof key, cmp_u64) != NULL;
+}
+
+static int context_init(context *c, const jq_save_view *v, const fragments *marks) {
+  memset(c, 0, sizeof *c);
+  c->v = v;
+  c->marks = marks;
+  size_t bytes = COPY_CHUNK;
+  for (int i = 0; i < v->ncategories; i++)
+    bytes += ESCAPED_MAX(v->categories[i].len);
+  c->cats.text = malloc(bytes);
+  c->cats.off = malloc(sizeof(size_t) * ((size_t)v->ncategories + 1));
+  c->cat_index = calloc(65536, sizeof(uint16_t));
+  size_t ns = 0, nw = 0, nd = 0, nf = 0;
+  for (int l = 0; l < v->nlanes; l++)
+    for (uint64_t i = 0; i < v->lanes[l].count; i += jq_event_span(&v->lanes[l].events[i])) {
+      const jq_event *e = &v->lanes[l].events[i];
+      ns += e->kind == JQ_EV_SUBMIT;
+      nw += e->kind == JQ_EV_FLOW;
+      nd += e->kind == JQ_EV_DEP;
+      nf += e->kind == JQ_EV_SLICE && (e->flags & JQ_SLICE_FIRST);
+      if (e->kind == JQ_EV_COUNTS && !c->counts_queues) {
+        c->counts_queues = c->counts_queue && c->counts_queue != e->cat;
+        c->counts_queue = e->cat;
+      }
+    }
+  c->submits = malloc(sizeof(uint64_t) * (ns ? ns : 1));
+  c->wakes = malloc(sizeof(uint64_t) * (nw ? nw : 1));
+  c->deps = malloc(sizeof(dep_edge) * (nd ? nd : 1));
+  c->firsts = malloc(sizeof(uint64_t) * (nf ? nf : 1));
+  if (!c->cats.text || !c->cats.off || !c->cat_index || !c->submits || !c->wakes || !c->deps ||
+      !c->firsts)
+    return ENOMEM;
+  char *p = c->cats.text;
+  for (int i = 0; i < v->ncategories; i++) {
+    c->cats.off[i] = (size_t)(p - c->cats.text);
+    p = json_escape(p, v->categories[i].name, v->categories[i].len);
+    c->cat_index[v->categories[i].id & 0xffff] = (uint16_t)(i + 1);
+  }
+  c->cats.off[v->ncategories] = (size_t)(p - c->cats.text);
+  if (name_fragments(&c->counters, v->counters, v->ncounters, "") != 0 ||
+      jq_pieces_build(&c->pieces, v) != 0)
+    return ENOMEM;
+  for (int l = 0; l < v->nlanes && ns + nw > 0; l++) /* a marker-only trace skips this */
+    for (uint64_t i = 0; i < v->lanes[l].count; i += jq_event_span(&v->lanes[l].events[i])) {
+      const jq_event *e = &v->lanes[l].events[i];
+      if (e->kind == JQ_EV_SUBMIT)
+        c->submits[c->nsubmits++] = (uint64_t)e->arg;
+      else if (e->kind == JQ_EV_FLOW)
+        c->wakes[c->nwakes++] = e->id;
+      else if (e->kind == JQ_EV_DEP)
+        c->deps[c->ndeps++] = (dep_edge){(uint64_t)e->arg, e->t1, e->id};
+      else if (e->kind == JQ_EV_SLICE && (e->flags & JQ_SLICE_FIRST))
+        c->firsts[c->nfirsts++] = (uint64_t)e->arg;
+    }
+  qsort(c->submits, c->nsubmits, sizeof(uint64_t), cmp_u64);
+  qsort(c->wakes, c->nwakes, sizeof(uint64_t), cmp_u64);
+  qsort(c->deps, c->ndeps, sizeof(dep_edge), cmp_dep);
+  qsort(c->firsts, c->nfirsts, sizeof(uint64_t), cmp_u64);
+  return 0;
+}
+
+static void context_free(context *c) {
+  free(c->cats.text);
+  free(c->cats.off);
+  free(c->cat_index);
+  free(c->submits);
+  free(c->wakes);
+  free(c->deps);
+  free(c->firsts);
+  free(c->counters.text);
+  free(c->counters.off);
+  jq_pieces_free(&c->pieces);
+}
+
+/* The name of tag `cat`, escaped: its category's, "job" untagged, "tag N". */
+static char *put_cat(char *p, const context *c, uint16_t cat) {
+  int i = c->cat_index[cat];
+  if (i) {
+    size_t n = c->cats.off[i] - c->cats.off[i - 1];
+    memcpy(p, c->cats.text + c->cats.off[i - 1], n);
+    return p + n;
+  }
+  if (cat == 0)
+    return LIT(p, "job");
+  p = LIT(p, "tag ");
+  return jq_put_u64(p, cat);
+}
+
+static size_t cat_len(const context *c, uint16_t cat) {
+  int i = c->cat_index[cat];
+  return i ? c->cats.off[i] - c->cats.off[i - 1] : 16;
+}
+
+/* ts and dur of a slice from a to z (ns). */
+static inline char *put_span_ns(char *p, uint64_t a, uint64_t z) {
+  p = put_us(p, a);
+  p = LIT(p, ",\"dur\":");
+  return put_dur(p, a, z > a ? z : a);
+}
+
+#ifdef JQ_TESTING
+size_t jq_json_span_text(char *out, uint64_t a_ns, uint64_t z_ns) {
+  return (size_t)(put_span_ns(out, a_ns, z_ns) - out);
+}
+#endif
+
+/* ts and dur of a span, from ticks. */
+static char *put_span(char *p, const jq_clock_scale *s, const jq_event *e) {
+  return put_span_ns(p, jq_clock_to_ns(s, e->t0), jq_clock_to_ns(s, e->t1));
+}
+
+/* The error text recorded for `job` right after event i of a lane, or NULL. */
+static const jq_event *text_after(const jq_save_lane *lane, uint64_t i, int64_t job) {
+  uint64_t k = i + 1;
+  if (k >= lane->count)
+    return NULL;
+  const jq_event *t = &lane->events[k];
+  if (t->kind != JQ_EV_TEXT || t->arg != job || t->id > JQ_TEXT_MAX ||
+      jq_text_slots(t->id) > lane->count - k - 1)
+    return NULL;
+  return t;
+}
+
+/* The room an error text takes in args. */
+#define ERROR_MAX (ESCAPED_MAX(JQ_TEXT_MAX) + 16)
+
+/* ,"error":"..." for a text event (an ellipsis ends a cut message). */
+static char *put_error(char *p, const jq_event *t) {
+  if (!t)
+    return p;
+  p = LIT(p, ",\"error\":\"");
+  p = json_escape(p, (const char *)(t + 1), t->id);
+  if (t->flags & JQ_TEXT_CUT)
+    p = LIT(p, "\xe2\x80\xa6");
+  *p++ = '"';
+  return p;
+}
+
+static const char *const copy_names[4] = {"copy", "copy in", "copy out", "copy result"};
+
+/* One lane being written: its events' common part between ts and the name
+ * (",\"pid\":1,\"tid\":N,\"name\":\""), made once. */
+typedef struct lane_out {
+  wbuf *b;
+  const context *c;
+  const jq_save_lane *lane;
+  char head[COPY_CHUNK];
+  size_t headlen;
+  size_t piece; /* the next of c->pieces to write */
+  int index;    /* the lane's, in the view */
+  char heap[40 + ESCAPED_MAX(40)]; /* "heap <lane name>[ (tid N)]", escaped: its counter's name */
+  size_t heaplen;
+} lane_out;
+
+static inline char *put_head(char *p, const lane_out *o) {
+  memcpy(p, o->head, COPY_CHUNK); /* headlen <= COPY_CHUNK: one fixed-size copy */
+  return p + o->headlen;
+}
+
+static inline uint64_t ns_at(const lane_out *o, uint64_t ticks) {
+  return jq_clock_to_ns(&o->c->v->scale, ticks);
+}
+
+/* The start of a complete slice, up to its name: ph, ts, dur, pid, tid. */
+static char *put_span_head(char *p, const lane_out *o, const jq_event *e) {
+  p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
+  p = put_span(p, &o->c->v->scale, e);
+  return put_head(p, o);
+}
+
+/* The start of an instant up to its name; scope `s` is "g" or "t". */
+static char *put_instant_head(char *p, const lane_out *o, char scope, uint64_t ns) {
+  p = LIT(p, ",\n{\"ph\":\"i\",\"s\":\"");
+  *p++ = scope;
+  p = LIT(p, "\",\"ts\":");
+  p = put_us(p, ns);
+  return put_head(p, o);
+}
+
+/* ,"bind_id":N,"flow_in":true (or flow_out). */
+static char *put_bind(char *p, uint64_t bind, int out) {
+  p = LIT(p, ",\"bind_id\":");
+  p = jq_put_u64(p, bind);
+  return out ? LIT(p, ",\"flow_out\":true") : LIT(p, ",\"flow_in\":true");
+}
+
+/* ,"failed":true with the error text recorded after event i, if any. */
+static char *put_failed(char *p, const lane_out *o, uint64_t i, int64_t job) {
+  p = LIT(p, ",\"failed\":true");
+  return put_error(p, text_after(o->lane, i, job));
+}
+
+static void put_marker(const lane_out *o, const jq_event *e) {
+  const fragments *marks = o->c->marks;
+  if (e->id == 0 || e->id > (uint32_t)o->c->v->nmarkers)
+    return;
+  size_t flen = marks->off[e->id] - marks->off[e->id - 1];
+  char *p = wbuf_room(o->b, EVENT_MAX + flen);
+  p = put_instant_head(p, o, 'g', ns_at(o, e->t0));
+  p = copy_fragment(p, marks->text + marks->off[e->id - 1], flen);
+  p = jq_put_i64(p, e->arg);
+  o->b->p = LIT(p, "}}");
+}
+
+static void put_submit(const lane_out *o, const jq_event *e) {
+  char *p = wbuf_room(o->b, EVENT_MAX + cat_len(o->c, e->cat));
+  p = put_span_head(p, o, e);
+  p = LIT(p, "submit ");
+  p = put_cat(p, o->c, e->cat);
+  p = LIT(p, "\",\"cat\":\"submit\",\"args\":{\"job\":");
+  p = jq_put_i64(p, e->arg);
+  p = LIT(p, "}");
+  p = put_bind(p, (uint64_t)e->arg * 2, 1);
+  o->b->p = LIT(p, "}");
+}
+
+/* The first of the dependencies done for job `job` in c->deps, or c->ndeps. */
+static size_t first_dep(const context *c, uint64_t job) {
+  size_t lo = 0, hi = c->ndeps;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (c->deps[mid].dependant < job)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* The head of a zero-length slice at time t, up to its name (Perfetto
+ * binds flows to slices, so arrows start and end on such points). */
+static char *put_point_at(char *p, const lane_out *o, us_time t) {
+  p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
+  p = put_us_time(p, t);
+  p = LIT(p, ",\"dur\":0");
+  return put_head(p, o);
+}
+
+static char *put_point_head(char *p, const lane_out *o, uint64_t t0) {
+  return put_point_at(p, o, us_of(ns_at(o, t0)));
+}
+
+/* The ends of the arrows from a job's `after` dependencies: one zero-length
+ * slice per dependency in the job's first slice `e`, since a slice carries
+ * one bind_id and the first one has the submit's. The k-th lies k/2048 us
+ * after the slice's start (at most at its end): speedscope ends a
+ * zero-length slice before it begins another slice at the same time, so
+ * such a slice at its parent's start, or beside another, is never opened. */
+static void put_after_ends(const lane_out *o, const jq_event *e) {
+  const context *c = o->c;
+  uint64_t a = ns_at(o, e->t0), z = ns_at(o, e->t1);
+  us_time start = us_of(a), end = us_of(z > a ? z : a);
+  uint64_t len = (end.whole - start.whole) * 2048 + end.frac - start.frac, step = 0;
+  for (size_t k = first_dep(c, (uint64_t)e->arg); k < c->ndeps && c->deps[k].dependant == (uint64_t)e->arg;
+       k++) {
+    step += step < len;
+    uint64_t units = start.frac + step;
+    char *p = wbuf_room(o->b, EVENT_MAX);
+    p = put_point_at(p, o, (us_time){start.whole + units / 2048, (unsigned)(units % 2048)});
+    p = LIT(p, "after\",\"cat\":\"flow\",\"args\":{\"job\":");
+    p = jq_put_i64(p, e->arg);
+    p = LIT(p, ",\"after\":");
+    p = jq_put_u64(p, c->deps[k].dep);
+    p = LIT(p, "}");
+    p = put_bind(p, (uint64_t)c->deps[k].edge * 2 + 1, 0);
+    o->b->p = LIT(p, "}");
+  }
+}
+
+/* An `after` dependency done, where it finished: a zero-length slice that
+ * starts the arrow to the dependant's first slice (when that was recorded),
+ * and marks when the dependant became ready. */
+static void put_dep(const lane_out *o, const jq_event *e) {
+  const context *c = o->c;
+  char *p = wbuf_room(o->b, EVENT_MAX);
+  p = put_point_head(p, o, e->t0);
+  p = LIT(p, "dependency done\",\"cat\":\"flow\",\"args\":{\"job\":");
+  p = jq_put_u64(p, e->t1);
+  p = LIT(p, ",\"dependant\":");
+  p = jq_put_i64(p, e->arg);
+  if (e->flags & JQ_DEP_READY)
+    p = LIT(p, ",\"ready\":true");
+  p = LIT(p, "}");
+  if (has(c->firsts, c->nfirsts, (uint64_t)e->arg))
+    p = put_bind(p, (uint64_t)e->id * 2 + 1, 1);
+  o->b->p = LIT(p, "}");
+}
+
+/* A slice of a job; its arrow in from the submit (first slice) or from the
+ * finished job it awaited (resumed), when that end was recorded too. */
+static void put_slice(const lane_out *o, const jq_event *e, uint64_t i) {
+  const context *c = o->c;
+  char *p = wbuf_room(o->b, EVENT_MAX + cat_len(c, e->cat) + ERROR_MAX);
+  p = put_span_head(p, o, e);
+  p = put_cat(p, c, e->cat);
+  p = LIT(p, "\",\"cat\":\"job\",\"args\":{\"job\":");
+  p = jq_put_i64(p, e->arg);
+  if (e->flags & JQ_SLICE_FAILED)
+    p = put_failed(p, o, i, e->arg);
+  p = LIT(p, "}");
+  if ((e->flags & JQ_SLICE_FIRST) && has(c->submits, c->nsubmits, (uint64_t)e->arg))
+    p = put_bind(p, (uint64_t)e->arg * 2, 0);
+  else if ((e->flags & JQ_SLICE_RESUMED) && has(c->wakes, c->nwakes, e->id))
+    p = put_bind(p, (uint64_t)e->id * 2 + 1, 0);
+  o->b->p = LIT(p, "}");
+  if (e->flags & JQ_SLICE_FIRST)
+    put_after_ends(o, e);
+}
+
+static void put_copy(const lane_out *o, const jq_event *e, uint64_t i) {
+  char *p = wbuf_room(o->b, EVENT_MAX + cat_len(o->c, e->cat) + ERROR_MAX);
+  p = put_span_head(p, o, e);
+  const char *name = copy_names[e->flags & JQ_COPY_KIND];
+  p = put_lit(p, name, strlen(name));
+  p = LIT(p, "\",\"cat\":\"copy\",\"args\":{\"job\":");
+  p = jq_put_i64(p, e->arg);
+  p = LIT(p, ",\"bytes\":");
+  p = jq_put_u64(p, e->id);
+  p = LIT(p, ",\"category\":\"");
+  p = put_cat(p, o->c, e->cat);
+  p = LIT(p, "\"");
+  if (e->flags & JQ_COPY_FAILED)
+    p = put_failed(p, o, i, e->arg);
+  o->b->p = LIT(p, "}}");
+}
+
+static void put_cancel(const lane_out *o, const jq_event *e) {
+  char *p = wbuf_room(o->b, EVENT_MAX + cat_len(o->c, e->cat));
+  p = put_instant_head(p, o, 't', ns_at(o, e->t0));
+  p = LIT(p, "cancelled\",\"cat\":\"jobque\",\"args\":{\"job\":");
+  p = jq_put_i64(p, e->arg);
+  p = LIT(p, ",\"category\":\"");
+  p = put_cat(p, o->c, e->cat);
+  o->b->p = LIT(p, "\"}}");
+}
+
+/* The arrow's start: a zero-length slice (Perfetto binds flows to slices). */
+static void put_flow(const lane_out *o, const jq_event *e) {
+  char *p = wbuf_room(o->b, EVENT_MAX);
+  p = put_point_head(p, o, e->t0);
+  p = LIT(p, "wake job\",\"cat\":\"flow\",\"args\":{\"job\":");
+  p = jq_put_i64(p, e->arg);
+  p = LIT(p, "}");
+  p = put_bind(p, (uint64_t)e->id * 2 + 1, 1);
+  o->b->p = LIT(p, "}");
+}
+
+/* Lower-case hexadecimal digits of v, no leading zeros. */
+static char *put_hex(char *p, uint64_t v) {
+  char tmp[16];
+  int n = 0;
+  do {
+    tmp[n++] = hex_digits[v & 15];
+    v >>= 4;
+  } while (v);
+  while (n)
+    *p++ = tmp[--n];
+  return p;
+}
+
+/* An await: an async begin and end pair keyed by the waiting job. */
+static void put_await(const lane_out *o, const jq_event *e) {
+  char *p = wbuf_room(o->b, 2 * EVENT_MAX);
+  for (int end = 0; end < 2; end++) {
+    p = LIT(p, ",\n{\"ph\":\"");
+    *p++ = end ? 'e' : 'b';
+    p = LIT(p, "\",\"ts\":");
+    p = put_us(p, ns_at(o, end ? e->t1 : e->t0));
+    p = put_head(p, o);
+    p = LIT(p, "await\",\"cat\":\"await\",\"id2\":{\"local\":\"0x");
+    p = put_hex(p, (uint64_t)e->arg);
+    p = LIT(p, "\"},\"args\":{\"job\":");
+    p = jq_put_i64(p, e->arg);
+    p = LIT(p, ",\"awaits\":");
+    p = jq_put_u64(p, e->id);
+    p = LIT(p, "}}");
+  }
+  o->b->p = p;
+}
+
+static void put_wait(const lane_out *o, const jq_event *e) {
+  char *p = wbuf_room(o->b, EVENT_MAX);
+  p = put_span_head(p, o, e);
+  if (e->arg) {
+    p = LIT(p, "wait\",\"cat\":\"wait\",\"args\":{\"job\":");
+    p = jq_put_i64(p, e->arg);
+    p = LIT(p, "}}");
+  } else {
+    p = LIT(p, "wait all\",\"cat\":\"wait\"}");
+  }
+  o->b->p = p;
+}
+
+/* A park: an instant where the worker woke, with how long it slept. */
+static void put_park(const lane_out *o, const jq_event *e) {
+  char *p = wbuf_room(o->b, EVENT_MAX);
+  uint64_t a = ns_at(o, e->t0), z = ns_at(o, e->t1);
+  p = put_instant_head(p, o, 't', z);
+  p = LIT(p, "wake\",\"cat\":\"worker\",\"args\":{\"parked_us\":");
+  p = put_dur(p, a, z > a ? z : a);
+  o->b->p = LIT(p, "}}");
+}
+
+/* Where the lane stopped recording, when its ring filled. */
+static void put_lane_full(const lane_out *o) {
+  char *p = wbuf_room(o->b, EVENT_MAX);
+  p = put_instant_head(p, o, 't', ns_at(o, o->lane->full_at));
+  p = LIT(p, "lane full: events dropped\",\"cat\":\"jobque\",\"args\":{\"dropped\":");
+  p = jq_put_u64(p, o->lane->dropped);
+  o->b->p = LIT(p, "}}");
+}
+
+/* The pieces of spans written after event i of the lane (spans.c). */
+static void put_pieces(lane_out *o, uint64_t i) {
+  const jq_pieces *ps = &o->c->pieces;
+  for (; o->piece < ps->n && ps->p[o->piece].lane == o->index && ps->p[o->piece].anchor == i;
+       o->piece++) {
+    const jq_piece *pc = &ps->p[o->piece];
+    size_t clen = cat_len(o->c, pc->cat);
+    char *p = wbuf_room(o->b, EVENT_MAX + 2 * clen);
+    p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
+    p = put_span_ns(p, ns_at(o, pc->t0), ns_at(o, pc->t1));
+    p = put_head(p, o);
+    p = put_cat(p, o->c, pc->cat);
+    p = LIT(p, "\",\"cat\":\"");
+    p = put_cat(p, o->c, pc->cat);
+    p = LIT(p, "\",\"args\":{\"span\":");
+    p = jq_put_u64(p, pc->span);
+    if (pc->job) {
+      p = LIT(p, ",\"job\":");
+      p = jq_put_u64(p, pc->job);
+    }
+    p = LIT(p, ",\"piece\":");
+    p = jq_put_u64(p, pc->piece);
+    if (pc->unclosed)
+      p = LIT(p, ",\"unclosed\":true");
+    o->b->p = LIT(p, "}}");
+  }
+}
+
+/* A double as JSON: the shortest of %.15g and %.17g that reads back the
+ * same (profile_counter refuses non-finite values). */
+static char *put_double(char *p, double x) {
+  char tmp[40];
+  int n = snprintf(tmp, sizeof tmp, "%.15g", x);
+  if (strtod(tmp, NULL) != x)
+    n = snprintf(tmp, sizeof tmp, "%.17g", x);
+  memcpy(p, tmp, (size_t)n);
+  return p + n;
+}
+
+/* The start of a counter event up to its name. */
+static char *put_counter_head(char *p, const lane_out *o, uint64_t ticks) {
+  p = LIT(p, ",\n{\"ph\":\"C\",\"ts\":");
+  p = put_us(p, ns_at(o, ticks));
+  return put_head(p, o);
+}
+
+/* profile_counter: track "<name> value". */
+static void put_counter(const lane_out *o, const jq_event *e) {
+  const fragments *f = &o->c->counters;
+  if (e->id == 0 || e->id > (uint32_t)o->c->v->ncounters)
+    return;
+  size_t flen = f->off[e->id] - f->off[e->id - 1];
+  char *p = wbuf_room(o->b, EVENT_MAX + flen);
+  p = put_counter_head(p, o, e->t0);
+  p = copy_fragment(p, f->text + f->off[e->id - 1], flen);
+  p = LIT(p, "\",\"args\":{\"value\":");
+  if (e->flags & JQ_COUNTER_DOUBLE) {
+    double x;
+    memcpy(&x, &e->arg, sizeof x);
+    p = put_double(p, x);
+  } else {
+    p = jq_put_i64(p, e->arg);
+  }
+  o->b->p = LIT(p, "}}");
+}
+
+/* The queue's counts at a slice's start or end: "jobs" (ready, running, suspended;
+ * "jobs (queue N)" when several queues recorded them) and "heap <lane>"
+ * (KB). */
+static void put_counts(const lane_out *o, const jq_event *e) {
+  char *p = wbuf_room(o->b, 2 * EVENT_MAX + o->heaplen);
+  static const char *const keys[3] = {"\"ready\":", ",\"running\":", ",\"suspended\":"};
+  p = put_counter_head(p, o, e->t0);
+  p = LIT(p, "jobs");
+  if (o->c->counts_queues) {
+    p = LIT(p, " (queue ");
+    p = jq_put_u64(p, e->cat);
+    p = LIT(p, ")");
+  }
+  p = LIT(p, "\",\"args\":{");
+  for (int k = 0; k < 3; k++) {
+    p = put_lit(p, keys[k], strlen(keys[k]));
+    p = jq_put_u64(p, (uint64_t)jq_counts_field(e->arg, k));
+  }
+  p = LIT(p, "}}");
+  if (e->flags & JQ_COUNTS_START) { /* the heap is sampled at slice ends */
+    o->b->p = p;
+    return;
+  }
+  p = put_counter_head(p, o, e->t0);
+  p = put_lit(p, o->heap, o->heaplen);
+  p = LIT(p, "\",\"args\":{\"KB\":");
+  p = jq_put_u64(p, e->id);
+  o->b->p = LIT(p, "}}");
+}
+
+/* Whether another lane of the view has lane `index`'s name (two unnamed
+ * queues both have a "worker 0"). */
+static int lane_name_shared(const jq_save_view *v, int index) {
+  const char *name = v->lanes[index].name;
+  for (int i = 0; i < v->nlanes; i++)
+    if (i != index && strncmp(v->lanes[i].name, name, sizeof v->lanes[i].name) == 0)
+      return 1;
+  return 0;
+}
+
+static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane, int tid) {
+  lane_out o = {b, c, lane, {0}, 0, 0, tid - 1, {0}, 0};
+  char *hp = LIT(o.heap, "heap ");
+  hp = json_escape(hp, lane->name, strnlen(lane->name, sizeof lane->name));
+  if (lane_name_shared(c->v, o.index)) { /* a track per lane: "heap worker 0 (tid 3)" */
+    hp = LIT(hp, " (tid ");
+    hp = jq_put_u64(hp, (uint64_t)tid);
+    hp = LIT(hp, ")");
+  }
+  o.heaplen = (size_t)(hp - o.heap);
+  char *h = LIT(o.head, ",\"pid\":1,\"tid\":");
+  h = jq_put_u64(h, (uint64_t)tid);
+  h = LIT(h, ",\"name\":\"");
+  o.headlen = (size_t)(h - o.head);
+  while (o.piece < c->pieces.n && c->pieces.p[o.piece].lane < o.index)
+    o.piece++;
+  for (uint64_t i = 0; i < lane->count; i += jq_event_span(&lane->events[i])) {
+    const jq_event *e = &lane->events[i];
+    switch (e->kind) {
+    case JQ_EV_MARKER: put_marker(&o, e); break;
+    case JQ_EV_SUBMIT: put_submit(&o, e); break;
+    case JQ_EV_SLICE: put_slice(&o, e, i); break;
+    case JQ_EV_COPY: put_copy(&o, e, i); break;
+    case JQ_EV_CANCEL: put_cancel(&o, e); break;
+    case JQ_EV_FLOW: put_flow(&o, e); break;
+    case JQ_EV_AWAIT: put_await(&o, e); break;
+    case JQ_EV_WAIT: put_wait(&o, e); break;
+    case JQ_EV_PARK: put_park(&o, e); break;
+    case JQ_EV_DEP: put_dep(&o, e); break;
+    case JQ_EV_COUNTER: put_counter(&o, e); break;
+    case JQ_EV_COUNTS: put_counts(&o, e); break;
+    default: break; /* JQ_EV_TEXT: written with the event before it; span ends: as pieces */
+    }
+    if (o.piece < c->pieces.n && c->pieces.p[o.piece].lane == o.index &&
+        c->pieces.p[o.piece].anchor == i)
+      put_pieces(&o, i);
+  }
+  if (lane->dropped > 0)
+    put_lane_full(&o);
+}
+
+static void put_profile(wbuf *b, const context *ctx) {
+  const jq_save_view *v = ctx->v;
+  PUT_LIT(b, "\n],\n\"jobqueProfile\":{\"version\":1,\"clock\":");
+  put_string(b, v->clock, strlen(v->clock));
+  PUT_LIT(b, ",\"pid\":");
+  put_number(b, v->pid);
+  PUT_LIT(b, ",\"eventsPerLane\":");
+  put_number(b, (int64_t)v->events_per_lane);
+  /* The session's bounds, on the events' timeline: zero is its start. */
+  uint64_t stop = jq_clock_to_ns(&v->scale, v->stop_ticks);
+  char *p = wbuf_room(b, 48 + 2 * US_MAX);
+  p = LIT(p, ",\"durationUs\":");
+  p = put_us(p, stop);
+  p = LIT(p, ",\"startUs\":0.000,\"stopUs\":");
+  b->p = put_us(p, stop);
+  PUT_LIT(b, ",\"lostEvents\":");
+  put_number(b, (int64_t)v->lost);
+  /* As in the seed's format (version 1), "lanes" is the lane count; the
+   * details of each lane are in "laneInfo". */
+  PUT_LIT(b, ",\"lanes\":");
+  put_number(b, v->nlanes);
+  PUT_LIT(b, ",\n\"laneInfo\":[");
+  for (int i = 0; i < v->nlanes; i++) {
+    const jq_save_lane *l = &v->lanes[i];
+    PUT_ITEM(b, i == 0, ",\n{\"tid\":");
+    put_number(b, i + 1);
+    PUT_LIT(b, ",\"name\":");
+    put_string(b, l->name, strlen(l->name));
+    /* Its role (trace.c): names alone are ambiguous, a queue may be named
+     * "thread" or "caller". */
+    PUT_LIT(b, ",\"role\":");
+    put_string(b, l->role, strlen(l->role));
+    PUT_LIT(b, ",\"recorded\":");
+    put_number(b, (int64_t)l->count);
+    PUT_LIT(b, ",\"dropped\":");
+    put_number(b, (int64_t)l->dropped);
+    PUT_LIT(b, ",\"unclosedSpans\":");
+    put_number(b, (int64_t)ctx->pieces.unclosed[i]);
+    if (l->dropped) {
+      p = wbuf_room(b, 16 + US_MAX);
+      p = LIT(p, ",\"fullAtUs\":");
+      b->p = put_us(p, jq_clock_to_ns(&v->scale, l->full_at));
+    }
+    if (l->no_ring)
+      PUT_LIT(b, ",\"error\":\"out of memory for this lane's ring\"");
+    PUT_LIT(b, "}");
+  }
+  PUT_LIT(b, "],\n\"categories\":[");
+  for (int i = 0; i < v->ncategories; i++) {
+    const jq_save_name *c = &v->categories[i];
+    PUT_ITEM(b, i == 0, ",\n{\"id\":");
+    put_number(b, c->id);
+    PUT_LIT(b, ",\"name\":");
+    put_string(b, c->name, c->len);
+    PUT_LIT(b, ",\"color\":");
+    put_color(b, c->color);
+    PUT_LIT(b, "}");
+  }
+  PUT_LIT(b, "],\n\"markers\":[");
+  for (int i = 0; i < v->nmarkers; i++) {
+    const jq_save_name *m = &v->markers[i];
+    PUT_ITEM(b, i == 0, ",\n{\"id\":");
+    put_number(b, m->id);
+    PUT_LIT(b, ",\"name\":");
+    put_string(b, m->name, m->len);
+    PUT_LIT(b, "}");
+  }
+  PUT_LIT(b, "]}}\n");
+}
+
+static void write_trace(wbuf *b, const context *c) {
+  const jq_save_view *v = c->v;
+  PUT_LIT(b, "{\"traceEvents\":[\n"
+             "{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":\"jobque_profile\"}}");
+  for (int i = 0; i < v->nlanes; i++)
+    put_lane_meta(b, &v->lanes[i], i + 1);
+  for (int i = 0; i < v->nlanes && !b->err; i++)
+    put_lane_events(b, c, &v->lanes[i], i + 1);
+  put_profile(b, c);
+  wbuf_flush(b);
+}
+
+int jq_json_save(const jq_save_view *v, const char *path, char *err, size_t errlen) {
+  fragments marks = {NULL, NULL};
+  context ctx;
+  memset(&ctx, 0, sizeof ctx);
+  wbuf b = {NULL, NULL, NULL, -1, 0};
+  jq_replace file;
+  int rc = ENOMEM;
+  if (name_fragments(&marks, v->markers, v->nmarkers, MARKER_TAIL) != 0 ||
+      context_init(&ctx, v, &marks) != 0 || !(b.base = malloc(JQ_WRITE_BUFFER))) {
+    snprintf(err, errlen, "cannot save trace to '%s': out of memory", path);
+    goto done;
+  }
+  b.p = b.base;
+  b.end = b.base + JQ_WRITE_BUFFER;
+  rc = jq_replace_open(&file, path);
+  if (rc == 0) {
+    b.fd = file.fd;
+    write_trace(&b, &ctx);
+    rc = b.err;
+    if (rc == 0)
+      rc = jq_replace_commit(&file);
+    else
+      jq_replace_abort(&file);
+  }
+  if (rc != 0) {
+    char why[PATH_MAX + 32];
+    snprintf(err, errlen, "cannot write trace to '%s': %s", path,
+             jq_replace_reason_at(&file, rc, path, why, sizeof why));
+  }
+done:
+  context_free(&ctx);
+  free(marks.text);
+  free(marks.off);
+  free(b.base);
+  return rc;
+}

@@ -1,0 +1,41 @@
+/*
+ * spans.h - the pieces of spans, as the saved file has them.
+ *
+ * Owns: pairing the JQ_EV_SPAN_BEGIN/END events of a session (per job, in
+ * time order across lanes; outside jobs, per lane in ring order), cutting
+ * each logical span at the slices of its job (a piece per slice it spans),
+ * and closing what was left open (at its job's last slice, or at the stop).
+ * Must not: call Lua or format output (json_writer.c writes the pieces).
+ * Thread safety: reentrant; reads only the snapshot it is given.
+ */
+#ifndef JQ_SPANS_H
+#define JQ_SPANS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "record/json_writer.h"
+
+typedef struct jq_piece {
+  uint64_t t0, t1;  /* ticks */
+  uint64_t span;    /* the logical span's id, from 1, unique in the session */
+  uint64_t job;     /* 0: outside jobs */
+  uint64_t anchor;  /* written right after this event of its lane */
+  uint32_t piece;   /* 1-based */
+  uint32_t depth;   /* open spans around it in its job (or lane), for order */
+  int lane;         /* index in the view's lanes */
+  uint16_t cat;
+  uint8_t unclosed; /* the last piece of a span closed by its job's end or the stop */
+} jq_piece;
+
+typedef struct jq_pieces {
+  jq_piece *p; /* by lane, anchor, start, depth */
+  size_t n;
+  uint64_t *unclosed; /* per lane: spans closed by a job's end or the stop */
+} jq_pieces;
+
+/* Returns 0 or ENOMEM; jq_pieces_free in either case. */
+int jq_pieces_build(jq_pieces *out, const jq_save_view *v);
+void jq_pieces_free(jq_pieces *out);
+
+#endif
