@@ -301,6 +301,7 @@ int jq_column_field(lua_State *L, int owner, const char *field) {
 int jq_col_open(lua_State *L, int idx, jq_col *col) {
   idx = lua_absindex(L, idx);
   col->c = jq_column_test(L, idx);
+  col->meta = 0;
   if (col->c) {
     lua_pushvalue(L, idx);
     col->n = (lua_Integer)col->c->n;
@@ -309,18 +310,35 @@ int jq_col_open(lua_State *L, int idx, jq_col *col) {
   } else if (!lua_getmetatable(L, idx)) {
     lua_pushvalue(L, idx);
     col->n = (lua_Integer)lua_rawlen(L, idx);
-  } else { /* read as Lua reads it, once, into a plain copy */
+  } else { /* the memo: the list at [0], what t[i] gave at [i] */
     lua_pop(L, 1);
-    lua_Integer n = luaL_len(L, idx);
-    lua_createtable(L, n > 0 && n < (1 << 24) ? (int)n : 0, 0);
-    for (lua_Integer i = 1; i <= n; i++) {
-      lua_geti(L, idx, i);
-      lua_rawseti(L, -2, i);
-    }
-    col->n = n < 0 ? 0 : n;
+    col->n = luaL_len(L, idx);
+    col->meta = 1;
+    lua_createtable(L, 0, 1);
+    lua_pushvalue(L, idx);
+    lua_rawseti(L, -2, 0);
   }
   col->idx = lua_gettop(L);
   return 1;
+}
+
+int jq_col_push_meta(lua_State *L, const jq_col *col, lua_Integer i) {
+  if (i < 1) {
+    lua_pushnil(L);
+    return LUA_TNIL;
+  }
+  int type = lua_rawgeti(L, col->idx, i);
+  if (type != LUA_TNIL)
+    return type;
+  lua_pop(L, 1);
+  lua_rawgeti(L, col->idx, 0);
+  type = lua_geti(L, -1, i);
+  lua_remove(L, -2);
+  if (type != LUA_TNIL) {
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, col->idx, i);
+  }
+  return type;
 }
 
 int jq_col_field(lua_State *L, int owner, const char *field, jq_col *col) {

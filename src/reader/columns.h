@@ -113,26 +113,33 @@ void jq_column_list(lua_State *L, int idx);
 /* An open column. Items are 1-based; a native column's items past its
  * cells, and a list's past its end, are nil. */
 typedef struct jq_col {
-  const jq_column *c; /* the native column, or NULL: a Lua list, read raw */
-  int idx;            /* the stack index of the column's userdata or the list */
-  lua_Integer n;      /* its length: the cells, or #list */
+  const jq_column *c; /* the native column, or NULL: a Lua list */
+  int idx;            /* the stack index of the column's userdata, the list or its memo */
+  int meta;           /* a list with a metatable: idx holds its memo */
+  lua_Integer n;      /* its length: the cells, or #list (its __len too) */
 } jq_col;
 
 /* Opens the value at idx as a column and pushes exactly one value for it
  * (keep it on the stack while the column is read): the native column's
- * userdata, a list without a metatable itself, or, for a table with a
- * metatable, a plain copy of t[1 .. #t] read as Lua reads them (its
- * __index and __len run once here; what they raise is raised). Returns 1;
- * 0 (nothing pushed) when the value is neither a column nor a table. */
+ * userdata, a list without a metatable itself (read raw), or, for a table
+ * with a metatable, a memo of what Lua reads from it: item i is t[i] (its
+ * __index, once per i: what it raises is raised), kept in the memo so a
+ * string's bytes stay put. Returns 1; 0 (nothing pushed) when the value
+ * is neither a column nor a table. */
 int jq_col_open(lua_State *L, int idx, jq_col *col);
 
 /* jq_col_open of owner[field] (a native column not yet made a list, else
  * the field as Lua reads it): 1 and one value pushed, or 0 and nothing. */
 int jq_col_field(lua_State *L, int owner, const char *field, jq_col *col);
 
+/* Pushes item i (i >= 1) of a list with a metatable: columns.c. */
+int jq_col_push_meta(lua_State *L, const jq_col *col, lua_Integer i);
+
 /* Pushes item i; returns its type. */
 static inline int jq_col_push(lua_State *L, const jq_col *col, lua_Integer i) {
   const jq_column *c = col->c;
+  if (col->meta)
+    return jq_col_push_meta(L, col, i);
   if (!c)
     return lua_rawgeti(L, col->idx, i);
   if (i < 1 || (lua_Unsigned)i > c->n) {
@@ -164,7 +171,7 @@ static inline jq_num jq_col_num(lua_State *L, const jq_col *col, lua_Integer i) 
   const jq_column *c = col->c;
   if (c)
     return i < 1 || (lua_Unsigned)i > c->n ? jq_num_nil() : jq_cell_number(c, (size_t)i - 1);
-  lua_rawgeti(L, col->idx, i);
+  jq_col_push(L, col, i);
   jq_num x = jq_num_at(L, -1);
   lua_pop(L, 1);
   return x;
@@ -181,7 +188,7 @@ static inline const char *jq_col_str(lua_State *L, const jq_col *col, lua_Intege
       return NULL;
     return jq_column_str(c, c->v[i - 1], len);
   }
-  const char *p = lua_rawgeti(L, col->idx, i) == LUA_TSTRING ? lua_tolstring(L, -1, len) : NULL;
+  const char *p = jq_col_push(L, col, i) == LUA_TSTRING ? lua_tolstring(L, -1, len) : NULL;
   lua_pop(L, 1);
   return p;
 }
