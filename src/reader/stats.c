@@ -890,6 +890,16 @@ static jq_num need_number(lua_State *L, int t, const char *field) {
   return x;
 }
 
+/* A count n as `for i = 1, n` takes it: an integer, a float floored (NaN
+ * and below 1: none; a huge one capped far beyond any column). */
+static lua_Integer loop_count(jq_num n) {
+  if (n.t == JQ_NUM_INT)
+    return n.v.i;
+  if (!(n.v.f >= 1))
+    return 0;
+  return n.v.f >= 0x1p62 ? ((lua_Integer)1 << 62) : (lua_Integer)floor(n.v.f);
+}
+
 /* Item i of a lane's column as a number; raises when it is none. */
 static jq_num need_item(lua_State *L, const jq_col *col, lua_Integer i, const char *field) {
   jq_num x = jq_col_num(L, col, i);
@@ -903,7 +913,7 @@ static jq_num need_item(lua_State *L, const jq_col *col, lua_Integer i, const ch
  * n: lane.n, a float floored (as a Lua for loop takes it). */
 static void open_lane(lua_State *L, const sweep *w, int lane, lane_cols *lc) {
   jq_num n = need_number(L, lane, "n");
-  lc->n = n.t == JQ_NUM_INT ? n.v.i : !(n.v.f >= 0) ? 0 : n.v.f >= 0x1p62 ? ((lua_Integer)1 << 62) : (lua_Integer)n.v.f;
+  lc->n = loop_count(n);
   jq_num from = jq_num_sub(w->a, need_number(L, lane, "maxdur"));
   need_column(L, lane, "ts", &lc->ts);
   need_column(L, lane, "dur", &lc->dur);
@@ -1234,8 +1244,7 @@ static int counter_track(lua_State *L, jq_scratch *s, int track, jq_num a, jq_nu
   jq_num nn = pop_num(L);
   if (nn.t == JQ_NUM_NIL)
     luaL_error(L, "stats: a counter's n is not a number");
-  lua_Integer n = nn.t == JQ_NUM_INT ? nn.v.i : !(nn.v.f >= 1) ? 0 : nn.v.f >= 0x1p62 ? ((lua_Integer)1 << 62)
-                                                                                      : (lua_Integer)nn.v.f;
+  lua_Integer n = loop_count(nn);
   if (n <= 0)
     return 0;
   jq_col ts, value;
@@ -1359,8 +1368,9 @@ static lua_Integer copy_rows(lua_State *L, jq_scratch *s, const jq_col *const *c
   return nrows;
 }
 
-/* stats_copies(model, from, to) -> stats.compute's copies, not yet sorted: { name, count, time, bytes } per category of the copies
- * overlapping [from, to), in order of first appearance. */
+/* stats_copies(model, from, to) -> stats.compute's copies, not yet sorted:
+ * { name, count, time, bytes } per category of the copies overlapping
+ * [from, to), in order of first appearance. */
 static int l_stats_copies(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
   jq_num a = number_arg(L, 2), b = number_arg(L, 3);
