@@ -85,29 +85,17 @@ static inline jq_num jq_num_sub(jq_num x, jq_num y) {
 /* Whether an integer is a float exactly (|i| <= 2^53). */
 #define JQ_FITS_FLOAT(i) ((lua_Unsigned)(i) + ((lua_Unsigned)1 << 53) <= ((lua_Unsigned)1 << 54))
 
-/* i < f and i <= f, exactly (false when f is NaN). */
-static inline int jq_lt_int_flt(lua_Integer i, lua_Number f) {
+/* i < f, or i <= f when `le`, exactly (false when f is NaN). */
+static inline int jq_int_below_flt(lua_Integer i, lua_Number f, int le) {
   if (JQ_FITS_FLOAT(i))
-    return (lua_Number)i < f;
+    return le ? (lua_Number)i <= f : (lua_Number)i < f;
   if (f != f)
     return 0;
   if (f >= 0x1p63)
     return 1;
   if (f < -0x1p63)
     return 0;
-  return i < (lua_Integer)ceil(f);
-}
-
-static inline int jq_le_int_flt(lua_Integer i, lua_Number f) {
-  if (JQ_FITS_FLOAT(i))
-    return (lua_Number)i <= f;
-  if (f != f)
-    return 0;
-  if (f >= 0x1p63)
-    return 1;
-  if (f < -0x1p63)
-    return 0;
-  return i <= (lua_Integer)floor(f);
+  return le ? i <= (lua_Integer)floor(f) : i < (lua_Integer)ceil(f);
 }
 
 /* x < y and x <= y as Lua compares numbers (neither NIL). */
@@ -117,8 +105,8 @@ static inline int jq_num_lt(jq_num x, jq_num y) {
   if (x.t == JQ_NUM_INT && y.t == JQ_NUM_INT)
     return x.v.i < y.v.i;
   if (x.t == JQ_NUM_INT)
-    return jq_lt_int_flt(x.v.i, y.v.f);
-  return x.v.f == x.v.f && !jq_le_int_flt(y.v.i, x.v.f);
+    return jq_int_below_flt(x.v.i, y.v.f, 0);
+  return x.v.f == x.v.f && !jq_int_below_flt(y.v.i, x.v.f, 1);
 }
 
 static inline int jq_num_le(jq_num x, jq_num y) {
@@ -127,8 +115,8 @@ static inline int jq_num_le(jq_num x, jq_num y) {
   if (x.t == JQ_NUM_INT && y.t == JQ_NUM_INT)
     return x.v.i <= y.v.i;
   if (x.t == JQ_NUM_INT)
-    return jq_le_int_flt(x.v.i, y.v.f);
-  return x.v.f == x.v.f && !jq_lt_int_flt(y.v.i, x.v.f);
+    return jq_int_below_flt(x.v.i, y.v.f, 1);
+  return x.v.f == x.v.f && !jq_int_below_flt(y.v.i, x.v.f, 0);
 }
 
 /* x == y as Lua compares numbers (neither NIL). */
