@@ -7,7 +7,8 @@ local C = require "jobque_profile.reader"
 local p = require "jobque_profile"
 local util = require "jobque_profile.util"
 
--- Runs `script` (Lua source) in a fresh lua5.4 where requiring any module
+-- Runs `script` (Lua source) in a fresh interpreter (S.lua: the sanitizer
+-- host under a sanitizer) where requiring any module
 -- of `banned` raises "banned module NAME"; returns exit code and output.
 local function run_banned(script, banned, cli_args)
   local file = S.tmpfile("banned.lua")
@@ -17,8 +18,8 @@ local function run_banned(script, banned, cli_args)
   end
   S.write(file, table.concat(lines, "\n") .. "\n" .. script)
   local out = S.tmpfile("banned.txt")
-  local cmd = ("LUA_PATH='lua/?.lua;;' LUA_CPATH='%s/?.so;;' lua5.4 '%s' %s >'%s' 2>&1")
-    :format(os.getenv("JQ_BUILD") or "build", file, cli_args or "", out)
+  local cmd = ("LUA_PATH='lua/?.lua;;' LUA_CPATH='%s/?.so;;' %s '%s' %s >'%s' 2>&1")
+    :format(os.getenv("JQ_BUILD") or "build", S.lua, file, cli_args or "", out)
   local _, _, code = os.execute(cmd)
   return code, S.read(out)
 end
