@@ -7,10 +7,11 @@
  * counter track, the model) with jq_column_attach: the owner's raw field
  * is cleared and its metatable's __index makes the Lua list on the first
  * read of the field (rawset into the owner: once), its __newindex sets a
- * field raw and drops its column, its __pairs makes them all first. C readers (stats.c, graph.c, page.c)
- * open a column with jq_col_open or jq_col_field and read its items with
- * jq_col_push, jq_col_num and jq_col_str: the cells directly, a column
- * already made a list (or a list a caller built) as a list.
+ * field raw and drops its column, its __pairs makes them all first.
+ * A C reader opens a column with jq_col_open or jq_col_field and reads its
+ * items with jq_col_push, jq_col_num and jq_col_str: the cells directly, a
+ * column already made a list (or a list a caller built) as a list, a list
+ * with a metatable as Lua reads it.
  * Owns: the cells (freed by the column's __gc). Must not: be used by the
  * record path. Thread safety: one lua_State per call.
  */
