@@ -426,21 +426,11 @@ function M.compare_text(rows, a_name, b_name)
   return table.concat(out, "\n") .. "\n"
 end
 
--- JSON text (the helpers' module has the encoder: see jobque_profile.util).
+-- JSON text: the reader's json_text (src/reader/json_text.c), through
+-- jobque_profile.util.
 M.quote = util.quote
 
--- jobque.core's json_text writes the same text in C when the core is there
--- (the figures of a big trace are millions of values); util.json when it
--- is not, or when json_text leaves a value to it (a __pairs, deep nesting).
-local json_text
-do
-  local found, core = pcall(require, "jobque_profile.reader")
-  json_text = found and type(core) == "table" and core.json_text or nil
-end
-
 --- `v` as JSON text.
-function M.json(v)
-  return json_text and json_text(v) or util.json(v)
-end
+M.json = util.json
 
 return M

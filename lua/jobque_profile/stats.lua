@@ -61,15 +61,9 @@ local graph = require "jobque_profile.graph"
 
 local M = {}
 
--- jobque.core's loops (src/reader/stats.c), when the core is there: each gives
--- what the Lua below gives, bit for bit, or nil when it leaves the input to
--- the Lua. M.native = false runs the Lua always (the specs compare the two).
-local native
-do
-  local found, core = pcall(require, "jobque_profile.reader")
-  if found and type(core) == "table" and core.stats_lanes then native = core end
-end
-M.native = true
+-- The per-event loops are the reader's C (src/reader/stats.c): the lane
+-- sweeps, the marker units, the counters and the copies.
+local reader = require "jobque_profile.reader"
 
 M.TOP = 10 -- the slowest units listed per marker kind, by default
 
@@ -102,122 +96,6 @@ function M.lane_role(lane, model)
   return "other"
 end
 
--- The k-th smallest of a[lo..hi] (Hoare's selection; reorders a).
-local function select_kth(a, k, lo, hi)
-  while lo < hi do
-    local pivot = a[(lo + hi) // 2]
-    local i, j = lo, hi
-    while i <= j do
-      while a[i] < pivot do i = i + 1 end
-      while a[j] > pivot do j = j - 1 end
-      if i <= j then
-        a[i], a[j] = a[j], a[i]
-        i, j = i + 1, j - 1
-      end
-    end
-    if k <= j then hi = j elseif k >= i then lo = i else return a[k] end
-  end
-  return a[k]
-end
-
--- min, nearest-rank median and p95, and max of the n numbers in d
--- (reorders d; a selection, not a sort: d can hold a million durations).
-local function order_stats(d, n)
-  if n == 0 then return nil end
-  local min, max = d[1], d[1]
-  for i = 2, n do
-    local x = d[i]
-    if x < min then min = x elseif x > max then max = x end
-  end
-  local km, kp = math.max(1, math.ceil(0.5 * n)), math.max(1, math.ceil(0.95 * n))
-  local median = select_kth(d, km, 1, n)
-  local p95 = select_kth(d, kp, km, n) -- d[km + 1 ..] holds everything above the median
-  return min, median, p95, max
-end
-
--- Adds to acc[name] the busy time of lane between a and b, each moment
--- under the outermost slice that covers it; calls span(x, y, name) for each
--- piece and returns busy time, wait time and the slices starting in range.
--- Slices are sorted by start.
--- The indices of the k largest of d[1..n], largest first; ties keep
--- their order (k is small: an insertion into a list of k).
-local function largest(d, n, k)
-  local top, m = {}, 0
-  if k <= 0 then return top end
-  for i = 1, n do
-    local x = d[i]
-    if m < k or x > d[top[m]] then
-      local j = m < k and m + 1 or m
-      if m < k then m = m + 1 end
-      while j > 1 and d[top[j - 1]] < x do
-        top[j] = top[j - 1]
-        j = j - 1
-      end
-      top[j] = i
-    end
-  end
-  return top
-end
-
-local function sweep_lane(lane, a, b, acc, span)
-  local ts, dur, cat, kind = lane.ts, lane.dur, lane.cat, lane.kind
-  local busy, wait, events = 0, 0, 0
-  -- First slice that can reach a: binary search on start >= a - maxdur.
-  local lo, hi = 1, lane.n + 1
-  local from = a - lane.maxdur
-  while lo < hi do
-    local mid = (lo + hi) // 2
-    if ts[mid] < from then lo = mid + 1 else hi = mid end
-  end
-  local busy_end, wait_end = -math.huge, -math.huge
-  for i = lo, lane.n do
-    local s = ts[i]
-    if s > b then break end
-    if s >= a then events = events + 1 end -- closed: a slice starting at b counts
-    local e = s + dur[i]
-    if e > a and s < b and kind[i] ~= "span" then
-      local x, y = s < a and a or s, e > b and b or e
-      if cat[i] == "wait" then -- the category waits count under (the page does the same)
-        if y > wait_end then
-          wait = wait + y - (x > wait_end and x or wait_end)
-          wait_end = y
-        end
-      elseif y > busy_end then -- not nested in the slice before: its new time counts
-        local start = x > busy_end and x or busy_end
-        local name = cat[i]
-        busy = busy + y - start
-        acc[name] = (acc[name] or 0) + (y - start)
-        if span then span(start, y, name) end
-        busy_end = y
-      end
-    end
-  end
-  return busy, wait, events
-end
-
-local function count_in(list, a, b)
-  local n = 0
-  for _, x in ipairs(list) do
-    local ts = x.ts
-    if ts >= a and ts <= b then n = n + 1 end
-  end
-  return n
-end
-
--- How many of the sorted times in list lie in [a, b].
-local function count_sorted(list, a, b)
-  local function first_at_least(x, strict) -- index of the first time >= x (> x when strict)
-    local lo, hi = 1, #list + 1
-    while lo < hi do
-      local mid = (lo + hi) // 2
-      local t = list[mid]
-      if t < x or (strict and t == x) then lo = mid + 1 else hi = mid end
-    end
-    return lo
-  end
-  return first_at_least(b, true) - first_at_least(a, false)
-end
-
 local function by_busy(x, y)
   if x.busy ~= y.busy then return x.busy > y.busy end
   return x.name < y.name
@@ -234,138 +112,15 @@ local function sorted_categories(model, acc, total)
   return list
 end
 
--- The units of every marker kind inside [a, b), in one pass over the
--- markers: a unit runs from its marker to the next one of its kind, the
--- last to b. Returns per kind name { from, arg, n }: the unit starts
--- (from[n + 1] = b), their args and n.
-local function unit_bounds(model, a, b)
-  local ts, kinds, args = model.marker_ts, model.marker_kind, model.marker_arg
-  local of = {}
-  for _, kind in ipairs(model.marker_kinds) do of[kind] = {from = {}, arg = {}, n = 0} end
-  for i = 1, #ts do
-    local u = of[kinds[i]]
-    if u then
-      local t = ts[i]
-      if t >= a and t < b then
-        local n = u.n + 1
-        u.from[n], u.arg[n], u.n = t, args[i], n
-      end
-    end
-  end
-  for _, u in pairs(of) do u.from[u.n + 1] = b end
-  return of
-end
-
--- The busy pieces of the lane sweeps, kept for the units: [x[i], y[i]) of
--- category number c[i], the lanes one after the other (the lane that has
--- pieces from first[l] to first[l + 1] - 1), each lane's in time order; a
--- lane's pieces are disjoint, so their starts and ends both ascend.
--- A unit's sums (unit_sums) go to p.sums, reused: sums[c] is current when
--- seen[c] is p.gen; p.cats[1 .. returned count] are the categories set.
-local function new_pieces()
-  local p = {x = {}, y = {}, c = {}, n = 0, first = {}, nlanes = 0, sums = {}, seen = {}, gen = 0, cats = {}}
-  function p.add(x, y, c)
-    local n = p.n + 1
-    p.x[n], p.y[n], p.c[n], p.n = x, y, c, n
-  end
-  return p
-end
-
--- Unit [f, t)'s busy time by category: each piece that overlaps it, cut to
--- it, added in the order the sweeps met them (lane after lane, each in
--- time). Returns how many categories it holds: p.cats[1 ..] (in the order
--- first met) and p.sums (by category number), until the next call.
-local function unit_sums(p, f, t)
-  local px, py, pc, first = p.x, p.y, p.c, p.first
-  local cats, sums, seen, m = p.cats, p.sums, p.seen, 0
-  local gen = p.gen + 1
-  p.gen = gen
-  for l = 1, p.nlanes do
-    local lo, hi = first[l], first[l + 1]
-    local last = hi - 1
-    while lo < hi do -- the first piece ending after f
-      local mid = (lo + hi) // 2
-      if f < py[mid] then hi = mid else lo = mid + 1 end
-    end
-    for i = lo, last do
-      local x, y = px[i], py[i]
-      if x >= t then break end
-      local s, e = f < x and x or f, y < t and y or t
-      if s < e then
-        local c = pc[i]
-        local sum = sums[c]
-        if seen[c] ~= gen then
-          seen[c] = gen
-          m = m + 1
-          cats[m] = c
-          sum = 0
-        end
-        sums[c] = sum + (e - s)
-      end
-    end
-  end
-  return m
-end
-
--- A kind's units over the pieces: row(j) -> arg, from, to, { { name, busy }
--- ... } (in category order) gives unit j's figures when its table is first
--- made; top(j, n) the same with only the first n of the list in by_busy's
--- order (an insertion into a list of n: n is small).
-local function unit_rows(u, names, p)
-  local from, arg = u.from, u.arg
-  local sums = p.sums
-  local function row(j)
-    local m = unit_sums(p, from[j], from[j + 1])
-    local cats = table.move(p.cats, 1, m, 1, {})
-    table.sort(cats)
-    local by = {}
-    for k, c in ipairs(cats) do by[k] = {name = names[c], busy = sums[c]} end
-    return arg[j], from[j], from[j + 1], by
-  end
-  local function before(c, d)
-    if sums[c] ~= sums[d] then return sums[c] > sums[d] end
-    return names[c] < names[d]
-  end
-  local function top(j, n)
-    local m = unit_sums(p, from[j], from[j + 1])
-    local cats = p.cats
-    local best, have = {}, 0
-    n = math.min(n, m)
-    for i = 1, m do
-      local c = cats[i]
-      if have < n or (n > 0 and before(c, best[have])) then
-        local at = have < n and have + 1 or have
-        if have < n then have = have + 1 end
-        while at > 1 and before(c, best[at - 1]) do
-          best[at] = best[at - 1]
-          at = at - 1
-        end
-        best[at] = c
-      end
-    end
-    local by = {}
-    for k = 1, have do by[k] = {name = names[best[k]], busy = sums[best[k]]} end
-    return arg[j], from[j], from[j + 1], by
-  end
-  return row, top
-end
-
 -- The n units of a marker kind as a list whose units[j] becomes a table
 -- when first read (#units, ipairs and indexing work as on a plain list);
--- row(j) -> arg, from, to, by [, busy]: by in category order, or (with
--- busy) already sorted by by_busy, with shares.
+-- row(j) -> arg, from, to, by, busy: by sorted busiest first, with shares.
 local function unit_view(n, row)
   return setmetatable({}, {
     __len = function() return n end,
     __index = function(list, j)
       if math.type(j) ~= "integer" or j < 1 or j > n then return nil end
       local arg, from, to, by, busy = row(j)
-      if busy == nil then -- the core's row gives by sorted, with shares, and busy (the same figures)
-        busy = 0
-        for _, e in ipairs(by) do busy = busy + e.busy end
-        for _, e in ipairs(by) do e.share = busy > 0 and e.busy / busy or 0 end
-        table.sort(by, by_busy)
-      end
       local u = {index = j, arg = arg, from = from, to = to, duration = to - from, busy = busy, by_category = by}
       rawset(list, j, u)
       return u
@@ -373,7 +128,7 @@ local function unit_view(n, row)
   })
 end
 
--- A kind's units (unit_view's list) -> its top(j, n) (unit_rows').
+-- A kind's units (unit_view's list) -> its top(j, n) (stats_lanes').
 local tops = setmetatable({}, {__mode = "k"})
 
 --- Unit j of a marker kind's `units` (compute's markers[k].units) with only
@@ -448,28 +203,7 @@ end
 -- Copy time (clipped to [a, b)), count and bytes of the copies that overlap
 -- the range, by the category of their job, most time first.
 local function copies(model, a, b)
-  local rows = M.native and native and native.stats_copies(model, a, b)
-  if rows then return sort_copies(rows) end
-  local by_name = {}
-  rows = {}
-  local cts, cdur, ccat, cbytes = model.copy_ts or {}, model.copy_dur, model.copy_category, model.copy_bytes
-  for i = 1, #cts do -- the columns (model.copies is their view)
-    local ts = cts[i]
-    local x, y = math.max(ts, a), math.min(ts + cdur[i], b)
-    if y > x or (ts >= a and ts < b) then
-      local cat = ccat[i]
-      local r = by_name[cat]
-      if not r then
-        r = {name = cat, count = 0, time = 0, bytes = 0}
-        by_name[cat] = r
-        rows[#rows + 1] = r
-      end
-      r.count = r.count + 1
-      r.time = r.time + math.max(0, y - x)
-      r.bytes = r.bytes + cbytes[i]
-    end
-  end
-  return sort_copies(rows)
+  return sort_copies(reader.stats_copies(model, a, b))
 end
 
 -- Busy, wait, idle and parallelism of the lanes of figures `list` over `duration`.
@@ -512,115 +246,18 @@ local function span_stats(model, a, b)
   return list
 end
 
--- Each counter track's values in effect in [a, b] (see the header). Two
--- passes without a call per sample (a million samples): the extent, then
--- the mean as a sum of values times weights that sum to 1 (each term within
--- [min, max]: values near the largest doubles do not overflow), the plain
--- mean when no time passed. (math.min(e, b) is written b < e and b or e.)
-local function counter_stats(model, a, b)
-  local out = M.native and native and native.stats_counters(model, a, b)
-  if out then return out end
-  out = {}
-  for _, c in ipairs(model.counters or {}) do
-    local ts, v, n = c.ts, c.value, c.n
-    local min, max, covered, count = nil, nil, 0, 0
-    local s = ts[1]
-    for i = 1, n do
-      local e = ts[i + 1] or b
-      if s <= b and (e > a or s >= a) then
-        local x = v[i]
-        if not min or x < min then min = x end
-        if not max or x > max then max = x end
-        local held = (b < e and b or e) - (s < a and a or s)
-        count, covered = count + 1, held > 0 and covered + held or covered
-      end
-      s = e
-    end
-    if count > 0 then
-      local mean = 0
-      s = ts[1]
-      for i = 1, n do
-        local e = ts[i + 1] or b
-        if s <= b and (e > a or s >= a) then
-          local held = (b < e and b or e) - (s < a and a or s)
-          if covered > 0 then
-            if held > 0 then mean = mean + v[i] * (held / covered) end
-          else
-            mean = mean + v[i] * (1 / count)
-          end
-        end
-        s = e
-      end
-      out[#out + 1] = {name = c.name, pid = c.pid, samples = count, min = min, max = max, mean = mean}
-    end
-  end
-  return out
-end
-
--- The lane sweeps over [a, b] (core.stats_lanes in C): per lane { busy,
--- wait, events }, acc (busy by category name), events (the markers on no
--- lane and the other events in range), and per marker kind { count, min,
--- median, p95, max, slowest, row, top } (unit_rows'), the marker units
--- first; the sweeps keep their busy pieces, from which a unit's busy time
--- by category is worked out when it is read.
-local function sweep(model, a, b, top, cat_index, names)
-  local markers, with_units, earliest = {}, 0, nil
-  local pieces = new_pieces()
-  local bounds = unit_bounds(model, a, b)
-  for _, kind in ipairs(model.marker_kinds) do
-    local u = bounds[kind]
-    local ufrom, n = u.from, u.n
-    local d = {}
-    for i = 1, n do d[i] = ufrom[i + 1] - ufrom[i] end
-    local slowest = largest(d, n, top)
-    local min, median, p95, max = order_stats(d, n)
-    local row, top_of = unit_rows(u, names, pieces)
-    if n > 0 then
-      with_units = with_units + 1
-      if earliest == nil or ufrom[1] < earliest then earliest = ufrom[1] end
-    end
-    markers[#markers + 1] = {count = n, min = min, max = max, median = median, p95 = p95,
-                             row = row, top = top_of, slowest = slowest}
-  end
-  local span
-  if with_units > 0 then
-    local add = pieces.add
-    span = function(x, y, name)
-      local c = cat_index[name]
-      -- a category of no number in a unit (a model not made by trace.load)
-      if c == nil and earliest < y then error(("stats: category %s is not in model.categories"):format(name)) end
-      add(x, y, c)
-    end
-  end
-  local acc, lanes = {}, {}
-  for i, lane in ipairs(model.lanes) do
-    local first = pieces.n + 1
-    local busy, wait, n = sweep_lane(lane, a, b, acc, span)
-    if pieces.n >= first then
-      pieces.nlanes = pieces.nlanes + 1
-      pieces.first[pieces.nlanes] = first
-    end
-    n = n + count_in(lane.instants, a, b) + count_sorted(lane.marker_ts or {}, a, b)
-    lanes[i] = {busy = busy, wait = wait, events = n}
-  end
-  pieces.first[pieces.nlanes + 1] = pieces.n + 1
-  local events = count_sorted(model.loose_marker_ts or model.marker_ts, a, b)
-    + count_sorted(model.extra_ts or {}, a, b)
-  return {markers = markers, lanes = lanes, acc = acc, events = events}
-end
-
 local function compute(model, from, to, top)
   local a = from or model.t0
   local b = to or model.t1
   if a > b then a, b = b, a end
   local duration = b - a
-  -- The lane sweeps and the marker units: in C when the core can (sweep below otherwise).
+  -- The lane sweeps and the marker units (stats_lanes adds to both a
+  -- category model.categories lacks).
   local cat_index, names = {}, {}
   for c, entry in ipairs(model.categories) do
     cat_index[entry.name], names[c] = c, entry.name
   end
-  local swept = M.native and native and native.stats_lanes(model, a, b, top or M.TOP, cat_index, names)
-    or sweep(model, a, b, top or M.TOP, cat_index, names)
+  local swept = reader.stats_lanes(model, a, b, top or M.TOP, cat_index, names)
   local markers = {}
   for k, kind in ipairs(model.marker_kinds) do
     local m = swept.markers[k]
@@ -680,7 +317,7 @@ local function compute(model, from, to, top)
     latency = latency,
     critical_path = critical_path,
     spans = span_stats(model, a, b),
-    counters = counter_stats(model, a, b),
+    counters = reader.stats_counters(model, a, b),
   }
 end
 

@@ -1,10 +1,11 @@
 --- jobque_profile.util: the small helpers the trace reader, its figures and
--- its pages share. Plain Lua: it loads neither lua-cjson nor the native
--- core (jobque.core), so the figures and the reports do not either.
+-- its pages share. It loads the reader's C module (jobque_profile.reader)
+-- for its JSON writer, and neither lua-cjson nor jobque.core.
 --
 --   without_gc(f, ...)   f(...) with the garbage collector paused
 --   quote(s), json(v)    JSON text of a string (bytes that are not UTF-8 as
---                        U+FFFD), of a value
+--                        U+FFFD), of a value: the reader's json_text
+--                        (src/reader/json_text.c)
 --   id_text(v)           a pid or tid as text, the same for the same value
 --   PALETTE              the twelve colours profile_category picks from
 --   palette_color(name)  the colour profile_category gives `name` when it is
@@ -26,107 +27,17 @@ function M.without_gc(f, ...)
   return table.unpack(res, 2, res.n)
 end
 
--- JSON: numbers, strings, booleans, lists and string-keyed objects. An
--- empty table is written as a list (every object of ours has fields).
-local escapes = {['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f', ['\n'] = '\\n',
-                 ['\r'] = '\\r', ['\t'] = '\\t'}
+local json_text = require("jobque_profile.reader").json_text
 
--- s with each sequence of bytes that is not UTF-8 replaced by U+FFFD: the
--- lead byte and the continuation bytes that could still have made a
--- character with it (the "maximal subpart" the Unicode standard recommends
--- replacing, as TextDecoder does); overlong forms, surrogates and code
--- points beyond U+10FFFF are no characters (utf8.len's strict check).
-local function valid_utf8(s)
-  if not s:find("[\128-\255]") or utf8.len(s) then return s end
-  local out, from, i, n = {}, 1, 1, #s
-  while i <= n do
-    local c = s:byte(i)
-    local need, lo, hi = 0, 0x80, 0xBF
-    if c < 0x80 then
-      need = -1
-    elseif c >= 0xC2 and c <= 0xDF then
-      need = 1
-    elseif c >= 0xE0 and c <= 0xEF then
-      need, lo, hi = 2, c == 0xE0 and 0xA0 or 0x80, c == 0xED and 0x9F or 0xBF
-    elseif c >= 0xF0 and c <= 0xF4 then
-      need, lo, hi = 3, c == 0xF0 and 0x90 or 0x80, c == 0xF4 and 0x8F or 0xBF
-    end
-    local k = 1
-    while k <= need do
-      local d = s:byte(i + k)
-      if not d or d < lo or d > hi then break end
-      lo, hi, k = 0x80, 0xBF, k + 1
-    end
-    if need ~= 0 and k > need then -- a character (or an ASCII byte)
-      i = i + k
-    else
-      out[#out + 1] = s:sub(from, i - 1)
-      out[#out + 1] = "\239\191\189"
-      i = i + k
-      from = i
-    end
-  end
-  out[#out + 1] = s:sub(from)
-  return table.concat(out)
-end
+--- `v` as JSON text: numbers, strings, booleans, lists and string-keyed
+-- objects (an empty table is a list), written by json_text.
+M.json = json_text
 
-local function quote(s)
-  s = valid_utf8(s)
-  return '"' .. s:gsub('[%c"\\]', function(c)
-    return escapes[c] or ("\\u%04x"):format(c:byte())
-  end) .. '"'
-end
-M.quote = quote
-
-local function encode(v, out)
-  local t = type(v)
-  if t == "string" then
-    out[#out + 1] = quote(v)
-  elseif t == "number" then
-    if v ~= v or v == math.huge or v == -math.huge then
-      out[#out + 1] = "null"
-    elseif math.type(v) == "integer" then
-      out[#out + 1] = tostring(v)
-    else
-      local s = ("%.14g"):format(v)
-      if tonumber(s) ~= v then s = ("%.17g"):format(v) end -- times since 1970 need more digits
-      out[#out + 1] = s
-    end
-  elseif t == "boolean" then
-    out[#out + 1] = tostring(v)
-  elseif t == "table" then
-    if next(v) == nil or v[1] ~= nil then
-      out[#out + 1] = "["
-      for i = 1, #v do
-        if i > 1 then out[#out + 1] = "," end
-        encode(v[i], out)
-      end
-      out[#out + 1] = "]"
-    else
-      local keys = {}
-      for k in pairs(v) do
-        if type(k) == "string" then keys[#keys + 1] = k end
-      end
-      table.sort(keys)
-      out[#out + 1] = "{"
-      for i, k in ipairs(keys) do
-        if i > 1 then out[#out + 1] = "," end
-        out[#out + 1] = quote(k)
-        out[#out + 1] = ":"
-        encode(v[k], out)
-      end
-      out[#out + 1] = "}"
-    end
-  else
-    out[#out + 1] = "null"
-  end
-end
-
---- `v` as JSON text.
-function M.json(v)
-  local out = {}
-  encode(v, out)
-  return table.concat(out)
+--- The JSON text of the string s (each sequence of bytes that is not UTF-8
+-- as U+FFFD).
+function M.quote(s)
+  if type(s) ~= "string" then error(("quote: string expected, got %s"):format(type(s)), 2) end
+  return json_text(s)
 end
 
 --- A pid or tid as text: a number as an integer when it is one (lua-cjson

@@ -52,43 +52,34 @@ describe("a report over many marker kinds and categories", function()
   local N = 1500
   local model = many(N)
 
-  for _, native in ipairs{true, false} do
-    local path = native and "the core's loops" or "the Lua loops"
-    it("allocates about what its output holds, on " .. path, function()
-      local was = stats.native
-      stats.native = native
-      local ok, err = pcall(function()
-        local _ = stats.compute(model) -- what runs once (the graph's modules, their tables)
-        local kb, f = allocated(function() return stats.compute(model) end)
-        -- a table of every unit by every category would be N * N / 2 sums at
-        -- least (9 bytes each: 10 MB, 7 kB a kind, growing with N); each kind's
-        -- figures take 2 to 4 kB (its tables, its units' functions)
-        assert.is_true(kb < 8 * N, ("compute allocated %.0f kB for %d kinds"):format(kb, N))
-        local text
-        kb, text = allocated(function() return report.text(f, model) end)
-        -- the units' lists of every category would be N * N / 2 tables
-        -- (150 MB); a kind's lines are about 400 bytes
-        assert.is_true(kb < 8 * N, ("the text allocated %.0f kB for %d kinds"):format(kb, N))
-        for k = 1, N do assert.is_nil(rawget(f.markers[k].units, 1), "kind " .. k .. "'s unit was made") end
-        -- kind i's unit: from 100 i us to the stop, 100 (N + 1) us; its busiest
-        -- categories are those of the last jobs (cat N: N * 10 ns)
-        local function line(i, from, duration, top)
-          return ("\n  %7d  %8s  %14s  %10s  %s\n"):format(1, tostring(i), from, duration, top)
-        end
-        local top3 = "cat 1500 15 us, cat 1499 15 us, cat 1498 15 us"
-        assert.truthy(text:find(line(1, "100.000", "150 ms", top3), 1, true))
-        assert.truthy(text:find(line(750, "75000.000", "75.1 ms", top3), 1, true))
-        assert.truthy(text:find(line(N - 1, "149900.000", "200 us", "cat 1500 15 us, cat 1499 15 us"), 1, true))
-        assert.truthy(text:find(line(N, "150000.000", "100 us", "cat 1500 15 us"), 1, true))
-        -- all the categories are still there, for --json: kind 1's unit has every one
-        local u = f.markers[1].units[1]
-        assert.equal(N, #u.by_category)
-        assert.same({"cat 1500", "cat 1499", "cat 1"}, {u.by_category[1].name, u.by_category[2].name,
-                                                        u.by_category[N].name})
-        assert.same({1, 100, 100 * (N + 1)}, {u.arg, u.from, u.to})
-      end)
-      stats.native = was
-      if not ok then error(err, 0) end
-    end)
-  end
+  it("allocates about what its output holds", function()
+    local _ = stats.compute(model) -- what runs once (the graph's modules, their tables)
+    local kb, f = allocated(function() return stats.compute(model) end)
+    -- a table of every unit by every category would be N * N / 2 sums at
+    -- least (9 bytes each: 10 MB, 7 kB a kind, growing with N); each kind's
+    -- figures take 2 to 4 kB (its tables, its units' functions)
+    assert.is_true(kb < 8 * N, ("compute allocated %.0f kB for %d kinds"):format(kb, N))
+    local text
+    kb, text = allocated(function() return report.text(f, model) end)
+    -- the units' lists of every category would be N * N / 2 tables
+    -- (150 MB); a kind's lines are about 400 bytes
+    assert.is_true(kb < 8 * N, ("the text allocated %.0f kB for %d kinds"):format(kb, N))
+    for k = 1, N do assert.is_nil(rawget(f.markers[k].units, 1), "kind " .. k .. "'s unit was made") end
+    -- kind i's unit: from 100 i us to the stop, 100 (N + 1) us; its busiest
+    -- categories are those of the last jobs (cat N: N * 10 ns)
+    local function line(i, from, duration, top)
+      return ("\n  %7d  %8s  %14s  %10s  %s\n"):format(1, tostring(i), from, duration, top)
+    end
+    local top3 = "cat 1500 15 us, cat 1499 15 us, cat 1498 15 us"
+    assert.truthy(text:find(line(1, "100.000", "150 ms", top3), 1, true))
+    assert.truthy(text:find(line(750, "75000.000", "75.1 ms", top3), 1, true))
+    assert.truthy(text:find(line(N - 1, "149900.000", "200 us", "cat 1500 15 us, cat 1499 15 us"), 1, true))
+    assert.truthy(text:find(line(N, "150000.000", "100 us", "cat 1500 15 us"), 1, true))
+    -- all the categories are still there, for --json: kind 1's unit has every one
+    local u = f.markers[1].units[1]
+    assert.equal(N, #u.by_category)
+    assert.same({"cat 1500", "cat 1499", "cat 1"}, {u.by_category[1].name, u.by_category[2].name,
+                                                    u.by_category[N].name})
+    assert.same({1, 100, 100 * (N + 1)}, {u.arg, u.from, u.to})
+  end)
 end)

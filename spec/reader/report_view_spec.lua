@@ -225,33 +225,20 @@ describe("report --top", function()
     assert.same({4, 2, 1}, cjson.decode(jout).markers[1].slowest)
   end)
 
-  it("keeps the N slowest when shorter units come after them, in C and in the Lua", function()
+  it("keeps the N slowest when shorter units come after them", function()
     -- units 0..55, 55..85, 85..95, 95..100: 55, 30, 10 and 5 us, slowest first
     local model = assert(trace.load(chrome({lane(1, "worker 0"), slice(1, 0, 100, "x"), marker(0, "frame", 1),
                                             marker(55, "frame", 2), marker(85, "frame", 3), marker(95, "frame", 4)})))
-    local was = stats.native
-    for _, native in ipairs{true, false} do
-      stats.native = native
-      local ok, f = pcall(stats.compute, model, nil, nil, 2)
-      stats.native = was
-      assert(ok, f)
-      assert.same({1, 2}, f.markers[1].slowest, "native: " .. tostring(native))
-    end
+    assert.same({1, 2}, stats.compute(model, nil, nil, 2).markers[1].slowest)
   end)
 
-  it("gives a kind with one unit its busy time by category, in C and in the Lua", function()
+  it("gives a kind with one unit its busy time by category", function()
     -- one frame at 10: its unit runs 10..100, all of it under the 0..100 slice of category "job"
     local model = assert(trace.load(chrome({lane(1, "worker 0"), slice(1, 0, 100, "x"), marker(10, "frame", 1)})))
-    local was = stats.native
-    for _, native in ipairs{true, false} do
-      stats.native = native
-      local ok, f = pcall(stats.compute, model)
-      stats.native = was
-      assert(ok, f)
-      local u = f.markers[1].units[1]
-      assert.same({1, 10, 100, 90}, {#f.markers[1].units, u.from, u.to, u.busy}, "native: " .. tostring(native))
-      assert.same({"job", 90}, {u.by_category[1].name, u.by_category[1].busy}, "native: " .. tostring(native))
-    end
+    local f = stats.compute(model)
+    local u = f.markers[1].units[1]
+    assert.same({1, 10, 100, 90}, {#f.markers[1].units, u.from, u.to, u.busy})
+    assert.same({"job", 90}, {u.by_category[1].name, u.by_category[1].busy})
   end)
 
   it("shows the slowest units by default, not the first in time", function()

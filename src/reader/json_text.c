@@ -1,18 +1,22 @@
 /*
- * json_text.c - core.json_text(v): a Lua value as JSON text, the same bytes
- * as jobque_profile.util's json (report --json, the page's args), in C: the
- * figures of a big trace are millions of values (issue 12).
+ * json_text.c - json_text(v): a Lua value as JSON text, the one JSON writer
+ * of the reader (report --json, jobque_profile.util's json and quote, so
+ * the page's args and names).
  *
- * The rules are util.json's: a string quoted with \" \\ \b \f \n \r \t and
- * \u00XX for the other control bytes, each sequence of bytes that is not
- * UTF-8 as U+FFFD; an integer in decimal; a float to 14
- * significant digits, or 17 when 14 do not read back as it; NaN and the
- * infinities null; a table with nothing in it or with a [1] a list of
- * 1 .. #t; any other table an object of its string keys in Lua's order of
- * strings; anything else null. Tables are read as Lua reads them (__len,
- * __index); one with a __pairs, or nesting deeper than JQ_JSON_MAX_DEPTH,
- * makes it give nil, and util.json does the work.
- * Owns: nothing past a call. Must not: run on the record path.
+ * A string is quoted with \" \\ \b \f \n \r \t and \u00XX for the other
+ * control bytes, each sequence of bytes that is not UTF-8 as U+FFFD; a
+ * number as number_text.h's jq_json_number writes it (an integer in
+ * decimal; a float to 14 significant digits, or 17 when 14 do not read
+ * back as it; NaN and the infinities null); a table with nothing in it
+ * (next) or with a t[1] is a list of t[1 .. #t]; any other table an object
+ * of its string keys (as pairs gives them: its __pairs when it has one) in
+ * Lua's order of strings, each value t[k]; anything else null. Tables are
+ * read as Lua reads them (__len, __index, __pairs). Nesting is walked with
+ * an explicit stack of frames, not C recursion: a value nested deeper than
+ * the Lua stack can hold (a cycle, say) raises "stack overflow (json_text:
+ * nesting too deep)".
+ * Owns: nothing past a call (its buffers are a scratch userdata's).
+ * Must not: run on the record path.
  * Thread safety: reentrant (one lua_State per call).
  */
 #include <ctype.h>
@@ -23,47 +27,20 @@
 
 #include <lauxlib.h>
 
+#include "reader/number_text.h"
 #include "reader/reader.h"
+#include "reader/scratch.h"
+#include "reader/sort.h"
 
-#if !defined(JQ_JSON_MAX_DEPTH)
-#define JQ_JSON_MAX_DEPTH 64 /* deeper: util.json, which has no C stack to mind */
-#endif
-
-/* The text being written: malloc'd memory owned by a userdata (its __gc
- * frees it), not a luaL_Buffer, whose stack discipline the walk below,
- * pushing keys and values as it goes, could not keep. */
-#define JBUF_MT "jobque.json_text"
-
+/* The text being written: a jq_vec in a scratch userdata (its __gc frees
+ * it when an error is raised), not a luaL_Buffer, whose stack discipline
+ * the walk below, pushing keys and values as it goes, could not keep. */
 typedef struct jbuf {
   lua_State *L;
-  char *p;
-  size_t n, cap;
+  jq_vec *v;
 } jbuf;
 
-static int jbuf_gc(lua_State *L) {
-  jbuf *b = luaL_checkudata(L, 1, JBUF_MT);
-  free(b->p);
-  b->p = NULL;
-  b->n = b->cap = 0;
-  return 0;
-}
-
-static void jb_add(jbuf *b, const char *s, size_t len) {
-  if (b->cap - b->n < len) {
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap - b->n < len) {
-      if (cap > ((size_t)-1) / 2)
-        luaL_error(b->L, "not enough memory");
-      cap *= 2;
-    }
-    char *p = realloc(b->p, cap);
-    if (!p)
-      luaL_error(b->L, "not enough memory");
-    b->p = p, b->cap = cap;
-  }
-  memcpy(b->p + b->n, s, len);
-  b->n += len;
-}
+static void jb_add(jbuf *b, const char *s, size_t len) { jq_scratch_add(b->L, b->v, s, len); }
 
 static void jb_char(jbuf *b, char c) { jb_add(b, &c, 1); }
 
@@ -140,151 +117,196 @@ static void add_quoted(jbuf *b, const char *s, size_t len) {
   jb_char(b, '"');
 }
 
-/* Appends the number at idx. */
+/* Appends the number at idx (number_text.h's report --json rule). */
 static void add_number(lua_State *L, jbuf *b, int idx) {
-  char text[40];
-  if (lua_isinteger(L, idx)) {
-    snprintf(text, sizeof text, LUA_INTEGER_FMT, (LUAI_UACINT)lua_tointeger(L, idx));
-  } else {
-    double v = (double)lua_tonumber(L, idx);
-    if (isnan(v) || isinf(v)) {
-      jb_str(b, "null");
-      return;
-    }
-    snprintf(text, sizeof text, "%.14g", v);
-    if (strtod(text, NULL) != v) /* times since 1970 need more digits */
-      snprintf(text, sizeof text, "%.17g", v);
-  }
-  jb_str(b, text);
+  char text[JQ_NUMBER_TEXT];
+  jb_add(b, text, jq_json_number(text, jq_num_at(L, idx)));
 }
 
-static int add_value(lua_State *L, jbuf *b, int idx, int depth);
+/* A table being written: its stack index, its keys' list (0: a list),
+ * the item written last and how many there are. */
+typedef struct frame {
+  int t, keys;
+  lua_Integer i, n;
+} frame;
 
-/* Pushes t[k] (with its __index) for the table at idx and appends it. */
-static int add_item(lua_State *L, jbuf *b, int depth) {
-  int ok = add_value(L, b, lua_gettop(L), depth);
-  lua_pop(L, 1);
-  return ok;
-}
-
-/* The table at idx as a list or an object; 0 when util.json must do it. */
-static int add_table(lua_State *L, jbuf *b, int idx, int depth) {
-  if (depth >= JQ_JSON_MAX_DEPTH || !lua_checkstack(L, 8))
-    return 0;
-  if (luaL_getmetafield(L, idx, "__pairs") != LUA_TNIL) {
-    lua_pop(L, 1);
-    return 0;
-  }
-  lua_pushnil(L);
-  int empty = !lua_next(L, idx);
-  if (!empty)
-    lua_pop(L, 2);
-  int list = empty || lua_geti(L, idx, 1) != LUA_TNIL;
-  if (!empty)
-    lua_pop(L, 1);
-  if (list) {
-    lua_len(L, idx);
-    int isnum;
-    lua_Integer n = lua_tointegerx(L, -1, &isnum);
-    lua_pop(L, 1);
+/* #t as util.json's `for i = 1, #t` takes it: an integer, a float floored
+ * (NaN: none), a numeric string converted; anything else raises. */
+static lua_Integer list_length(lua_State *L, int t) {
+  lua_len(L, t);
+  int isnum;
+  lua_Integer n = lua_tointegerx(L, -1, &isnum);
+  if (!isnum) {
+    lua_Number f = lua_tonumberx(L, -1, &isnum);
     if (!isnum)
-      return 0; /* a __len that is no integer: the Lua loop's error, not ours */
-    jb_char(b, '[');
-    for (lua_Integer i = 1; i <= n; i++) {
-      if (i > 1)
-        jb_char(b, ',');
-      lua_geti(L, idx, i);
-      if (!add_item(L, b, depth + 1))
-        return 0;
+      luaL_error(L, "'for' limit must be a number");
+    n = f != f || f < 1 ? 0 : f >= 0x1p63 ? LUA_MAXINTEGER : (lua_Integer)floor(f);
+  }
+  lua_pop(L, 1);
+  return n;
+}
+
+typedef struct key_order {
+  lua_State *L;
+  int keys;
+} key_order;
+
+static int key_less(void *ctx, uint32_t a, uint32_t b) {
+  const key_order *o = ctx;
+  lua_rawgeti(o->L, o->keys, (lua_Integer)a + 1);
+  lua_rawgeti(o->L, o->keys, (lua_Integer)b + 1);
+  int less = lua_compare(o->L, -2, -1, LUA_OPLT); /* two strings: no metamethod */
+  lua_pop(o->L, 2);
+  return less;
+}
+
+/* Pushes the list of the string keys of the table at t, in Lua's order
+ * of strings; returns how many. The keys come from its __pairs when it
+ * has one (as pairs gives them), else from next. */
+static lua_Integer push_keys(lua_State *L, jq_scratch *s, int t) {
+  lua_newtable(L);
+  int keys = lua_gettop(L);
+  lua_Integer n = 0;
+  int meta = luaL_getmetafield(L, t, "__pairs") != LUA_TNIL;
+  if (meta) { /* f, s, k = __pairs(t) */
+    lua_pushvalue(L, t);
+    lua_call(L, 1, 3);
+  } else {
+    lua_pushnil(L);
+  }
+  for (;;) {
+    if (meta) { /* k = f(s, k) */
+      lua_pushvalue(L, -3);
+      lua_pushvalue(L, -3);
+      lua_pushvalue(L, -3);
+      lua_call(L, 2, 1);
+      lua_replace(L, -2);
+      if (lua_isnil(L, -1))
+        break;
+    } else if (!lua_next(L, t)) {
+      lua_pushnil(L);
+      break;
+    } else {
+      lua_pop(L, 1);
     }
-    jb_char(b, ']');
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      lua_pushvalue(L, -1);
+      lua_rawseti(L, keys, ++n);
+    }
+  }
+  lua_settop(L, keys);
+  if ((lua_Unsigned)n > UINT32_MAX)
+    luaL_error(L, "json_text: too many keys");
+  uint32_t *idx = jq_scratch_room(L, &s->b[1], 2 * (size_t)n, sizeof *idx);
+  for (uint32_t k = 0; k < (uint32_t)n; k++)
+    idx[k] = k;
+  key_order o = {L, keys};
+  jq_sort_stable(idx, idx + n, (size_t)n, key_less, &o);
+  lua_createtable(L, n < INT32_MAX ? (int)n : 0, 0);
+  for (lua_Integer k = 0; k < n; k++) {
+    lua_rawgeti(L, keys, (lua_Integer)idx[k] + 1);
+    lua_rawseti(L, -2, k + 1);
+  }
+  lua_replace(L, keys);
+  return n;
+}
+
+/* The table on top opened for writing (its '[' or '{' written, its keys
+ * pushed for an object): a list when it is empty (next) or has a t[1]. */
+static frame open_table(lua_State *L, jbuf *b, jq_scratch *s) {
+  frame f = {lua_gettop(L), 0, 0, 0};
+  luaL_checkstack(L, 8, "json_text: nesting too deep");
+  lua_pushnil(L);
+  int empty = !lua_next(L, f.t);
+  lua_settop(L, f.t);
+  if (empty || lua_geti(L, f.t, 1) != LUA_TNIL) {
+    lua_settop(L, f.t);
+    f.n = list_length(L, f.t);
+    jb_char(b, '[');
+  } else {
+    lua_settop(L, f.t);
+    f.n = push_keys(L, s, f.t);
+    f.keys = f.t + 1;
+    jb_char(b, '{');
+  }
+  return f;
+}
+
+/* Pushes the next item of f (its separator and key written) and returns
+ * 1; or writes f's closing bracket, drops f's values and returns 0. */
+static int next_item(lua_State *L, jbuf *b, frame *f) {
+  if (f->i >= f->n) {
+    jb_char(b, f->keys ? '}' : ']');
+    lua_settop(L, f->t - 1);
+    return 0;
+  }
+  if (f->i++ > 0)
+    jb_char(b, ',');
+  if (!f->keys) {
+    lua_geti(L, f->t, f->i);
     return 1;
   }
-  /* An object: its string keys in Lua's order (an insertion sort through
-   * lua_compare: objects have a handful of keys), each value as t[k]. */
-  int keys = lua_gettop(L) + 1, nk = 0;
-  lua_pushnil(L);
-  while (lua_next(L, idx)) {
-    lua_pop(L, 1);
-    if (lua_type(L, -1) == LUA_TSTRING) {
-      if (!lua_checkstack(L, 4))
-        return 0;
-      lua_pushvalue(L, -1);
-      lua_insert(L, keys + nk); /* the key kept below the iteration's */
-      nk++;
-      for (int j = keys + nk - 1; j > keys && lua_compare(L, j, j - 1, LUA_OPLT); j--) {
-        lua_pushvalue(L, j); /* swap j and j - 1 */
-        lua_copy(L, j - 1, j);
-        lua_replace(L, j - 1);
-      }
-    }
-  }
-  jb_char(b, '{');
-  for (int k = 0; k < nk; k++) {
-    if (k > 0)
-      jb_char(b, ',');
-    size_t len;
-    const char *s = lua_tolstring(L, keys + k, &len);
-    add_quoted(b, s, len);
-    jb_char(b, ':');
-    lua_pushvalue(L, keys + k);
-    lua_gettable(L, idx);
-    if (!add_item(L, b, depth + 1))
-      return 0;
-  }
-  jb_char(b, '}');
-  lua_settop(L, keys - 1);
+  lua_rawgeti(L, f->keys, f->i);
+  size_t len;
+  const char *k = lua_tolstring(L, -1, &len);
+  add_quoted(b, k, len);
+  jb_char(b, ':');
+  lua_gettable(L, f->t);
   return 1;
 }
 
-/* Appends the value at idx; 0 when util.json must do it. */
-static int add_value(lua_State *L, jbuf *b, int idx, int depth) {
-  switch (lua_type(L, idx)) {
-  case LUA_TSTRING: {
-    size_t len;
-    const char *s = lua_tolstring(L, idx, &len);
-    add_quoted(b, s, len);
-    return 1;
-  }
-  case LUA_TNUMBER:
-    add_number(L, b, idx);
-    return 1;
-  case LUA_TBOOLEAN:
-    jb_str(b, lua_toboolean(L, idx) ? "true" : "false");
-    return 1;
-  case LUA_TTABLE:
-    return add_table(L, b, idx, depth);
-  default:
-    jb_str(b, "null");
-    return 1;
+/* Writes the value on top (popped), a table's items in turn through an
+ * explicit stack of frames (in scratch buffer 0): no C recursion, however
+ * deep the value nests; a nesting the Lua stack cannot hold raises. */
+static void add_value(lua_State *L, jbuf *b, jq_scratch *s) {
+  size_t depth = 0;
+  for (;;) {
+    int top = lua_gettop(L);
+    switch (lua_type(L, top)) {
+    case LUA_TSTRING: {
+      size_t len;
+      const char *str = lua_tolstring(L, top, &len);
+      add_quoted(b, str, len);
+      break;
+    }
+    case LUA_TNUMBER:
+      add_number(L, b, top);
+      break;
+    case LUA_TBOOLEAN:
+      jb_str(b, lua_toboolean(L, top) ? "true" : "false");
+      break;
+    case LUA_TTABLE: {
+      frame f = open_table(L, b, s);
+      frame *stack = jq_scratch_room(L, &s->b[0], depth + 1, sizeof *stack);
+      stack[depth++] = f;
+      break;
+    }
+    default:
+      jb_str(b, "null");
+    }
+    if (lua_type(L, top) != LUA_TTABLE)
+      lua_settop(L, top - 1);
+    while (depth > 0 && !next_item(L, b, (frame *)s->b[0].p + (depth - 1)))
+      depth--;
+    if (depth == 0)
+      return;
   }
 }
 
-/* json_text(v) -> v as JSON text, or nil when util.json must do it. */
+/* json_text(v) -> v as JSON text. */
 static int l_json_text(lua_State *L) {
   luaL_checkany(L, 1);
   lua_settop(L, 1);
-  jbuf *b = lua_newuserdatauv(L, sizeof *b, 0); /* 2 */
-  memset(b, 0, sizeof *b);
-  b->L = L;
-  luaL_setmetatable(L, JBUF_MT);
-  if (!add_value(L, b, 1, 0)) {
-    lua_pushnil(L);
-    return 1;
-  }
-  lua_pushlstring(L, b->p ? b->p : "", b->n);
-  free(b->p); /* now, not at the next collection: it can be a hundred MB */
-  b->p = NULL;
-  b->n = b->cap = 0;
+  jq_scratch *s = jq_scratch_new(L, 3); /* 2: the text, the frames, the key order */
+  jbuf b = {L, &s->b[2]};
+  lua_pushvalue(L, 1);
+  add_value(L, &b, s);
+  lua_pushlstring(L, b.v->p ? b.v->p : "", b.v->n);
+  jq_scratch_free(s); /* now, not at the next collection: it can be a hundred MB */
   return 1;
 }
 
 void jq_open_json_text(lua_State *L) {
-  if (luaL_newmetatable(L, JBUF_MT)) {
-    lua_pushcfunction(L, jbuf_gc);
-    lua_setfield(L, -2, "__gc");
-  }
-  lua_pop(L, 1);
   lua_pushcfunction(L, l_json_text);
   lua_setfield(L, -2, "json_text");
 }

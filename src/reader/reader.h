@@ -37,12 +37,12 @@ void jq_open_load(lua_State *L);
  *     made a list), or nil */
 void jq_open_columns(lua_State *L);
 
-/* The report's figures (stats.c; each returns nil when it leaves the input
- * to stats.lua):
+/* The report's figures (stats.c; each raises, naming it, on a value no
+ * figure can be made of):
  *   stats_lanes(model, from, to, top, cat_index, names) -> the lane sweeps,
  *     their events and the marker kinds' units over [from, to]
- *   stats_counters(model, from, to) -> stats.lua's counter_stats
- *   stats_copies(model, from, to) -> stats.lua's copies, not yet sorted */
+ *   stats_counters(model, from, to) -> the counter tracks' figures
+ *   stats_copies(model, from, to) -> the copies by category, not yet sorted */
 void jq_open_stats(lua_State *L);
 
 /* The job graph (graph.c):
@@ -69,8 +69,8 @@ void jq_open_graph(lua_State *L);
 void jq_open_page(lua_State *L);
 
 /* JSON text (json_text.c):
- *   json_text(v) -> text, or nil when util.json must do it: a Lua value as
- *     JSON text, the bytes of jobque_profile.util's json */
+ *   json_text(v) -> text: a Lua value as JSON text (report --json,
+ *     jobque_profile.util's json and quote) */
 void jq_open_json_text(lua_State *L);
 
 int luaopen_jobque_profile_reader(lua_State *L);

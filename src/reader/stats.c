@@ -1,18 +1,22 @@
 /*
- * stats.c - the per-event loops of jobque_profile.stats in C (issue 12).
+ * stats.c - the per-event loops of jobque_profile.stats: stats_lanes (the
+ * lane sweeps, which keep their busy pieces for the marker units, and the
+ * marker units themselves), stats_counters and stats_copies.
  *
- * stats_lanes (the lane sweeps, which keep their busy pieces for the marker
- * units, and the marker units themselves), stats_counters and stats_copies
- * read a trace model's Lua columns and give stats.compute what its Lua
- * loops would: the same arithmetic in the same order with Lua's number
- * semantics (integer and float subtypes, integers wrapping, comparisons
- * between the two exact), so the figures are the same bits and print the
- * same. On anything they do not reproduce exactly (a value of another type
- * where a number or string is expected, a column with a metatable, ...)
- * they return nil and stats.lua runs its own loops.
+ * They read a trace model's columns (native cells or Lua lists, as
+ * columns.h's jq_col reads them: a list with a metatable through its
+ * __index and __len) and compute with Lua's number semantics (number.h:
+ * integer and float subtypes, integer sums wrapping, comparisons between
+ * the two exact), so a figure has the subtype and bits the same arithmetic
+ * in Lua would give. Shapes our loader never makes are read as Lua reads
+ * them: any value but nil as a category, a copy's category or a marker
+ * kind (a category stats.compute has no number for gets the next one); a
+ * kind listed twice has the same units twice; a float count floored. A
+ * value no figure can be made of (a time that is not a number, a column
+ * that is not a list) raises "stats: ..." naming it.
  * Owns: the units' userdata and the busy pieces' (a unit's busy time by
- * category is summed from them when it is read); scratch memory
- * only for a call (a userdata with __gc, freed before returning).
+ * category is summed from them when it is read); scratch memory only for
+ * a call (scratch.h: freed before returning, or by __gc after an error).
  * Must not: change the model. Thread safety: reentrant (one lua_State per call).
  */
 #include <math.h>
@@ -23,218 +27,42 @@
 #include <lauxlib.h>
 
 #include "reader/columns.h"
+#include "reader/number.h"
+#include "reader/scratch.h"
+#include "reader/sort.h"
 #include "reader/reader.h"
 
-/* ---- numbers as Lua has them ---- */
-
-enum { T_NIL = 0, T_INT = 1, T_FLT = 2 };
-
-typedef union word {
-  lua_Integer i;
-  lua_Number f;
-} word;
-
-typedef struct num {
-  word v;
-  int t; /* T_NIL, T_INT or T_FLT */
-} num;
-
-static inline num inum(lua_Integer i) {
-  num x;
-  x.v.i = i;
-  x.t = T_INT;
-  return x;
-}
-
-static inline num fnum(lua_Number f) {
-  num x;
-  x.v.f = f;
-  x.t = T_FLT;
-  return x;
-}
-
-static inline lua_Number tof(num x) { return x.t == T_INT ? (lua_Number)x.v.i : x.v.f; }
-
-/* x + y and x - y: integers wrap, anything else is a float sum. */
-static inline num add(num x, num y) {
-  if (x.t == T_FLT && y.t == T_FLT)
-    return fnum(x.v.f + y.v.f);
-  if (x.t == T_INT && y.t == T_INT)
-    return inum((lua_Integer)((lua_Unsigned)x.v.i + (lua_Unsigned)y.v.i));
-  return fnum(tof(x) + tof(y));
-}
-
-static inline num sub(num x, num y) {
-  if (x.t == T_FLT && y.t == T_FLT)
-    return fnum(x.v.f - y.v.f);
-  if (x.t == T_INT && y.t == T_INT)
-    return inum((lua_Integer)((lua_Unsigned)x.v.i - (lua_Unsigned)y.v.i));
-  return fnum(tof(x) - tof(y));
-}
-
-/* Whether an integer is a float exactly (|i| <= 2^53). */
-#define FITS_FLOAT(i) ((lua_Unsigned)(i) + ((lua_Unsigned)1 << 53) <= ((lua_Unsigned)1 << 54))
-
-/* i < f and i <= f, exactly (false when f is NaN). */
-static int lt_int_flt(lua_Integer i, lua_Number f) {
-  if (FITS_FLOAT(i))
-    return (lua_Number)i < f;
-  if (f != f)
-    return 0;
-  if (f >= 0x1p63)
-    return 1;
-  if (f < -0x1p63)
-    return 0;
-  return i < (lua_Integer)ceil(f);
-}
-
-static int le_int_flt(lua_Integer i, lua_Number f) {
-  if (FITS_FLOAT(i))
-    return (lua_Number)i <= f;
-  if (f != f)
-    return 0;
-  if (f >= 0x1p63)
-    return 1;
-  if (f < -0x1p63)
-    return 0;
-  return i <= (lua_Integer)floor(f);
-}
-
-/* x < y and x <= y as Lua compares numbers. */
-static inline int lt(num x, num y) {
-  if (x.t == T_FLT && y.t == T_FLT) /* times: floats mostly */
-    return x.v.f < y.v.f;
-  if (x.t == T_INT && y.t == T_INT)
-    return x.v.i < y.v.i;
-  if (x.t == T_INT)
-    return lt_int_flt(x.v.i, y.v.f);
-  return x.v.f == x.v.f && !le_int_flt(y.v.i, x.v.f);
-}
-
-static inline int le(num x, num y) {
-  if (x.t == T_FLT && y.t == T_FLT)
-    return x.v.f <= y.v.f;
-  if (x.t == T_INT && y.t == T_INT)
-    return x.v.i <= y.v.i;
-  if (x.t == T_INT)
-    return le_int_flt(x.v.i, y.v.f);
-  return x.v.f == x.v.f && !lt_int_flt(y.v.i, x.v.f);
-}
-
-static void push_num(lua_State *L, num x) {
-  if (x.t == T_INT)
-    lua_pushinteger(L, x.v.i);
-  else if (x.t == T_FLT)
-    lua_pushnumber(L, x.v.f);
-  else
-    lua_pushnil(L);
-}
-
-/* The value on top (popped) as a num: T_NIL when it is not a number. */
-static inline num pop_num(lua_State *L, int type) {
-  num x;
-  x.t = T_NIL;
-  if (type == LUA_TNUMBER) {
-    if (lua_isinteger(L, -1))
-      x = inum(lua_tointeger(L, -1));
-    else
-      x = fnum(lua_tonumber(L, -1));
-  }
+/* The value on top (popped) as a number (NIL: not a number). */
+static inline jq_num pop_num(lua_State *L) {
+  jq_num x = jq_num_at(L, -1);
   lua_pop(L, 1);
   return x;
 }
 
-/* The argument at idx as a num (T_NIL: not a number). */
-static num arg_num(lua_State *L, int idx) {
-  lua_pushvalue(L, idx);
-  return pop_num(L, lua_type(L, -1));
-}
-
 /* ---- columns: a Lua list, or the loader's native cells (columns.h) ---- */
 
-/* Cell k (0-based) of a native column as a num (T_NIL: not a number). */
-static inline num cell_num(const jq_column *c, size_t k) {
-  int t = jq_cell_tag(c, k);
-  if (t == JQ_C_NUM)
-    return fnum(jq_cell_num(c, k));
-  if (t == JQ_C_INT)
-    return inum((lua_Integer)jq_cell_int(c, k));
-  num x;
-  x.v.i = 0;
-  x.t = T_NIL;
-  return x;
-}
-
-/* Item i of the column at t (a list, or a native column's userdata). */
-static inline num geti_num(lua_State *L, int t, lua_Integer i) {
-  if (lua_type(L, t) == LUA_TUSERDATA) {
-    const jq_column *c = lua_touserdata(L, t);
-    if (i < 1 || (lua_Unsigned)i > c->n) {
-      num x = {{0}, T_NIL};
-      return x;
-    }
-    return cell_num(c, (size_t)i - 1);
-  }
-  return pop_num(L, lua_rawgeti(L, t, i));
-}
-
-/* Pushes item i of the column at t: its type. */
-static inline int push_item(lua_State *L, int t, lua_Integer i) {
-  if (lua_type(L, t) == LUA_TUSERDATA) {
-    const jq_column *c = lua_touserdata(L, t);
-    if (i < 1 || (lua_Unsigned)i > c->n) {
-      lua_pushnil(L);
-      return LUA_TNIL;
-    }
-    jq_column_push(L, t, (size_t)i - 1);
-    return lua_type(L, -1);
-  }
-  return lua_rawgeti(L, t, i);
-}
-
-/* The length of the column at t (#t of a list). */
-static inline lua_Integer col_len(lua_State *L, int t) {
-  if (lua_type(L, t) == LUA_TUSERDATA)
-    return (lua_Integer)((const jq_column *)lua_touserdata(L, t))->n;
-  return (lua_Integer)lua_rawlen(L, t);
-}
-
-/* The value at idx (of type `type`) as a num: T_NIL when it is not a number. */
-static inline num num_at(lua_State *L, int idx, int type) {
-  num x;
-  x.t = T_NIL;
-  if (type == LUA_TNUMBER) {
-    if (lua_isinteger(L, idx))
-      x = inum(lua_tointeger(L, idx));
-    else
-      x = fnum(lua_tonumber(L, idx));
-  }
-  return x;
-}
-
-/* The same for a column of times, floats mostly: a number with a fraction
- * is a float, and one call tells. */
-static inline num time_at(lua_State *L, int idx, int type) {
+/* The value at idx as a time, floats mostly: a number with a fraction is
+ * a float, and one call tells. */
+static inline jq_num time_at(lua_State *L, int idx, int type) {
   if (type == LUA_TNUMBER) {
     lua_Number d = lua_tonumber(L, idx);
     if (fabs(d) < 0x1p52 && (lua_Number)(lua_Integer)d != d)
-      return fnum(d);
+      return jq_num_flt(d);
   }
-  return num_at(L, idx, type);
+  return type == LUA_TNUMBER ? jq_num_at(L, idx) : jq_num_nil();
 }
 
 /* Columns are read BATCH rows at a time: pushing a value and popping it
  * one by one costs twice as much as pushing a batch and dropping it at
  * once (lua_settop is no cheap call). */
 #define BATCH 16
-#define MAX_COLS 4
 
 /* Pushes the rows i .. i + m - 1 of the columns cols[0 .. ncols - 1], row
  * by row; their types in types[]. */
-static void push_rows(lua_State *L, const int *cols, int ncols, lua_Integer i, int m, int *types) {
+static void push_rows(lua_State *L, const jq_col *const *cols, int ncols, lua_Integer i, int m, int *types) {
   for (int r = 0; r < m; r++)
     for (int c = 0; c < ncols; c++)
-      types[r * ncols + c] = push_item(L, cols[c], i + r);
+      types[r * ncols + c] = jq_col_push(L, cols[c], i + r);
 }
 
 static inline int batch_rows(lua_Integer i, lua_Integer last) {
@@ -243,106 +71,33 @@ static inline int batch_rows(lua_Integer i, lua_Integer last) {
 
 /* ---- reading the model ---- */
 
-/* t[field] pushed when it is a native column (its userdata) or a table
- * without a metatable (its columns are read raw): its stack index; else
- * 0, nothing pushed. */
-static int get_column(lua_State *L, int t, const char *field) {
-  int type = jq_column_field(L, t, field);
-  if (type == LUA_TUSERDATA && jq_column_test(L, -1))
-    return lua_gettop(L);
-  if (type == LUA_TTABLE) {
-    if (!lua_getmetatable(L, -1))
-      return lua_gettop(L);
-    lua_pop(L, 1);
-  }
-  lua_pop(L, 1);
-  return 0;
+/* t[field] opened as a column (one value pushed: jq_col_field); raises
+ * when it is neither a column nor a table. */
+static void need_column(lua_State *L, int t, const char *field, jq_col *col) {
+  if (!jq_col_field(L, t, field, col))
+    luaL_error(L, "stats: %s is not a list", field);
 }
 
-/* The same of the value at idx (kept on the stack either way). */
-static int plain_table(lua_State *L, int idx) {
-  if (lua_type(L, idx) != LUA_TTABLE)
-    return 0;
-  if (lua_getmetatable(L, idx)) {
-    lua_pop(L, 1);
-    return 0;
-  }
-  return 1;
-}
+/* ---- scratch memory of a call: jq_scratch (scratch.h) ---- */
 
-/* t[field] as an integer (1), or 0 when it is not one. */
-static int get_int_field(lua_State *L, int t, const char *field, lua_Integer *out) {
-  lua_getfield(L, t, field);
-  int ok = lua_isinteger(L, -1);
-  *out = ok ? lua_tointeger(L, -1) : 0;
-  lua_pop(L, 1);
-  return ok;
-}
-
-/* ---- scratch memory of a call ---- */
-
-#define SCRATCH_MT "jobque.stats_scratch"
 #define NSCRATCH 6
 
-typedef struct scratch {
-  void *p[NSCRATCH];
-  size_t size[NSCRATCH];
-} scratch;
-
-static void scratch_free(scratch *s) {
-  for (int k = 0; k < NSCRATCH; k++) {
-    free(s->p[k]);
-    s->p[k] = NULL;
-    s->size[k] = 0;
-  }
-}
-
-static int l_scratch_gc(lua_State *L) {
-  scratch_free(lua_touserdata(L, 1));
-  return 0;
-}
-
-/* A new scratch (pushed): buffers freed by scratch_free, or by __gc when
- * an error is raised before. */
-static scratch *new_scratch(lua_State *L) {
-  scratch *s = lua_newuserdatauv(L, sizeof *s, 0);
-  memset(s, 0, sizeof *s);
-  if (luaL_newmetatable(L, SCRATCH_MT)) {
-    lua_pushcfunction(L, l_scratch_gc);
-    lua_setfield(L, -2, "__gc");
-  }
-  lua_setmetatable(L, -2);
-  return s;
-}
-
-/* Buffer k of s with room for count items of size bytes (its contents kept). */
-static void *scratch_get(lua_State *L, scratch *s, int k, size_t count, size_t size) {
-  if (count > ((size_t)-1 / 2) / size)
-    luaL_error(L, "not enough memory");
-  size_t want = count * size;
-  if (want > s->size[k]) {
-    size_t grown = s->size[k] * 2 > want ? s->size[k] * 2 : want;
-    void *p = realloc(s->p[k], grown ? grown : 1);
-    if (!p)
-      luaL_error(L, "not enough memory");
-    s->p[k] = p;
-    s->size[k] = grown;
-  }
-  return s->p[k];
+/* Buffer k of s as room for count items of size bytes (contents kept). */
+static inline void *scratch_get(lua_State *L, jq_scratch *s, int k, size_t count, size_t size) {
+  return jq_scratch_room(L, &s->b[k], count, size);
 }
 
 /* ---- count_sorted, count_in ---- */
 
-/* The index of the first number of list[1..len] >= x (> x when strict);
- * -1 when one it compares is not a number. */
-static lua_Integer first_at_least(lua_State *L, int list, lua_Integer len, num x, int strict) {
+/* The index of the first number of list[1..len] >= x (> x when strict). */
+static lua_Integer first_at_least(lua_State *L, const jq_col *list, lua_Integer len, jq_num x, int strict) {
   lua_Integer lo = 1, hi = len + 1;
   while (lo < hi) {
     lua_Integer mid = lo + (hi - lo) / 2;
-    num t = geti_num(L, list, mid);
-    if (t.t == T_NIL)
-      return -1;
-    if (strict ? le(t, x) : lt(t, x))
+    jq_num t = jq_col_num(L, list, mid);
+    if (t.t == JQ_NUM_NIL)
+      luaL_error(L, "stats: a list of times holds a value that is not a number at %I", (LUAI_UACINT)mid);
+    if (strict ? jq_num_le(t, x) : jq_num_lt(t, x))
       lo = mid + 1;
     else
       hi = mid;
@@ -350,44 +105,36 @@ static lua_Integer first_at_least(lua_State *L, int list, lua_Integer len, num x
   return lo;
 }
 
-/* How many of the sorted times in the table at idx lie in [a, b] (false
- * or nil: an empty list, when `none` allows it). */
-static int count_sorted(lua_State *L, int idx, int none, num a, num b, lua_Integer *out) {
-  *out = 0;
-  if (none && !lua_toboolean(L, idx))
-    return 1;
-  if (!jq_column_test(L, idx) && !plain_table(L, idx))
+/* How many of the sorted times in the list at idx lie in [a, b] (false or
+ * nil: none). */
+static lua_Integer count_sorted(lua_State *L, int idx, jq_num a, jq_num b) {
+  if (!lua_toboolean(L, idx))
     return 0;
-  lua_Integer len = col_len(L, idx);
-  lua_Integer hi = first_at_least(L, idx, len, b, 1), lo = first_at_least(L, idx, len, a, 0);
-  if (hi < 0 || lo < 0)
-    return 0;
-  *out = hi - lo;
-  return 1;
+  jq_col col;
+  if (!jq_col_open(L, idx, &col))
+    return luaL_error(L, "stats: a list of times is a %s", luaL_typename(L, idx));
+  lua_Integer hi = first_at_least(L, &col, col.n, b, 1), lo = first_at_least(L, &col, col.n, a, 0);
+  lua_pop(L, 1);
+  return hi - lo;
 }
 
-/* How many of the items {ts} of the list at idx (up to the first nil) have ts in [a, b]. */
-static int count_in(lua_State *L, int idx, num a, num b, lua_Integer *out) {
-  *out = 0;
-  if (!plain_table(L, idx))
+/* How many of the items {ts} of the list at idx (as ipairs reads it; false
+ * or nil: none) have ts in [a, b]. */
+static lua_Integer count_in(lua_State *L, int idx, jq_num a, jq_num b) {
+  lua_Integer n = 0;
+  if (!lua_toboolean(L, idx))
     return 0;
-  for (lua_Integer i = 1;; i++) {
-    int type = lua_rawgeti(L, idx, i);
-    if (type == LUA_TNIL) {
-      lua_pop(L, 1);
-      return 1;
-    }
-    if (type != LUA_TTABLE) {
-      lua_pop(L, 1);
-      return 0;
-    }
-    num ts = pop_num(L, lua_getfield(L, -1, "ts"));
+  for (lua_Integer i = 1; lua_geti(L, idx, i) != LUA_TNIL; i++) {
+    lua_getfield(L, -1, "ts");
+    jq_num ts = pop_num(L);
     lua_pop(L, 1);
-    if (ts.t == T_NIL)
-      return 0;
-    if (le(a, ts) && le(ts, b))
-      (*out)++;
+    if (ts.t == JQ_NUM_NIL)
+      luaL_error(L, "stats: an instant's ts is not a number");
+    if (jq_num_le(a, ts) && jq_num_le(ts, b))
+      n++;
   }
+  lua_pop(L, 1);
+  return n;
 }
 
 /* ---- marker units ---- */
@@ -402,26 +149,26 @@ static int count_in(lua_State *L, int idx, num a, num b, lua_Integer *out) {
 typedef struct units {
   size_t n;
   int floats; /* every from[] a float */
-  word *from;
+  jq_word *from;
   lua_Integer *idx;
   unsigned char *from_t;
 } units;
 
-static inline num unit_from(const units *u, size_t j) {
-  num x;
+static inline jq_num unit_from(const units *u, size_t j) {
+  jq_num x;
   x.v = u->from[j - 1];
   x.t = u->from_t[j - 1];
   return x;
 }
 
-/* A new units userdata for n units (pushed); NULL when too large. */
+/* A new units userdata for n units (pushed). */
 static units *new_units(lua_State *L, size_t n) {
   if (n > ((size_t)1 << 40))
-    return NULL;
+    luaL_error(L, "not enough memory");
   size_t cells = (n + 1) + n; /* words */
-  size_t size = sizeof(units) + cells * sizeof(word) + (n + 1);
+  size_t size = sizeof(units) + cells * sizeof(jq_word) + (n + 1);
   units *u = lua_newuserdatauv(L, size, 2);
-  word *w = (word *)(u + 1);
+  jq_word *w = (jq_word *)(u + 1);
   u->n = n;
   u->from = w;
   u->idx = (lua_Integer *)(w + n + 1);
@@ -434,20 +181,20 @@ static units *new_units(lua_State *L, size_t n) {
  * lanes one after the other, each lane's in time order; a lane's pieces
  * are disjoint, so their starts and their ends both ascend. */
 typedef struct piece {
-  word x, y;
+  jq_word x, y;
   uint32_t c;
   unsigned char xt, yt;
 } piece;
 
-static inline num piece_x(const piece *p) {
-  num v;
+static inline jq_num piece_x(const piece *p) {
+  jq_num v;
   v.v = p->x;
   v.t = p->xt;
   return v;
 }
 
-static inline num piece_y(const piece *p) {
-  num v;
+static inline jq_num piece_y(const piece *p) {
+  jq_num v;
   v.v = p->y;
   v.t = p->yt;
   return v;
@@ -464,24 +211,24 @@ typedef struct pieces {
   uint32_t gen;
   size_t *lane; /* lane l's pieces: p[lane[l] .. lane[l + 1]), the lanes that have any */
   piece *p;
-  word *sum;
+  jq_word *sum;
   uint32_t *seen, *touched, *tmp; /* tmp: the merge sort's */
   unsigned char *sum_t;
 } pieces;
 
 /* A new pieces userdata (pushed) for n pieces over nlanes lanes and ncat
- * categories; NULL when too large. */
+ * categories. */
 static pieces *new_pieces(lua_State *L, size_t n, size_t nlanes, size_t ncat) {
   size_t max = (size_t)1 << 40;
   if (n > max || nlanes > max || ncat > UINT32_MAX)
-    return NULL;
-  size_t size = sizeof(pieces) + n * sizeof(piece) + (nlanes + 1) * sizeof(size_t) + ncat * sizeof(word) +
+    luaL_error(L, "not enough memory");
+  size_t size = sizeof(pieces) + n * sizeof(piece) + (nlanes + 1) * sizeof(size_t) + ncat * sizeof(jq_word) +
                 3 * ncat * sizeof(uint32_t) + ncat;
   pieces *pc = lua_newuserdatauv(L, size, 0);
   pc->n = n, pc->nlanes = nlanes, pc->ncat = ncat, pc->gen = 0;
   pc->p = (piece *)(pc + 1);
   pc->lane = (size_t *)(pc->p + n);
-  pc->sum = (word *)(pc->lane + nlanes + 1);
+  pc->sum = (jq_word *)(pc->lane + nlanes + 1);
   pc->seen = (uint32_t *)(pc->sum + ncat);
   pc->touched = pc->seen + ncat;
   pc->tmp = pc->touched + ncat;
@@ -493,11 +240,11 @@ static pieces *new_pieces(lua_State *L, size_t n, size_t nlanes, size_t ncat) {
 
 /* Unit j's busy time by category into pc's sums: each piece that overlaps
  * it, cut to it, added in the order the sweeps met them (lane after lane,
- * each in time), as stats.lua's unit_sums adds them, so the sums are the
+ * each in time), so the sums are the
  * same bits. The categories set are touched[0 .. returned count), in the
  * order first met. */
 static size_t unit_sums(pieces *pc, const units *u, size_t j) {
-  num f = unit_from(u, j), t = unit_from(u, j + 1);
+  jq_num f = unit_from(u, j), t = unit_from(u, j + 1);
   if (++pc->gen == 0) { /* wrapped: no category is current */
     memset(pc->seen, 0, pc->ncat * sizeof(uint32_t));
     pc->gen = 1;
@@ -507,30 +254,30 @@ static size_t unit_sums(pieces *pc, const units *u, size_t j) {
     size_t lo = pc->lane[l], hi = pc->lane[l + 1], last = hi;
     while (lo < hi) { /* the first piece ending after f */
       size_t mid = lo + (hi - lo) / 2;
-      if (lt(f, piece_y(&pc->p[mid])))
+      if (jq_num_lt(f, piece_y(&pc->p[mid])))
         hi = mid;
       else
         lo = mid + 1;
     }
     for (size_t i = lo; i < last; i++) {
       const piece *p = &pc->p[i];
-      num x = piece_x(p), y = piece_y(p);
-      if (le(t, x))
+      jq_num x = piece_x(p), y = piece_y(p);
+      if (jq_num_le(t, x))
         break;
-      num s = lt(f, x) ? x : f, e = lt(y, t) ? y : t;
-      if (!lt(s, e))
+      jq_num s = jq_num_lt(f, x) ? x : f, e = jq_num_lt(y, t) ? y : t;
+      if (!jq_num_lt(s, e))
         continue;
       size_t c = p->c - 1;
-      num sum;
+      jq_num sum;
       if (pc->seen[c] != pc->gen) {
         pc->seen[c] = pc->gen;
         pc->touched[m++] = p->c;
-        sum = inum(0);
+        sum = jq_num_int(0);
       } else {
         sum.v = pc->sum[c];
         sum.t = pc->sum_t[c];
       }
-      sum = add(sum, sub(e, s));
+      sum = jq_num_add(sum, jq_num_sub(e, s));
       pc->sum[c] = sum.v;
       pc->sum_t[c] = (unsigned char)sum.t;
     }
@@ -544,29 +291,29 @@ static int cmp_u32(const void *a, const void *b) {
 }
 
 /* Category c's sum. */
-static inline num num_of(const pieces *pc, uint32_t c) {
-  num x;
+static inline jq_num num_of(const pieces *pc, uint32_t c) {
+  jq_num x;
   x.v = pc->sum[c - 1];
   x.t = pc->sum_t[c - 1];
   return x;
 }
 
 /* Whether Lua's x ~= y holds for two numbers (NaN differs from everything). */
-static int ne_num(num x, num y) {
-  if ((x.t == T_FLT && x.v.f != x.v.f) || (y.t == T_FLT && y.v.f != y.v.f))
+static int ne_num(jq_num x, jq_num y) {
+  if ((x.t == JQ_NUM_FLT && x.v.f != x.v.f) || (y.t == JQ_NUM_FLT && y.v.f != y.v.f))
     return 1;
-  return lt(x, y) || lt(y, x);
+  return jq_num_lt(x, y) || jq_num_lt(y, x);
 }
 
-/* Whether category c comes before category d in a unit's list (stats.lua's
- * by_busy: more busy time first, then the name in Lua's order); the
+/* Whether category c comes before category d in a unit's list (by_busy in
+ * stats.lua: more busy time first, then the name in Lua's order); the
  * category names at the stack index names. */
 static int busier(lua_State *L, const pieces *pc, int names, uint32_t c, uint32_t d) {
-  num x, y;
+  jq_num x, y;
   x.v = pc->sum[c - 1], x.t = pc->sum_t[c - 1];
   y.v = pc->sum[d - 1], y.t = pc->sum_t[d - 1];
   if (ne_num(x, y))
-    return lt(y, x);
+    return jq_num_lt(y, x);
   lua_rawgeti(L, names, (lua_Integer)c);
   lua_rawgeti(L, names, (lua_Integer)d);
   int before = lua_compare(L, -2, -1, LUA_OPLT);
@@ -580,83 +327,83 @@ static units *push_unit_head(lua_State *L, lua_Integer j) {
   units *u = luaL_checkudata(L, lua_upvalueindex(1), UNITS_MT);
   luaL_argcheck(L, j >= 1 && (lua_Unsigned)j <= u->n, 1, "no such unit");
   lua_getiuservalue(L, lua_upvalueindex(1), 1);
-  push_item(L, lua_gettop(L), u->idx[j - 1]);
+  jq_col arg;
+  if (!jq_col_open(L, -1, &arg))
+    luaL_error(L, "the units' marker_arg is no column");
+  jq_col_push(L, &arg, u->idx[j - 1]);
+  lua_replace(L, -3);
+  lua_pop(L, 1);
   lua_replace(L, -2);
-  push_num(L, unit_from(u, (size_t)j));
-  push_num(L, unit_from(u, (size_t)j + 1));
+  jq_num_push(L, unit_from(u, (size_t)j));
+  jq_num_push(L, unit_from(u, (size_t)j + 1));
   return u;
 }
 
 /* Sets by[k] = { name, busy } of category c (the list on top of the stack,
  * the names below it). */
 static void push_entry(lua_State *L, const pieces *pc, uint32_t c, lua_Integer k) {
-  num time;
+  jq_num time;
   time.v = pc->sum[c - 1];
   time.t = pc->sum_t[c - 1];
   lua_createtable(L, 0, 3);
   lua_rawgeti(L, -3, (lua_Integer)c);
   lua_setfield(L, -2, "name");
-  push_num(L, time);
+  jq_num_push(L, time);
   lua_setfield(L, -2, "busy");
   lua_rawseti(L, -2, k);
 }
 
-/* Sorts c[0 .. n) by busier (a merge sort, bottom up, through tmp). */
-static void sort_busier(lua_State *L, const pieces *pc, int names, uint32_t *c, uint32_t *tmp, size_t n) {
-  for (size_t w = 1; w < n; w *= 2) {
-    for (size_t lo = 0; lo < n; lo += 2 * w) {
-      size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-      size_t i = lo, j = mid, k = lo;
-      while (i < mid && j < hi)
-        tmp[k++] = busier(L, pc, names, c[j], c[i]) ? c[j++] : c[i++];
-      while (i < mid)
-        tmp[k++] = c[i++];
-      while (j < hi)
-        tmp[k++] = c[j++];
-    }
-    memcpy(c, tmp, n * sizeof *c);
-  }
+/* busier as jq_sort_stable's comparator. */
+typedef struct busier_ctx {
+  lua_State *L;
+  const pieces *pc;
+  int names;
+} busier_ctx;
+
+static int busier_less(void *ctx, uint32_t c, uint32_t d) {
+  const busier_ctx *x = ctx;
+  return busier(x->L, x->pc, x->names, c, d);
 }
 
 /* row(j) -> arg, from, to, by, busy: unit j's marker arg and bounds, its
- * busy time by category { name, busy, share }, busiest first (stats.lua's
- * by_busy), and its busy time in all, summed in the order of the categories
- * (the closure's upvalues: the units, the pieces): what unit_view makes of
- * the Lua's row, without a Lua comparison per step of the sort. */
+ * busy time by category { name, busy, share }, busiest first (by_busy),
+ * and its busy time in all, summed in the order of the categories (the
+ * closure's upvalues: the units, the pieces). */
 static int l_unit_row(lua_State *L) {
   lua_Integer j = luaL_checkinteger(L, 1);
   units *u = push_unit_head(L, j);
   pieces *pc = luaL_checkudata(L, lua_upvalueindex(2), PIECES_MT);
   size_t m = unit_sums(pc, u, (size_t)j);
   qsort(pc->touched, m, sizeof *pc->touched, cmp_u32);
-  num busy = inum(0);
+  jq_num busy = jq_num_int(0);
   for (size_t k = 0; k < m; k++) {
-    num x;
+    jq_num x;
     x.v = pc->sum[pc->touched[k] - 1], x.t = pc->sum_t[pc->touched[k] - 1];
-    busy = add(busy, x);
+    busy = jq_num_add(busy, x);
   }
   lua_getiuservalue(L, lua_upvalueindex(1), 2); /* names */
   int names = lua_gettop(L);
-  sort_busier(L, pc, names, pc->touched, pc->tmp, m);
-  int positive = lt(inum(0), busy);
+  busier_ctx ctx = {L, pc, names};
+  jq_sort_stable(pc->touched, pc->tmp, m, busier_less, &ctx);
+  int positive = jq_num_lt(jq_num_int(0), busy);
   lua_createtable(L, m < INT32_MAX ? (int)m : 0, 0);
   for (size_t k = 0; k < m; k++) {
     push_entry(L, pc, pc->touched[k], (lua_Integer)k + 1);
     lua_rawgeti(L, -1, (lua_Integer)k + 1);
     if (positive)
-      lua_pushnumber(L, tof(num_of(pc, pc->touched[k])) / tof(busy));
+      lua_pushnumber(L, jq_num_tof(num_of(pc, pc->touched[k])) / jq_num_tof(busy));
     else
       lua_pushinteger(L, 0);
     lua_setfield(L, -2, "share");
     lua_pop(L, 1);
   }
   lua_remove(L, names);
-  push_num(L, busy);
+  jq_num_push(L, busy);
   return 5;
 }
 
 /* top(j, n) -> arg, from, to, by: as row(j), with only the first n
- * categories of by in stats.lua's order (the busiest), made without the
+ * categories of by in by_busy's order (the busiest), made without the
  * others' tables: a unit can hold thousands of categories, the report shows
  * three. An insertion into a list of n: n is small. */
 static int l_unit_top(lua_State *L) {
@@ -686,17 +433,17 @@ static int l_unit_top(lua_State *L) {
   return 4;
 }
 
-#define AT(d, i) ((d)[(i) - 1]) /* 1-based, as in stats.lua */
+#define AT(d, i) ((d)[(i) - 1]) /* 1-based */
 #define LT_FLOAT(x, y) ((x) < (y))
 
 /* The order statistics of a kind's unit durations, made twice from one
  * text: over nums (any subtypes), and over floats when every unit bound is
  * a float (half the memory, no look at subtypes; the same comparisons, so
  * the same results).
- * T_select_kth: the k-th smallest of d[lo..hi] (stats.lua's select_kth,
- * step for step: Hoare's selection, reordering d).
+ * T_select_kth: the k-th smallest of d[lo..hi] (Hoare's selection,
+ * reordering d).
  * T_largest: the indices of the k largest of d[1..n] into top (room for
- * min(n, k)), largest first, ties in their order (stats.lua's largest);
+ * min(n, k)), largest first, ties in their order;
  * returns how many.
  * T_extent: min and max of d[1..n], n >= 1 (order_stats' first loop). */
 #define ORDER_STATS(T, V, LT)                                                                                     \
@@ -753,18 +500,18 @@ static int l_unit_top(lua_State *L) {
     }                                                                                                             \
   }
 
-ORDER_STATS(nums, num, lt)
+ORDER_STATS(nums, jq_num, jq_num_lt)
 ORDER_STATS(floats, lua_Number, LT_FLOAT)
 
 /* Sets count, min, median, p95, max and slowest of the n units of u in the
- * table on top (stats.lua's order_stats and largest over their durations). */
-static void unit_figures(lua_State *L, scratch *s, const units *u, lua_Integer top) {
+ * table on top (nearest ranks, over their durations). */
+static void unit_figures(lua_State *L, jq_scratch *s, const units *u, lua_Integer top) {
   lua_Integer n = (lua_Integer)u->n, m;
   lua_pushinteger(L, n);
   lua_setfield(L, -2, "count");
   lua_Integer room = top < n ? top : n;
   lua_Integer *slots = scratch_get(L, s, 2, room > 0 ? (size_t)room : 1, sizeof *slots);
-  num stat[4]; /* min, median, p95, max */
+  jq_num stat[4]; /* min, median, p95, max */
   lua_Integer km = (lua_Integer)ceil(0.5 * (lua_Number)n), kp = (lua_Integer)ceil(0.95 * (lua_Number)n);
   km = km < 1 ? 1 : km;
   kp = kp < 1 ? 1 : kp;
@@ -776,14 +523,14 @@ static void unit_figures(lua_State *L, scratch *s, const units *u, lua_Integer t
     if (n > 0) {
       lua_Number min, max;
       floats_extent(d, n, &min, &max);
-      stat[0] = fnum(min), stat[3] = fnum(max);
-      stat[1] = fnum(floats_select_kth(d, km, 1, n));
-      stat[2] = fnum(floats_select_kth(d, kp, km, n)); /* d[km + 1 ..] holds everything above the median */
+      stat[0] = jq_num_flt(min), stat[3] = jq_num_flt(max);
+      stat[1] = jq_num_flt(floats_select_kth(d, km, 1, n));
+      stat[2] = jq_num_flt(floats_select_kth(d, kp, km, n)); /* d[km + 1 ..] holds everything above the median */
     }
   } else {
-    num *d = scratch_get(L, s, 1, u->n ? u->n : 1, sizeof *d);
+    jq_num *d = scratch_get(L, s, 1, u->n ? u->n : 1, sizeof *d);
     for (size_t j = 1; j <= u->n; j++)
-      d[j - 1] = sub(unit_from(u, j + 1), unit_from(u, j));
+      d[j - 1] = jq_num_sub(unit_from(u, j + 1), unit_from(u, j));
     m = nums_largest(d, n, top, slots);
     if (n > 0) {
       nums_extent(d, n, &stat[0], &stat[3]);
@@ -801,7 +548,7 @@ static void unit_figures(lua_State *L, scratch *s, const units *u, lua_Integer t
     return;
   static const char *const field[4] = {"min", "median", "p95", "max"};
   for (int k = 0; k < 4; k++) {
-    push_num(L, stat[k]);
+    jq_num_push(L, stat[k]);
     lua_setfield(L, -2, field[k]);
   }
 }
@@ -817,242 +564,307 @@ typedef struct cache {
 static inline int cache_slot(const char *p) { return (int)(((uintptr_t)p >> 4) & (CACHE - 1)); }
 
 typedef struct marker { /* a marker in range, 16 bytes */
-  word ts;
+  jq_word ts;
   uint32_t i;    /* its index in model.marker_* */
-  uint16_t kind; /* 1-based */
-  unsigned char ts_t;
+  uint32_t kind; /* its kind's number (1-based) << 2 | the subtype of ts */
 } marker;
 
-/* The marker kinds' units over [a, b) into the table at idx markers
- * ({ count, min, median, p95, max, slowest, row } per kind; row the units'
- * userdata until lanes_in_c makes it their function), and in *nout how many
- * kinds have units. 0 when left to Lua. */
-static int marker_units(lua_State *L, int model, scratch *s, num a, num b, lua_Integer top, int names,
-                        int markers, size_t *nout) {
-  int base = lua_gettop(L);
-  if (lua_getfield(L, model, "marker_kinds") != LUA_TTABLE) /* base + 1 */
-    return 0;
-  int kinds = base + 1, kind_of = base + 2;
-  lua_newtable(L); /* kind name -> its number */
-  lua_Integer nkinds = 0;
-  for (;;) {
-    int type = lua_geti(L, kinds, nkinds + 1);
-    if (type == LUA_TNIL) {
-      lua_pop(L, 1);
+/* The marker kinds (model.marker_kinds, read as ipairs reads it) into the
+ * table at kind_of (a kind -> its first number); for kind k, *first (a
+ * scratch array) the number of the kind's first listing: a kind listed
+ * twice has the same units under each listing. Returns
+ * how many. */
+static lua_Integer kind_numbers(lua_State *L, int model, int kind_of, jq_scratch *s, uint32_t **first) {
+  lua_getfield(L, model, "marker_kinds");
+  int kinds = lua_gettop(L);
+  lua_Integer n = 0;
+  for (;; n++) {
+    if (lua_geti(L, kinds, n + 1) == LUA_TNIL)
       break;
-    }
+    if (n >= (1 << 29))
+      return luaL_error(L, "stats: too many marker kinds");
+    uint32_t *f = scratch_get(L, s, 2, (size_t)n + 1, sizeof *f);
     lua_pushvalue(L, -1);
-    if (type != LUA_TSTRING || lua_rawget(L, kind_of) != LUA_TNIL || nkinds >= UINT16_MAX)
-      return 0; /* a kind twice: left to Lua */
-    lua_pop(L, 1);
-    lua_pushinteger(L, ++nkinds);
-    lua_rawset(L, kind_of);
+    if (lua_rawget(L, kind_of) == LUA_TNUMBER) {
+      f[n] = (uint32_t)lua_tointeger(L, -1);
+      lua_pop(L, 2);
+    } else {
+      f[n] = (uint32_t)n + 1;
+      lua_pop(L, 1);
+      lua_pushinteger(L, n + 1);
+      lua_rawset(L, kind_of); /* raises for a NaN kind */
+    }
   }
-  int mts = 0, mkind = 0, marg = 0;
-  lua_Integer nm = 0;
-  if (nkinds > 0) {
-    if (!(mts = get_column(L, model, "marker_ts")) || !(mkind = get_column(L, model, "marker_kind")) ||
-        !(marg = get_column(L, model, "marker_arg")))
-      return 0;
-    nm = col_len(L, mts);
-    if ((lua_Unsigned)nm >= UINT32_MAX)
-      return 0;
-  }
-  /* The markers in range, in order, with their kind's number. */
-  size_t *count = scratch_get(L, s, 3, (size_t)nkinds + 1, sizeof(size_t));
-  memset(count, 0, ((size_t)nkinds + 1) * sizeof(size_t));
-  marker *in = scratch_get(L, s, 0, nm > 0 ? (size_t)nm : 1, sizeof *in); /* touched as filled */
-  size_t nin = 0;
+  lua_settop(L, kinds - 1);
+  *first = (uint32_t *)s->b[2].p;
+  return n;
+}
+
+/* The kind's number of the marker kind at idx (0: no kind listed), the
+ * cache asked first for a string. */
+static int kind_number(lua_State *L, int idx, int kind_of, cache *kc) {
+  const char *p = lua_type(L, idx) == LUA_TSTRING ? lua_tostring(L, idx) : NULL;
+  int h = p ? cache_slot(p) : 0;
+  if (p && kc->key[h] == p)
+    return kc->val[h];
+  lua_pushvalue(L, idx);
+  int k = lua_rawget(L, kind_of) == LUA_TNUMBER ? (int)lua_tointeger(L, -1) : 0;
+  lua_pop(L, 1);
+  if (p)
+    kc->key[h] = p, kc->val[h] = k;
+  return k;
+}
+
+/* Keeps marker i (1-based) of kind k at time t when t is in [a, b). */
+static void keep_marker(lua_State *L, jq_scratch *s, size_t *nin, size_t *count, lua_Integer i, int k, jq_num t,
+                        jq_num a, jq_num b) {
+  if (t.t == JQ_NUM_NIL)
+    luaL_error(L, "stats: model.marker_ts[%I] is not a number", (LUAI_UACINT)i);
+  if (!jq_num_le(a, t) || !jq_num_lt(t, b))
+    return;
+  marker *m = (marker *)scratch_get(L, s, 0, *nin + 1, sizeof *m) + *nin;
+  m->ts = t.v, m->i = (uint32_t)i, m->kind = (uint32_t)k << 2 | (uint32_t)t.t;
+  (*nin)++;
+  count[k]++;
+}
+
+/* The markers in [a, b) of a listed kind, in order, into scratch 0 (how
+ * many in *nin), and how many of each kind in count[]. */
+static void markers_in_range(lua_State *L, jq_scratch *s, const jq_col *mkind, const jq_col *mts, int kind_of,
+                             jq_num a, jq_num b, size_t *count, size_t *nin) {
+  lua_Integer nm = mts->n;
   cache kc;
   memset(kc.key, 0, sizeof kc.key);
-  const int cols[2] = {mkind, mts};
-  int types[BATCH * 2], rows = lua_gettop(L);
-  const jq_column *ck = nm > 0 ? jq_column_test(L, mkind) : NULL, *ct = nm > 0 ? jq_column_test(L, mts) : NULL;
+  const jq_column *ck = mkind->c, *ct = mts->c;
   if (ck && ct && ck->n >= (size_t)nm) { /* native: the cells read directly */
     for (size_t i = 0; i < (size_t)nm; i++) {
-      if (jq_cell_tag(ck, i) != JQ_C_STR)
-        continue;
-      const char *p = ck->strs->p[ck->v[i]];
-      int h = cache_slot(p), k;
-      if (kc.key[h] == p) {
+      int k;
+      if (jq_cell_tag(ck, i) == JQ_C_STR) {
+        const char *p = ck->strs->p[ck->v[i]];
+        int h = cache_slot(p);
+        if (kc.key[h] != p) {
+          jq_column_push(L, mkind->idx, i);
+          kc.val[h] = kind_number(L, lua_gettop(L), kind_of, &kc);
+          lua_pop(L, 1);
+          kc.key[h] = p;
+        }
         k = kc.val[h];
       } else {
-        jq_column_push(L, mkind, i);
-        k = lua_rawget(L, kind_of) == LUA_TNUMBER ? (int)lua_tointeger(L, -1) : 0;
+        jq_column_push(L, mkind->idx, i);
+        k = kind_number(L, lua_gettop(L), kind_of, &kc);
         lua_pop(L, 1);
-        kc.key[h] = p, kc.val[h] = k;
       }
-      if (k == 0)
-        continue;
-      num t = cell_num(ct, i);
-      if (t.t == T_NIL)
-        return 0;
-      if (le(a, t) && lt(t, b)) {
-        in[nin].ts = t.v, in[nin].ts_t = (unsigned char)t.t;
-        in[nin].i = (uint32_t)(i + 1), in[nin].kind = (uint16_t)k;
-        nin++;
-        count[k]++;
-      }
+      if (k != 0)
+        keep_marker(L, s, nin, count, (lua_Integer)i + 1, k, jq_cell_number(ct, i), a, b);
     }
-    nm = 0; /* done */
+    return;
   }
+  const jq_col *cols[2] = {mkind, mts};
+  int types[BATCH * 2], rows = lua_gettop(L);
   for (lua_Integer i0 = 1; i0 <= nm; i0 += BATCH) {
     int m = batch_rows(i0, nm);
     push_rows(L, cols, 2, i0, m, types);
     for (int r = 0; r < m; r++) {
       int at = rows + 1 + 2 * r; /* kind, ts */
-      if (types[2 * r] != LUA_TSTRING)
-        continue;
-      const char *p = lua_tostring(L, at);
-      int h = cache_slot(p), k;
-      if (kc.key[h] == p) {
-        k = kc.val[h];
-      } else {
-        lua_pushvalue(L, at);
-        k = lua_rawget(L, kind_of) == LUA_TNUMBER ? (int)lua_tointeger(L, -1) : 0;
-        lua_pop(L, 1);
-        kc.key[h] = p, kc.val[h] = k;
-      }
-      if (k == 0)
-        continue;
-      num t = time_at(L, at + 1, types[2 * r + 1]);
-      if (t.t == T_NIL)
-        return 0;
-      if (le(a, t) && lt(t, b)) {
-        in[nin].ts = t.v, in[nin].ts_t = (unsigned char)t.t;
-        in[nin].i = (uint32_t)(i0 + r), in[nin].kind = (uint16_t)k;
-        nin++;
-        count[k]++;
-      }
+      int k = kind_number(L, at, kind_of, &kc);
+      if (k != 0)
+        keep_marker(L, s, nin, count, i0 + r, k, time_at(L, at + 1, types[2 * r + 1]), a, b);
     }
     lua_settop(L, rows);
   }
-  /* The units of each kind: userdata kept in `markers` (their pointers in all). */
-  units **all = lua_newuserdatauv(L, ((size_t)nkinds + 1) * sizeof *all, 0);
+}
+
+/* The units userdata of each kind (its markers in range: their times and
+ * indices, the range's end after them), as `row` in its table of the
+ * list at `markers`; a kind listed twice shares its first listing's. */
+static void fill_units(lua_State *L, jq_scratch *s, lua_Integer nkinds, const uint32_t *first, const size_t *count,
+                       size_t nin, jq_num b, int marg, int names, int markers) {
   for (lua_Integer k = 1; k <= nkinds; k++) {
-    units *x = new_units(L, count[k]);
-    if (!x)
-      return 0;
-    lua_pushvalue(L, marg);
-    lua_setiuservalue(L, -2, 1);
-    lua_pushvalue(L, names);
-    lua_setiuservalue(L, -2, 2);
-    x->n = 0; /* filled below */
-    all[k - 1] = x;
     lua_createtable(L, 0, 8);
-    lua_insert(L, -2);
+    if (first[k - 1] != (uint32_t)k) {
+      lua_rawgeti(L, markers, (lua_Integer)first[k - 1]);
+      lua_getfield(L, -1, "row");
+      lua_replace(L, -2);
+    } else {
+      units *x = new_units(L, count[k]);
+      lua_pushvalue(L, marg);
+      lua_setiuservalue(L, -2, 1);
+      lua_pushvalue(L, names);
+      lua_setiuservalue(L, -2, 2);
+      x->n = 0; /* filled below */
+    }
     lua_setfield(L, -2, "row");
     lua_rawseti(L, markers, k);
   }
+  units **all = scratch_get(L, s, 1, (size_t)nkinds + 1, sizeof *all);
+  for (lua_Integer k = 1; k <= nkinds; k++) {
+    lua_rawgeti(L, markers, k);
+    lua_getfield(L, -1, "row");
+    all[k - 1] = lua_touserdata(L, -1);
+    lua_pop(L, 2);
+  }
+  const marker *in = (const marker *)s->b[0].p;
   for (size_t m = 0; m < nin; m++) {
-    units *x = all[in[m].kind - 1];
+    units *x = all[(in[m].kind >> 2) - 1];
     x->from[x->n] = in[m].ts;
-    x->from_t[x->n] = in[m].ts_t;
+    x->from_t[x->n] = (unsigned char)(in[m].kind & 3);
     x->idx[x->n] = in[m].i;
     x->n++;
   }
-  size_t ntr = 0;
   for (lua_Integer k = 1; k <= nkinds; k++) {
     units *x = all[k - 1];
     x->from[x->n] = b.v;
     x->from_t[x->n] = (unsigned char)b.t;
     x->floats = 1;
     for (size_t j = 0; j <= x->n; j++)
-      x->floats = x->floats && x->from_t[j] == T_FLT;
+      x->floats = x->floats && x->from_t[j] == JQ_NUM_FLT;
+  }
+}
+
+/* The marker kinds' units over [a, b) into the table at idx markers
+ * ({ count, min, median, p95, max, slowest, row } per kind; row the units'
+ * userdata until lanes_in_c makes it their function); returns the start of
+ * the earliest unit of any kind (NIL: no kind has units). */
+static jq_num marker_units(lua_State *L, int model, jq_scratch *s, jq_num a, jq_num b, lua_Integer top, int names,
+                           int markers) {
+  int base = lua_gettop(L);
+  lua_newtable(L); /* base + 1: kind -> its number */
+  uint32_t *first;
+  lua_Integer nkinds = kind_numbers(L, model, base + 1, s, &first);
+  jq_col mts, mkind, marg;
+  size_t nin = 0, *count = scratch_get(L, s, 3, (size_t)nkinds + 1, sizeof(size_t));
+  memset(count, 0, ((size_t)nkinds + 1) * sizeof(size_t));
+  int marg_at = 0;
+  if (nkinds > 0) {
+    need_column(L, model, "marker_ts", &mts);
+    need_column(L, model, "marker_kind", &mkind);
+    need_column(L, model, "marker_arg", &marg);
+    if ((lua_Unsigned)mts.n >= UINT32_MAX)
+      luaL_error(L, "stats: too many markers");
+    marg_at = marg.idx;
+    if (marg.meta) { /* the units keep the list itself: a memo holds only what was read */
+      lua_rawgeti(L, marg.idx, 0);
+      marg_at = lua_gettop(L);
+    }
+    markers_in_range(L, s, &mkind, &mts, base + 1, a, b, count, &nin);
+    first = (uint32_t *)s->b[2].p;
+  }
+  fill_units(L, s, nkinds, first, count, nin, b, marg_at, names, markers);
+  jq_num earliest = jq_num_nil();
+  for (lua_Integer k = 1; k <= nkinds; k++) {
     lua_rawgeti(L, markers, k);
+    lua_getfield(L, -1, "row");
+    const units *x = lua_touserdata(L, -1);
+    lua_pop(L, 1);
     unit_figures(L, s, x, top);
     lua_pop(L, 1);
-    if (x->n > 0)
-      ntr++;
+    if (x->n > 0 && (earliest.t == JQ_NUM_NIL || jq_num_lt(unit_from(x, 1), earliest)))
+      earliest = unit_from(x, 1);
   }
   lua_settop(L, base);
-  *nout = ntr;
-  return 1;
+  return earliest;
 }
 
 /* ---- the lane sweeps ---- */
 
 typedef struct sweep {
-  num a, b;
-  int cat_index, slot_of, slot_names; /* stack indices */
+  jq_num a, b;
+  int cat_index, names, slot_of, slot_names; /* stack indices */
   lua_Integer nslots;
-  scratch *s; /* buffer 0: the categories' busy time (num per slot); 4: the pieces */
+  jq_scratch *s; /* buffer 0: the categories' busy time (jq_num per slot); 4: the pieces */
   size_t ntr, ncat; /* ntr: the kinds with units (0: no pieces kept) */
   size_t npieces;
   cache cc; /* a category's string -> its entry in ent */
   struct {
     int slot; /* 0: a wait */
-    int c;    /* cat_index's number, 0: none */
+    int c;    /* its number in cat_index */
   } ent[CACHE];
 } sweep;
 
-/* The category of the string at idx: its accumulator's slot (0: a wait)
- * and its number in cat_index (0: none); 0 when left to Lua. */
-static int category_of(lua_State *L, sweep *w, int idx, int *slot, int *c) {
-  size_t len;
-  const char *p = lua_tolstring(L, idx, &len);
-  int h = cache_slot(p);
-  if (w->cc.key[h] != p) {
-    int sl = 0, ci = 0;
-    if (!(len == 4 && memcmp(p, "wait", 4) == 0)) {
+/* The number of the category at idx in cat_index; one it lacks (a model
+ * not made by trace.load) gets the next number, its name appended to the
+ * names, so a unit lists it under its name like any other. */
+static int category_number(lua_State *L, sweep *w, int idx) {
+  lua_pushvalue(L, idx);
+  if (lua_rawget(L, w->cat_index) == LUA_TNUMBER) {
+    lua_Integer x = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    if (x < 1 || (lua_Unsigned)x > w->ncat)
+      return luaL_error(L, "stats: cat_index holds no category number");
+    return (int)x;
+  }
+  lua_pop(L, 1);
+  if (w->ncat >= INT32_MAX - 1)
+    return luaL_error(L, "stats: too many categories");
+  int c = (int)++w->ncat;
+  lua_pushvalue(L, idx);
+  lua_pushinteger(L, c);
+  lua_rawset(L, w->cat_index);
+  lua_pushvalue(L, idx);
+  lua_rawseti(L, w->names, c);
+  return c;
+}
+
+/* The category at idx (any value but nil and NaN): its accumulator's slot
+ * (0: "wait") and its number (category_number), the cache asked first
+ * for a string. */
+static void category_of(lua_State *L, sweep *w, int idx, int *slot, int *c) {
+  size_t len = 0;
+  const char *p = lua_type(L, idx) == LUA_TSTRING ? lua_tolstring(L, idx, &len) : NULL;
+  int h = p ? cache_slot(p) : 0;
+  if (p && w->cc.key[h] == p) {
+    *slot = w->ent[h].slot, *c = w->ent[h].c;
+    return;
+  }
+  int sl = 0, ci = 0;
+  if (!(p && len == 4 && memcmp(p, "wait", 4) == 0)) {
+    lua_pushvalue(L, idx);
+    if (lua_rawget(L, w->slot_of) == LUA_TNUMBER) {
+      sl = (int)lua_tointeger(L, -1);
+    } else {
+      if (w->nslots >= INT32_MAX - 1)
+        luaL_error(L, "stats: too many categories");
+      jq_num *acc = scratch_get(L, w->s, 0, (size_t)w->nslots + 1, sizeof *acc);
+      acc[w->nslots].t = JQ_NUM_NIL;
       lua_pushvalue(L, idx);
-      if (lua_rawget(L, w->slot_of) == LUA_TNUMBER) {
-        sl = (int)lua_tointeger(L, -1);
-      } else {
-        if (w->nslots >= INT32_MAX - 1)
-          return 0;
-        sl = (int)++w->nslots;
-        num *acc = scratch_get(L, w->s, 0, (size_t)sl, sizeof *acc);
-        acc[sl - 1].t = T_NIL;
-        lua_pushvalue(L, idx);
-        lua_pushinteger(L, sl);
-        lua_rawset(L, w->slot_of);
-        lua_pushvalue(L, idx);
-        lua_rawseti(L, w->slot_names, sl);
-      }
-      lua_pop(L, 1);
+      lua_pushinteger(L, w->nslots + 1);
+      lua_rawset(L, w->slot_of); /* raises for nil or NaN */
+      sl = (int)++w->nslots;
       lua_pushvalue(L, idx);
-      if (lua_rawget(L, w->cat_index) == LUA_TNUMBER) {
-        lua_Integer x = lua_tointeger(L, -1);
-        if (!lua_isinteger(L, -1) || x < 1 || (lua_Unsigned)x > w->ncat) {
-          lua_pop(L, 1);
-          return 0;
-        }
-        ci = (int)x;
-      }
-      lua_pop(L, 1);
+      lua_rawseti(L, w->slot_names, sl);
     }
+    lua_pop(L, 1);
+    ci = category_number(L, w, idx);
+  }
+  if (p) {
     w->cc.key[h] = p;
     w->ent[h].slot = sl, w->ent[h].c = ci;
   }
-  *slot = w->ent[h].slot;
-  *c = w->ent[h].c;
-  return 1;
+  *slot = sl, *c = ci;
 }
 
 /* A lane's sums as its sweep goes. */
 typedef struct sums {
-  num busy, wait, busy_end, wait_end;
+  jq_num busy, wait, busy_end, wait_end;
+  lua_Integer events;
 } sums;
 
 /* The slice [s, e) of a category (category_of's slot and c) into the
- * lane's sums, and its busy piece kept for the units. 0 when left to Lua. */
-static int take(lua_State *L, sweep *w, sums *z, num s, num e, int slot, int c) {
-  num a = w->a, b = w->b;
-  num x = lt(s, a) ? a : s, y = lt(b, e) ? b : e;
+ * lane's sums, and its busy piece kept for the units. */
+static void take(lua_State *L, sweep *w, sums *z, jq_num s, jq_num e, int slot, int c) {
+  jq_num a = w->a, b = w->b;
+  jq_num x = jq_num_lt(s, a) ? a : s, y = jq_num_lt(b, e) ? b : e;
   if (slot == 0) { /* a wait */
-    if (lt(z->wait_end, y)) {
-      z->wait = sub(add(z->wait, y), lt(z->wait_end, x) ? x : z->wait_end);
+    if (jq_num_lt(z->wait_end, y)) {
+      z->wait = jq_num_sub(jq_num_add(z->wait, y), jq_num_lt(z->wait_end, x) ? x : z->wait_end);
       z->wait_end = y;
     }
-  } else if (lt(z->busy_end, y)) {
-    num start = lt(z->busy_end, x) ? x : z->busy_end;
-    z->busy = sub(add(z->busy, y), start);
-    num *sum = (num *)w->s->p[0] + (slot - 1); /* category_of may have moved it */
-    *sum = add(sum->t == T_NIL ? inum(0) : *sum, sub(y, start));
+  } else if (jq_num_lt(z->busy_end, y)) {
+    jq_num start = jq_num_lt(z->busy_end, x) ? x : z->busy_end;
+    z->busy = jq_num_sub(jq_num_add(z->busy, y), start);
+    jq_num *sum = (jq_num *)w->s->b[0].p + (slot - 1); /* category_of may have moved it */
+    *sum = jq_num_add(sum->t == JQ_NUM_NIL ? jq_num_int(0) : *sum, jq_num_sub(y, start));
     if (w->ntr > 0) { /* the piece kept for the units (unit_sums) */
-      if (c == 0)
-        return 0; /* a category stats.lua has no number for */
       piece *p = (piece *)scratch_get(L, w->s, 4, w->npieces + 1, sizeof(piece)) + w->npieces;
       w->npieces++;
       p->x = start.v, p->xt = (unsigned char)start.t;
@@ -1061,206 +873,202 @@ static int take(lua_State *L, sweep *w, sums *z, num s, num e, int slot, int c) 
     }
     z->busy_end = y;
   }
-  return 1;
 }
 
-/* category_of for cell k of the native column c (its userdata at col):
- * the cache asked first by the address of the string's bytes. */
-static int category_of_cell(lua_State *L, sweep *w, int col, const jq_column *c, size_t k, int *slot, int *ci) {
-  const char *p = c->strs->p[c->v[k]];
-  int h = cache_slot(p);
-  if (w->cc.key[h] == p) {
-    *slot = w->ent[h].slot;
-    *ci = w->ent[h].c;
-    return 1;
+/* A lane's columns, its slice count and its first slice that can reach a. */
+typedef struct lane_cols {
+  jq_col ts, dur, kind, cat;
+  lua_Integer n, lo;
+} lane_cols;
+
+/* t[field] as a number; raises when it is none. */
+static jq_num need_number(lua_State *L, int t, const char *field) {
+  lua_getfield(L, t, field);
+  jq_num x = pop_num(L);
+  if (x.t == JQ_NUM_NIL)
+    luaL_error(L, "stats: a lane's %s is not a number", field);
+  return x;
+}
+
+/* A count n as `for i = 1, n` takes it: an integer, a float floored (NaN
+ * and below 1: none; a huge one capped far beyond any column). */
+static lua_Integer loop_count(jq_num n) {
+  if (n.t == JQ_NUM_INT)
+    return n.v.i;
+  if (!(n.v.f >= 1))
+    return 0;
+  return n.v.f >= 0x1p62 ? ((lua_Integer)1 << 62) : (lua_Integer)floor(n.v.f);
+}
+
+/* Item i of a lane's column as a number; raises when it is none. */
+static jq_num need_item(lua_State *L, const jq_col *col, lua_Integer i, const char *field) {
+  jq_num x = jq_col_num(L, col, i);
+  if (x.t == JQ_NUM_NIL)
+    luaL_error(L, "stats: a lane's %s[%I] is not a number", field, (LUAI_UACINT)i);
+  return x;
+}
+
+/* Opens the lane at idx's columns (four values pushed) and finds its
+ * first slice that can reach a: a binary search for a start >= a - maxdur.
+ * n: lane.n, a float floored (as a Lua for loop takes it). */
+static void open_lane(lua_State *L, const sweep *w, int lane, lane_cols *lc) {
+  jq_num n = need_number(L, lane, "n");
+  lc->n = loop_count(n);
+  jq_num from = jq_num_sub(w->a, need_number(L, lane, "maxdur"));
+  need_column(L, lane, "ts", &lc->ts);
+  need_column(L, lane, "dur", &lc->dur);
+  need_column(L, lane, "kind", &lc->kind);
+  need_column(L, lane, "cat", &lc->cat);
+  lua_Integer lo = 1, hi = lc->n + 1;
+  while (lo < hi) {
+    lua_Integer mid = lo + (hi - lo) / 2;
+    if (jq_num_lt(need_item(L, &lc->ts, mid, "ts"), from))
+      lo = mid + 1;
+    else
+      hi = mid;
   }
-  jq_column_push(L, col, k);
-  int ok = category_of(L, w, lua_gettop(L), slot, ci);
-  lua_pop(L, 1);
-  return ok;
+  lc->lo = lo;
 }
 
-/* stats.lua's sweep_lane over the lane at idx, and its count of events
- * (slices, instants and its markers in range). 0 when left to Lua. */
-static int sweep_lane(lua_State *L, sweep *w, int lane, num *busy_out, num *wait_out, lua_Integer *events_out) {
+/* The sweep over native columns of at least n cells: the cells read
+ * directly. */
+static void sweep_cells(lua_State *L, sweep *w, const lane_cols *lc, sums *z) {
+  const jq_column *ckind = lc->kind.c, *ccat = lc->cat.c;
+  for (size_t k = (size_t)lc->lo - 1; k < (size_t)lc->n; k++) {
+    jq_num s = need_item(L, &lc->ts, (lua_Integer)k + 1, "ts");
+    if (jq_num_lt(w->b, s))
+      break;
+    if (jq_num_le(w->a, s))
+      z->events++;
+    jq_num e = jq_num_add(s, need_item(L, &lc->dur, (lua_Integer)k + 1, "dur"));
+    if (!jq_num_lt(w->a, e) || !jq_num_lt(s, w->b) || JQ_CELL_IS(ckind, k, "span"))
+      continue;
+    int slot, c;
+    const char *p = jq_cell_tag(ccat, k) == JQ_C_STR ? ccat->strs->p[ccat->v[k]] : NULL;
+    int h = p ? cache_slot(p) : 0;
+    if (p && w->cc.key[h] == p) {
+      slot = w->ent[h].slot, c = w->ent[h].c;
+    } else {
+      jq_column_push(L, lc->cat.idx, k);
+      category_of(L, w, lua_gettop(L), &slot, &c);
+      lua_pop(L, 1);
+    }
+    take(L, w, z, s, e, slot, c);
+  }
+}
+
+/* The sweep over any columns: BATCH rows pushed at a time. */
+static void sweep_rows(lua_State *L, sweep *w, const lane_cols *lc, sums *z) {
+  const jq_col *cols[4] = {&lc->ts, &lc->dur, &lc->kind, &lc->cat};
+  int types[BATCH * 4], rows = lua_gettop(L);
+  for (lua_Integer i0 = lc->lo; i0 <= lc->n; i0 += BATCH) {
+    int m = batch_rows(i0, lc->n);
+    push_rows(L, cols, 4, i0, m, types);
+    for (int r = 0; r < m; r++) {
+      int at = rows + 1 + 4 * r; /* ts, dur, kind, cat */
+      const int *ty = types + 4 * r;
+      jq_num s = time_at(L, at, ty[0]);
+      if (s.t == JQ_NUM_NIL)
+        luaL_error(L, "stats: a lane's ts[%I] is not a number", (LUAI_UACINT)(i0 + r));
+      if (jq_num_lt(w->b, s)) {
+        lua_settop(L, rows);
+        return;
+      }
+      if (jq_num_le(w->a, s))
+        z->events++;
+      jq_num d = time_at(L, at + 1, ty[1]);
+      if (d.t == JQ_NUM_NIL)
+        luaL_error(L, "stats: a lane's dur[%I] is not a number", (LUAI_UACINT)(i0 + r));
+      jq_num e = jq_num_add(s, d);
+      if (!jq_num_lt(w->a, e) || !jq_num_lt(s, w->b))
+        continue;
+      if (ty[2] == LUA_TSTRING) {
+        size_t len;
+        const char *k = lua_tolstring(L, at + 2, &len);
+        if (len == 4 && memcmp(k, "span", 4) == 0)
+          continue;
+      }
+      int slot, c;
+      category_of(L, w, at + 3, &slot, &c);
+      take(L, w, z, s, e, slot, c);
+    }
+    lua_settop(L, rows);
+  }
+}
+
+/* The sweep of the lane at idx (busy time counted once where slices nest,
+ * waits apart, spans never), and its count of events
+ * (slices, instants and its markers in range). */
+static void sweep_lane(lua_State *L, sweep *w, int lane, jq_num *busy_out, jq_num *wait_out, lua_Integer *events_out) {
   int base = lua_gettop(L);
-  num a = w->a, b = w->b;
-  lua_Integer n;
-  if (!get_int_field(L, lane, "n", &n))
-    return 0;
-  lua_getfield(L, lane, "maxdur");
-  num maxdur = pop_num(L, lua_type(L, -1));
-  if (maxdur.t == T_NIL)
-    return 0;
-  num busy = inum(0), wait = inum(0);
-  lua_Integer events = 0;
-  if (n > 0) {
-    int ts = get_column(L, lane, "ts"), dur = get_column(L, lane, "dur");
-    int cat = get_column(L, lane, "cat"), kind = get_column(L, lane, "kind");
-    if (!ts || !dur || !cat || !kind)
-      return 0;
-    num from = sub(a, maxdur);
-    lua_Integer lo = 1, hi = n + 1;
-    while (lo < hi) {
-      lua_Integer mid = lo + (hi - lo) / 2;
-      num t = geti_num(L, ts, mid);
-      if (t.t == T_NIL)
-        return 0;
-      if (lt(t, from))
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    sums z;
-    z.busy = busy, z.wait = wait, z.busy_end = fnum(-HUGE_VAL), z.wait_end = z.busy_end;
-    const int cols[4] = {ts, dur, kind, cat};
-    int types[BATCH * 4], rows = lua_gettop(L), done = 0;
-    const jq_column *cts = jq_column_test(L, ts), *cdur = jq_column_test(L, dur);
-    const jq_column *ckind = jq_column_test(L, kind), *ccat = jq_column_test(L, cat);
-    if (cts && cdur && ckind && ccat && cts->n >= (size_t)n && cdur->n >= (size_t)n && ckind->n >= (size_t)n &&
-        ccat->n >= (size_t)n) { /* native: the cells read directly */
-      for (size_t k = (size_t)lo - 1; k < (size_t)n; k++) {
-        num s = cell_num(cts, k);
-        if (s.t == T_NIL)
-          return 0;
-        if (lt(b, s))
-          break;
-        if (le(a, s))
-          events++;
-        num d = cell_num(cdur, k);
-        if (d.t == T_NIL)
-          return 0;
-        num e = add(s, d);
-        if (!lt(a, e) || !lt(s, b) || JQ_CELL_IS(ckind, k, "span"))
-          continue;
-        int slot, c;
-        if (jq_cell_tag(ccat, k) != JQ_C_STR || !category_of_cell(L, w, cat, ccat, k, &slot, &c) ||
-            !take(L, w, &z, s, e, slot, c))
-          return 0;
-      }
-      done = 1;
-    }
-    for (lua_Integer i0 = lo; i0 <= n && !done; i0 += BATCH) {
-      int m = batch_rows(i0, n);
-      push_rows(L, cols, 4, i0, m, types);
-      for (int r = 0; r < m; r++) {
-        int at = rows + 1 + 4 * r; /* ts, dur, kind, cat */
-        const int *ty = types + 4 * r;
-        num s = time_at(L, at, ty[0]);
-        if (s.t == T_NIL)
-          return 0;
-        if (lt(b, s)) {
-          done = 1;
-          break;
-        }
-        if (le(a, s))
-          events++;
-        num d = time_at(L, at + 1, ty[1]);
-        if (d.t == T_NIL)
-          return 0;
-        num e = add(s, d);
-        if (!lt(a, e) || !lt(s, b))
-          continue;
-        if (ty[2] == LUA_TSTRING) {
-          size_t len;
-          const char *k = lua_tolstring(L, at + 2, &len);
-          if (len == 4 && memcmp(k, "span", 4) == 0)
-            continue;
-        }
-        int slot, c;
-        if (ty[3] != LUA_TSTRING || !category_of(L, w, at + 3, &slot, &c) || !take(L, w, &z, s, e, slot, c))
-          return 0;
-      }
-      lua_settop(L, rows);
-    }
-    busy = z.busy, wait = z.wait;
-  }
+  jq_num a = w->a, b = w->b;
+  lane_cols lc;
+  open_lane(L, w, lane, &lc);
+  sums z;
+  z.busy = jq_num_int(0), z.wait = z.busy, z.busy_end = jq_num_flt(-HUGE_VAL), z.wait_end = z.busy_end;
+  z.events = 0;
+  const jq_column *cts = lc.ts.c, *cdur = lc.dur.c, *ckind = lc.kind.c, *ccat = lc.cat.c;
+  size_t n = (size_t)lc.n;
+  if (cts && cdur && ckind && ccat && cts->n >= n && cdur->n >= n && ckind->n >= n && ccat->n >= n)
+    sweep_cells(L, w, &lc, &z);
+  else
+    sweep_rows(L, w, &lc, &z);
   lua_settop(L, base);
-  lua_Integer more;
   lua_getfield(L, lane, "instants");
-  if (!count_in(L, base + 1, a, b, &more))
-    return 0;
-  events += more;
+  z.events += count_in(L, base + 1, a, b);
   jq_column_field(L, lane, "marker_ts");
-  if (!count_sorted(L, base + 2, 1, a, b, &more))
-    return 0;
-  events += more;
+  z.events += count_sorted(L, base + 2, a, b);
   lua_settop(L, base);
-  *busy_out = busy, *wait_out = wait, *events_out = events;
-  return 1;
+  *busy_out = z.busy, *wait_out = z.wait, *events_out = z.events;
 }
 
 /* The stack values of stats_lanes' arguments. */
 enum { A_MODEL = 1, A_FROM, A_TO, A_TOP, A_CAT_INDEX, A_NAMES };
 
-static int lanes_in_c(lua_State *L, scratch *s) {
-  num a = arg_num(L, A_FROM), b = arg_num(L, A_TO);
-  if (a.t == T_NIL || b.t == T_NIL || !lua_isinteger(L, A_TOP) || !plain_table(L, A_CAT_INDEX) ||
-      !plain_table(L, A_NAMES))
-    return 0;
-  lua_Integer top = lua_tointeger(L, A_TOP);
-  size_t ncat = (size_t)lua_rawlen(L, A_NAMES);
-  lua_newtable(L); /* 8: the result */
-  int result = lua_gettop(L);
+/* Sweeps model.lanes (as ipairs reads it) into the list pushed: { busy,
+ * wait, events } per lane; the lanes with pieces, where each one's start,
+ * in scratch 5 (how many in *nlanes). */
+static void sweep_lanes(lua_State *L, sweep *w, size_t *nlanes) {
   lua_newtable(L);
-  lua_pushvalue(L, -1);
-  lua_setfield(L, result, "markers"); /* 9 */
-  size_t ntr;
-  if (!marker_units(L, A_MODEL, s, a, b, top, A_NAMES, result + 1, &ntr))
-    return 0;
-  sweep w;
-  memset(&w, 0, sizeof w);
-  w.a = a, w.b = b, w.s = s, w.ntr = ntr, w.ncat = ncat;
-  w.cat_index = A_CAT_INDEX;
-  lua_newtable(L);
-  w.slot_of = lua_gettop(L); /* 10 */
-  lua_newtable(L);
-  w.slot_names = lua_gettop(L); /* 11 */
-  scratch_get(L, s, 0, 1, sizeof(num));
-  lua_newtable(L); /* 12: lanes */
-  int lanes_out = lua_gettop(L);
-  if (lua_getfield(L, A_MODEL, "lanes") != LUA_TTABLE) /* 13 */
-    return 0;
-  int lanes = lua_gettop(L);
-  size_t nlanes = 0; /* the lanes with pieces: where each one's start (scratch 5) */
-  for (lua_Integer i = 1;; i++) {
-    int type = lua_geti(L, lanes, i);
-    if (type == LUA_TNIL)
-      break;
-    if (type != LUA_TTABLE)
-      return 0;
-    num busy, wait;
+  int out = lua_gettop(L);
+  lua_getfield(L, A_MODEL, "lanes");
+  int lanes = out + 1;
+  *nlanes = 0;
+  for (lua_Integer i = 1; lua_geti(L, lanes, i) != LUA_TNIL; i++) {
+    if (!lua_istable(L, -1))
+      luaL_error(L, "stats: model.lanes[%I] is not a table", (LUAI_UACINT)i);
+    jq_num busy, wait;
     lua_Integer events;
-    size_t first = w.npieces;
-    if (!sweep_lane(L, &w, lanes + 1, &busy, &wait, &events))
-      return 0;
-    if (w.npieces > first) {
-      size_t *starts = scratch_get(L, s, 5, nlanes + 1, sizeof(size_t));
-      starts[nlanes++] = first;
+    size_t first = w->npieces;
+    sweep_lane(L, w, lanes + 1, &busy, &wait, &events);
+    if (w->npieces > first) {
+      size_t *starts = scratch_get(L, w->s, 5, *nlanes + 1, sizeof(size_t));
+      starts[(*nlanes)++] = first;
     }
     lua_pop(L, 1);
     lua_createtable(L, 0, 3);
-    push_num(L, busy);
+    jq_num_push(L, busy);
     lua_setfield(L, -2, "busy");
-    push_num(L, wait);
+    jq_num_push(L, wait);
     lua_setfield(L, -2, "wait");
     lua_pushinteger(L, events);
     lua_setfield(L, -2, "events");
-    lua_rawseti(L, lanes_out, i);
+    lua_rawseti(L, out, i);
   }
-  lua_settop(L, lanes_out);
-  lua_setfield(L, result, "lanes");
-  /* the pieces, and each kind's row and top over them and its units */
-  pieces *pc = new_pieces(L, w.npieces, nlanes, ncat);
-  if (!pc)
-    return 0;
-  if (w.npieces > 0)
-    memcpy(pc->p, s->p[4], w.npieces * sizeof(piece));
+  lua_settop(L, out);
+}
+
+/* The pieces' userdata, and each kind's row and top over it and its units
+ * (in the list at markers). */
+static void unit_functions(lua_State *L, const sweep *w, size_t nlanes, int markers) {
+  pieces *pc = new_pieces(L, w->npieces, nlanes, w->ncat);
+  if (w->npieces > 0)
+    memcpy(pc->p, w->s->b[4].p, w->npieces * sizeof(piece));
   if (nlanes > 0)
-    memcpy(pc->lane, s->p[5], nlanes * sizeof(size_t));
-  pc->lane[nlanes] = w.npieces;
+    memcpy(pc->lane, w->s->b[5].p, nlanes * sizeof(size_t));
+  pc->lane[nlanes] = w->npieces;
   int pieces_at = lua_gettop(L);
-  for (lua_Integer k = 1; lua_rawgeti(L, result + 1, k) == LUA_TTABLE; k++) {
+  for (lua_Integer k = 1; lua_rawgeti(L, markers, k) == LUA_TTABLE; k++) {
     lua_getfield(L, -1, "row"); /* the units */
     lua_pushvalue(L, pieces_at);
     lua_pushvalue(L, -2);
@@ -1272,202 +1080,266 @@ static int lanes_in_c(lua_State *L, scratch *s) {
     lua_pop(L, 1);
   }
   lua_settop(L, pieces_at - 1);
-  /* acc: name -> busy of the categories that had a piece */
+}
+
+/* Pushes acc: name -> busy of the categories that had a piece. */
+static void push_acc(lua_State *L, const sweep *w) {
   lua_newtable(L);
-  const num *acc = s->p[0];
-  for (lua_Integer k = 1; k <= w.nslots; k++) {
-    if (acc[k - 1].t == T_NIL)
+  const jq_num *acc = (const jq_num *)w->s->b[0].p;
+  for (lua_Integer k = 1; k <= w->nslots; k++) {
+    if (acc[k - 1].t == JQ_NUM_NIL)
       continue;
-    lua_rawgeti(L, w.slot_names, k);
-    push_num(L, acc[k - 1]);
+    lua_rawgeti(L, w->slot_names, k);
+    jq_num_push(L, acc[k - 1]);
     lua_rawset(L, -3);
   }
-  lua_setfield(L, result, "acc");
-  /* the markers not on a lane, and the other events */
-  lua_Integer loose, extra;
+}
+
+/* The markers on no lane and the other events in [a, b]. */
+static lua_Integer loose_events(lua_State *L, jq_num a, jq_num b) {
   jq_column_field(L, A_MODEL, "loose_marker_ts");
   if (!lua_toboolean(L, -1)) {
     lua_pop(L, 1);
     jq_column_field(L, A_MODEL, "marker_ts");
   }
-  if (!count_sorted(L, lua_gettop(L), 0, a, b, &loose))
-    return 0;
+  lua_Integer loose = count_sorted(L, lua_gettop(L), a, b);
   jq_column_field(L, A_MODEL, "extra_ts");
-  if (!count_sorted(L, lua_gettop(L), 1, a, b, &extra))
-    return 0;
-  lua_pushinteger(L, (lua_Integer)((lua_Unsigned)loose + (lua_Unsigned)extra));
-  lua_setfield(L, result, "events");
-  lua_pushvalue(L, result);
-  return 1;
+  lua_Integer extra = count_sorted(L, lua_gettop(L), a, b);
+  lua_pop(L, 2);
+  return (lua_Integer)((lua_Unsigned)loose + (lua_Unsigned)extra);
+}
+
+/* A number argument; raises when it is none. */
+static jq_num number_arg(lua_State *L, int arg) {
+  jq_num x = jq_num_at(L, arg);
+  if (x.t == JQ_NUM_NIL)
+    luaL_typeerror(L, arg, "number");
+  return x;
 }
 
 /* stats_lanes(model, from, to, top, cat_index, names) -> { lanes[i] = {
  * busy, wait, events }, acc = { [category] = busy }, events (the markers
  * on no lane and the other events in range), markers[k] = { count, min,
  * median, p95, max, slowest, row, top } } per model.marker_kinds[k] (row(j)
- * -> arg, from, to, { { name, busy } ... }: unit j; top(j, n): the same
- * with the n busiest categories only); nil when left to Lua. */
+ * -> arg, from, to, by, busy: unit j, by sorted busiest first with shares;
+ * top(j, n): arg, from, to, by with the n busiest categories only).
+ * cat_index (category -> number) and names (number -> category) are
+ * stats.compute's, of model.categories; a category they lack is added to
+ * both. */
 static int l_stats_lanes(lua_State *L) {
   luaL_checktype(L, A_MODEL, LUA_TTABLE);
+  jq_num a = number_arg(L, A_FROM), b = number_arg(L, A_TO);
+  lua_Integer top = luaL_checkinteger(L, A_TOP);
+  luaL_checktype(L, A_CAT_INDEX, LUA_TTABLE);
+  luaL_checktype(L, A_NAMES, LUA_TTABLE);
   lua_settop(L, A_NAMES);
-  luaL_checkstack(L, BATCH * MAX_COLS + 40, "stats_lanes");
-  scratch *s = new_scratch(L); /* 7 */
-  int ok = lanes_in_c(L, s);
-  scratch_free(s);
-  if (!ok)
-    lua_pushnil(L);
+  luaL_checkstack(L, BATCH * 4 + 40, "stats_lanes");
+  jq_scratch *s = jq_scratch_new(L, NSCRATCH); /* 7 */
+  lua_newtable(L); /* 8: the result */
+  int result = lua_gettop(L);
+  lua_newtable(L);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, result, "markers"); /* 9 */
+  sweep w;
+  memset(&w, 0, sizeof w);
+  w.a = a, w.b = b, w.s = s, w.ncat = (size_t)lua_rawlen(L, A_NAMES);
+  w.cat_index = A_CAT_INDEX, w.names = A_NAMES;
+  w.ntr = marker_units(L, A_MODEL, s, a, b, top, A_NAMES, result + 1).t != JQ_NUM_NIL;
+  lua_newtable(L);
+  w.slot_of = lua_gettop(L); /* 10 */
+  lua_newtable(L);
+  w.slot_names = lua_gettop(L); /* 11 */
+  scratch_get(L, s, 0, 1, sizeof(jq_num));
+  size_t nlanes;
+  sweep_lanes(L, &w, &nlanes);
+  lua_setfield(L, result, "lanes");
+  unit_functions(L, &w, nlanes, result + 1);
+  push_acc(L, &w);
+  lua_setfield(L, result, "acc");
+  lua_pushinteger(L, loose_events(L, a, b));
+  lua_setfield(L, result, "events");
+  jq_scratch_free(s);
+  lua_pushvalue(L, result);
   return 1;
 }
 
 /* ---- counter_stats ---- */
 
-static int counters_in_c(lua_State *L, scratch *s, num a, num b) {
-  lua_newtable(L); /* 5: out */
-  int out = lua_gettop(L);
-  lua_Integer nout = 0;
-  if (lua_getfield(L, 1, "counters") == LUA_TNIL || !lua_toboolean(L, -1)) {
-    lua_pushvalue(L, out);
-    return 1;
+/* A counter track's pass over its samples: the extent and count of those
+ * in range, the time they cover, and each one's time held and value kept
+ * (as floats: all the mean does with them) in scratch 0. */
+typedef struct track_pass {
+  jq_num min, max, covered;
+  lua_Integer count;
+  size_t nkept;
+} track_pass;
+
+/* Pass 1 as the columns are read (sample i when ts[i + 1] is: the next
+ * sample's time, or b past the column). */
+static void counter_pass(lua_State *L, jq_scratch *s, const jq_col *ts, const jq_col *value, lua_Integer n, jq_num a,
+                         jq_num b, track_pass *tp) {
+  if ((lua_Unsigned)n >= ((size_t)-1 / 4) / (2 * sizeof(lua_Number)))
+    luaL_error(L, "not enough memory");
+  lua_Number *kept = scratch_get(L, s, 0, 2 * (size_t)n, sizeof *kept);
+  jq_num zero = jq_num_int(0), s0 = zero, x = jq_num_nil();
+  tp->min = tp->max = x, tp->covered = zero, tp->count = 0, tp->nkept = 0;
+  const jq_col *cols[2] = {ts, value};
+  int types[BATCH * 2], rows = lua_gettop(L);
+  for (lua_Integer i0 = 1; i0 <= n + 1; i0 += BATCH) {
+    int m = batch_rows(i0, n + 1);
+    push_rows(L, cols, 2, i0, m, types);
+    for (int r = 0; r < m; r++) {
+      lua_Integer i = i0 + r;
+      int at = rows + 1 + 2 * r, ty = types[2 * r];
+      jq_num e;
+      if (i > 1 && (ty == LUA_TNIL || (ty == LUA_TBOOLEAN && !lua_toboolean(L, at))))
+        e = b; /* ts[i] or b */
+      else if ((e = time_at(L, at, ty)).t == JQ_NUM_NIL)
+        luaL_error(L, "stats: a counter's ts[%I] is not a number", (LUAI_UACINT)i);
+      if (i > 1 && jq_num_le(s0, b) && (jq_num_lt(a, e) || jq_num_le(a, s0))) { /* sample i - 1: x, from s0 to e */
+        if (x.t == JQ_NUM_NIL)
+          luaL_error(L, "stats: a counter's value[%I] is not a number", (LUAI_UACINT)(i - 1));
+        if (tp->min.t == JQ_NUM_NIL || jq_num_lt(x, tp->min))
+          tp->min = x;
+        if (tp->max.t == JQ_NUM_NIL || jq_num_lt(tp->max, x))
+          tp->max = x;
+        jq_num held = jq_num_sub(jq_num_lt(b, e) ? b : e, jq_num_lt(s0, a) ? a : s0);
+        tp->count++;
+        tp->covered = jq_num_lt(zero, held) ? jq_num_add(tp->covered, held) : tp->covered;
+        kept[2 * tp->nkept] = jq_num_tof(held), kept[2 * tp->nkept + 1] = jq_num_tof(x);
+        tp->nkept++;
+      }
+      s0 = e;
+      if (i <= n)
+        x = jq_num_at(L, at + 1);
+    }
+    lua_settop(L, rows);
   }
-  if (!plain_table(L, out + 1))
+}
+
+/* The track's mean over pass 1's samples: time-weighted, or the plain
+ * mean when they cover no time (mean starts as the integer 0: 0 + a float
+ * is 0.0 + it). */
+static lua_Number counter_mean(const jq_scratch *s, const track_pass *tp) {
+  const lua_Number *kept = (const lua_Number *)s->b[0].p;
+  lua_Number mean = 0.0, all = jq_num_tof(tp->covered), each = 1.0 / (lua_Number)tp->count;
+  int timed = jq_num_lt(jq_num_int(0), tp->covered);
+  for (size_t k = 0; k < tp->nkept; k++) {
+    lua_Number held = kept[2 * k], v = kept[2 * k + 1];
+    if (timed) {
+      if (held > 0)
+        mean = mean + v * (held / all);
+    } else {
+      mean = mean + v * each;
+    }
+  }
+  return mean;
+}
+
+/* The figures of the counter track at idx, pushed; nothing when it has no
+ * sample in [a, b]. Returns whether pushed. */
+static int counter_track(lua_State *L, jq_scratch *s, int track, jq_num a, jq_num b) {
+  int base = lua_gettop(L);
+  lua_getfield(L, track, "n");
+  jq_num nn = pop_num(L);
+  if (nn.t == JQ_NUM_NIL)
+    luaL_error(L, "stats: a counter's n is not a number");
+  lua_Integer n = loop_count(nn);
+  if (n <= 0)
     return 0;
-  int counters = out + 1, track = out + 2;
-  for (lua_Integer t = 1;; t++) {
-    int type = lua_rawgeti(L, counters, t);
-    if (type == LUA_TNIL)
-      break;
-    if (type != LUA_TTABLE)
-      return 0;
-    lua_Integer n;
-    int ts = get_column(L, track, "ts"), value = get_column(L, track, "value");
-    if (!ts || !value || !get_int_field(L, track, "n", &n))
-      return 0;
-    if (n <= 0) {
-      lua_settop(L, track - 1);
-      continue;
-    }
-    if (n > col_len(L, ts) || (lua_Unsigned)n >= ((size_t)-1 / 4) / (2 * sizeof(lua_Number)))
-      return 0; /* samples with no time: stats.lua's to meet */
-    /* Pass 1 as the columns are read (sample i when ts[i + 1] is); each
-     * sample in range keeps its time held and its value for pass 2, as
-     * floats: all pass 2 does with them (held > 0 is the same test on
-     * an integer held as a float). */
-    lua_Number *kept = scratch_get(L, s, 0, 2 * (size_t)n, sizeof *kept);
-    size_t nkept = 0;
-    num min = {{0}, T_NIL}, max = min, covered = inum(0), zero = inum(0), s0 = zero, x = min;
-    lua_Integer count = 0;
-    const int cols[2] = {ts, value};
-    int types[BATCH * 2], rows = lua_gettop(L);
-    for (lua_Integer i0 = 1; i0 <= n + 1; i0 += BATCH) {
-      int m = batch_rows(i0, n + 1);
-      push_rows(L, cols, 2, i0, m, types);
-      for (int r = 0; r < m; r++) {
-        lua_Integer i = i0 + r;
-        int at = rows + 1 + 2 * r, ty = types[2 * r];
-        num e;
-        if (i > 1 && (ty == LUA_TNIL || (ty == LUA_TBOOLEAN && !lua_toboolean(L, at))))
-          e = b; /* ts[i] or b */
-        else if ((e = time_at(L, at, ty)).t == T_NIL)
-          return 0;
-        if (i > 1 && le(s0, b) && (lt(a, e) || le(a, s0))) { /* sample i - 1: x, from s0 to e */
-          if (x.t == T_NIL)
-            return 0;
-          if (min.t == T_NIL || lt(x, min))
-            min = x;
-          if (max.t == T_NIL || lt(max, x))
-            max = x;
-          num held = sub(lt(b, e) ? b : e, lt(s0, a) ? a : s0);
-          count++;
-          covered = lt(zero, held) ? add(covered, held) : covered;
-          kept[2 * nkept] = tof(held), kept[2 * nkept + 1] = tof(x);
-          nkept++;
-        }
-        s0 = e;
-        if (i <= n)
-          x = num_at(L, at + 1, types[2 * r + 1]);
-      }
-      lua_settop(L, rows);
-    }
-    if (count > 0) {
-      /* mean starts as the integer 0: 0 + a float is 0.0 + it */
-      lua_Number mean = 0.0, all = tof(covered), each = 1.0 / (lua_Number)count;
-      int timed = lt(zero, covered);
-      for (size_t k = 0; k < nkept; k++) {
-        lua_Number held = kept[2 * k], v = kept[2 * k + 1];
-        if (timed) {
-          if (held > 0)
-            mean = mean + v * (held / all);
-        } else {
-          mean = mean + v * each;
-        }
-      }
-      lua_createtable(L, 0, 6);
-      lua_getfield(L, track, "name");
-      lua_setfield(L, -2, "name");
-      lua_getfield(L, track, "pid");
-      lua_setfield(L, -2, "pid");
-      lua_pushinteger(L, count);
-      lua_setfield(L, -2, "samples");
-      push_num(L, min);
-      lua_setfield(L, -2, "min");
-      push_num(L, max);
-      lua_setfield(L, -2, "max");
-      lua_pushnumber(L, mean);
-      lua_setfield(L, -2, "mean");
-      lua_rawseti(L, out, ++nout);
-    }
-    lua_settop(L, track - 1);
-  }
-  lua_pushvalue(L, out);
+  jq_col ts, value;
+  need_column(L, track, "ts", &ts);
+  need_column(L, track, "value", &value);
+  track_pass tp;
+  counter_pass(L, s, &ts, &value, n, a, b, &tp);
+  lua_settop(L, base);
+  if (tp.count == 0)
+    return 0;
+  lua_createtable(L, 0, 6);
+  lua_getfield(L, track, "name");
+  lua_setfield(L, -2, "name");
+  lua_getfield(L, track, "pid");
+  lua_setfield(L, -2, "pid");
+  lua_pushinteger(L, tp.count);
+  lua_setfield(L, -2, "samples");
+  jq_num_push(L, tp.min);
+  lua_setfield(L, -2, "min");
+  jq_num_push(L, tp.max);
+  lua_setfield(L, -2, "max");
+  lua_pushnumber(L, counter_mean(s, &tp));
+  lua_setfield(L, -2, "mean");
   return 1;
 }
 
-/* The body of stats_counters and stats_copies: fn(model at 1, the range)
- * with a scratch at 4; nil when it leaves the work to Lua. */
-typedef int (*range_fn)(lua_State *L, scratch *s, num a, num b);
-
-static int over_range(lua_State *L, const char *what, range_fn fn) {
+/* stats_counters(model, from, to) -> stats.compute's counters: { name,
+ * pid, samples, min, mean, max } per track of model.counters (as ipairs
+ * reads it; false or nil: none) with samples in [from, to]. */
+static int l_stats_counters(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
+  jq_num a = number_arg(L, 2), b = number_arg(L, 3);
   lua_settop(L, 3);
-  luaL_checkstack(L, BATCH * MAX_COLS + 20, what);
-  num a = arg_num(L, 2), b = arg_num(L, 3);
-  scratch *s = new_scratch(L); /* 4 */
-  int ok = a.t != T_NIL && b.t != T_NIL && fn(L, s, a, b);
-  scratch_free(s);
-  if (!ok)
-    lua_pushnil(L);
+  luaL_checkstack(L, BATCH * 2 + 20, "stats_counters");
+  jq_scratch *s = jq_scratch_new(L, 1); /* 4 */
+  lua_newtable(L); /* 5: out */
+  lua_Integer nout = 0;
+  lua_getfield(L, 1, "counters"); /* 6 */
+  if (lua_toboolean(L, 6)) {
+    for (lua_Integer t = 1; lua_geti(L, 6, t) != LUA_TNIL; t++) { /* 7: the track */
+      if (counter_track(L, s, 7, a, b))
+        lua_rawseti(L, 5, ++nout);
+      lua_pop(L, 1);
+    }
+  }
+  jq_scratch_free(s);
+  lua_settop(L, 5);
   return 1;
 }
-
-/* stats_counters(model, from, to) -> stats.lua's counter_stats(model, from,
- * to); nil when left to Lua. */
-static int l_stats_counters(lua_State *L) { return over_range(L, "stats_counters", counters_in_c); }
 
 /* ---- copies ---- */
 
 typedef struct copy_row {
   lua_Integer count;
-  num time, bytes;
+  jq_num time, bytes;
 } copy_row;
 
-static int copies_in_c(lua_State *L, scratch *s, num a, num b) {
-  lua_newtable(L); /* 5: the rows, in order of first appearance */
-  lua_newtable(L); /* 6: category -> its row's number */
-  int rows = 5, row_of = 6;
-  int cts = 0, cdur = 0, ccat = 0, cbytes = 0;
-  jq_column_field(L, 1, "copy_ts");
-  int none = !lua_toboolean(L, -1);
+/* The row number of the copy category at idx (a new row for one not met
+ * yet: its name in the list at rows, its number in the table at row_of),
+ * the cache asked first for a string. */
+static int copy_row_of(lua_State *L, jq_scratch *s, int idx, int rows, int row_of, lua_Integer *nrows, cache *rc) {
+  const char *p = lua_type(L, idx) == LUA_TSTRING ? lua_tostring(L, idx) : NULL;
+  int h = p ? cache_slot(p) : 0, r;
+  if (p && rc->key[h] == p)
+    return rc->val[h];
+  lua_pushvalue(L, idx);
+  if (lua_rawget(L, row_of) == LUA_TNUMBER) {
+    r = (int)lua_tointeger(L, -1);
+  } else {
+    if (*nrows >= INT32_MAX - 1)
+      luaL_error(L, "stats: too many copy categories");
+    r = (int)*nrows + 1;
+    copy_row *row = scratch_get(L, s, 0, (size_t)r, sizeof *row);
+    row[r - 1].count = 0, row[r - 1].time = jq_num_int(0), row[r - 1].bytes = jq_num_int(0);
+    lua_pushvalue(L, idx);
+    lua_pushinteger(L, r);
+    lua_rawset(L, row_of); /* raises for nil or NaN */
+    ++*nrows;
+    lua_pushvalue(L, idx);
+    lua_rawseti(L, rows, r);
+  }
   lua_pop(L, 1);
-  if (none)
-    return lua_pushvalue(L, rows), 1;
-  if (!(cts = get_column(L, 1, "copy_ts")) || !(cdur = get_column(L, 1, "copy_dur")) ||
-      !(ccat = get_column(L, 1, "copy_category")) || !(cbytes = get_column(L, 1, "copy_bytes")))
-    return 0;
-  lua_Integer n = col_len(L, cts), nrows = 0;
+  if (p)
+    rc->key[h] = p, rc->val[h] = r;
+  return r;
+}
+
+/* The copies' rows (their categories in the list at rows), as the columns
+ * are read. Returns how many rows. */
+static lua_Integer copy_rows(lua_State *L, jq_scratch *s, const jq_col *const *cols, jq_num a, jq_num b, int rows,
+                             int row_of) {
+  lua_Integer n = cols[0]->n, nrows = 0;
   cache rc;
   memset(rc.key, 0, sizeof rc.key);
-  num zero = inum(0);
-  const int cols[4] = {cts, cdur, ccat, cbytes};
+  jq_num zero = jq_num_int(0);
   int types[BATCH * 4], top = lua_gettop(L);
   for (lua_Integer i0 = 1; i0 <= n; i0 += BATCH) {
     int m = batch_rows(i0, n);
@@ -1475,69 +1347,68 @@ static int copies_in_c(lua_State *L, scratch *s, num a, num b) {
     for (int k = 0; k < m; k++) {
       int at = top + 1 + 4 * k; /* ts, dur, category, bytes */
       const int *ty = types + 4 * k;
-      num ts = time_at(L, at, ty[0]), dur = time_at(L, at + 1, ty[1]);
-      if (ts.t == T_NIL || dur.t == T_NIL)
-        return 0;
-      num e = add(ts, dur);
-      num x = lt(ts, a) ? a : ts, y = lt(b, e) ? b : e; /* math.max(ts, a), math.min(e, b) */
-      if (!(lt(x, y) || (le(a, ts) && lt(ts, b))))
+      jq_num ts = time_at(L, at, ty[0]), dur = time_at(L, at + 1, ty[1]), bytes;
+      if (ts.t == JQ_NUM_NIL || dur.t == JQ_NUM_NIL)
+        luaL_error(L, "stats: copy %I's ts or dur is not a number", (LUAI_UACINT)(i0 + k));
+      jq_num e = jq_num_add(ts, dur);
+      jq_num x = jq_num_lt(ts, a) ? a : ts, y = jq_num_lt(b, e) ? b : e; /* math.max(ts, a), math.min(e, b) */
+      if (!(jq_num_lt(x, y) || (jq_num_le(a, ts) && jq_num_lt(ts, b))))
         continue;
-      if (ty[2] != LUA_TSTRING)
-        return 0;
-      const char *p = lua_tostring(L, at + 2);
-      int h = cache_slot(p), r;
-      if (rc.key[h] == p) {
-        r = rc.val[h];
-      } else {
-        lua_pushvalue(L, at + 2);
-        if (lua_rawget(L, row_of) == LUA_TNUMBER) {
-          r = (int)lua_tointeger(L, -1);
-        } else {
-          if (nrows >= INT32_MAX - 1)
-            return 0;
-          r = (int)++nrows;
-          copy_row *row = scratch_get(L, s, 0, (size_t)r, sizeof *row);
-          row[r - 1].count = 0, row[r - 1].time = zero, row[r - 1].bytes = zero;
-          lua_pushvalue(L, at + 2);
-          lua_pushinteger(L, r);
-          lua_rawset(L, row_of);
-          lua_pushvalue(L, at + 2);
-          lua_rawseti(L, rows, r);
-        }
-        lua_pop(L, 1);
-        rc.key[h] = p, rc.val[h] = r;
-      }
-      num bytes = num_at(L, at + 3, ty[3]);
-      if (bytes.t == T_NIL)
-        return 0;
-      copy_row *row = (copy_row *)s->p[0] + (r - 1);
-      num d = sub(y, x);
+      int r = copy_row_of(L, s, at + 2, rows, row_of, &nrows, &rc);
+      if ((bytes = jq_num_at(L, at + 3)).t == JQ_NUM_NIL)
+        luaL_error(L, "stats: copy %I's bytes is not a number", (LUAI_UACINT)(i0 + k));
+      copy_row *row = (copy_row *)s->b[0].p + (r - 1);
+      jq_num d = jq_num_sub(y, x);
       row->count++;
-      row->time = add(row->time, lt(zero, d) ? d : zero); /* math.max(0, y - x) */
-      row->bytes = add(row->bytes, bytes);
+      row->time = jq_num_add(row->time, jq_num_lt(zero, d) ? d : zero); /* math.max(0, y - x) */
+      row->bytes = jq_num_add(row->bytes, bytes);
     }
     lua_settop(L, top);
   }
+  return nrows;
+}
+
+/* stats_copies(model, from, to) -> stats.compute's copies, not yet sorted:
+ * { name, count, time, bytes } per category of the copies overlapping
+ * [from, to), in order of first appearance. */
+static int l_stats_copies(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  jq_num a = number_arg(L, 2), b = number_arg(L, 3);
+  lua_settop(L, 3);
+  luaL_checkstack(L, BATCH * 4 + 20, "stats_copies");
+  jq_scratch *s = jq_scratch_new(L, 1); /* 4 */
+  lua_newtable(L); /* 5: the rows */
+  lua_newtable(L); /* 6: category -> its row's number */
+  jq_column_field(L, 1, "copy_ts");
+  int none = !lua_toboolean(L, -1);
+  lua_settop(L, 6);
+  lua_Integer nrows = 0;
+  if (!none) {
+    jq_col cts, cdur, ccat, cbytes;
+    need_column(L, 1, "copy_ts", &cts);
+    need_column(L, 1, "copy_dur", &cdur);
+    need_column(L, 1, "copy_category", &ccat);
+    need_column(L, 1, "copy_bytes", &cbytes);
+    const jq_col *cols[4] = {&cts, &cdur, &ccat, &cbytes};
+    nrows = copy_rows(L, s, cols, a, b, 5, 6);
+  }
   for (lua_Integer r = 1; r <= nrows; r++) {
-    const copy_row *row = (copy_row *)s->p[0] + (r - 1);
+    const copy_row *row = (copy_row *)s->b[0].p + (r - 1);
     lua_createtable(L, 0, 4);
-    lua_rawgeti(L, rows, r);
+    lua_rawgeti(L, 5, r);
     lua_setfield(L, -2, "name");
     lua_pushinteger(L, row->count);
     lua_setfield(L, -2, "count");
-    push_num(L, row->time);
+    jq_num_push(L, row->time);
     lua_setfield(L, -2, "time");
-    push_num(L, row->bytes);
+    jq_num_push(L, row->bytes);
     lua_setfield(L, -2, "bytes");
-    lua_rawseti(L, rows, r);
+    lua_rawseti(L, 5, r);
   }
-  lua_pushvalue(L, rows);
+  jq_scratch_free(s);
+  lua_settop(L, 5);
   return 1;
 }
-
-/* stats_copies(model, from, to) -> stats.lua's copies(model, from, to),
- * not yet sorted; nil when left to Lua. */
-static int l_stats_copies(lua_State *L) { return over_range(L, "stats_copies", copies_in_c); }
 
 void jq_open_stats(lua_State *L) {
   static const luaL_Reg fns[] = {
