@@ -20,8 +20,9 @@
 
 #include <lauxlib.h>
 
-#include "reader/columns.h"
 #include "common/digits.h"
+#include "reader/columns.h"
+#include "reader/graph.h"
 #include "reader/reader.h"
 
 /* ---- columns: a Lua list, or the loader's native cells (columns.h) ---- */
@@ -609,4 +610,5 @@ void jq_open_page(lua_State *L) {
                                  {"page_values", l_page_values},
                                  {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
+  jq_open_page_graph(L);
 }

@@ -1,0 +1,264 @@
+/*
+ * page_graph.c - page_graph(graph, model): the page's graph part (its
+ * @GRAPH@ JSON) from a job graph (graph.c) and its critical path
+ * (graph_path.c).
+ *
+ * In columns (a page may hold a million jobs), k a drawn job's index (the
+ * jobs whose id is a number, in order of start): id[k], c[k] (its
+ * category's index in model.categories, -1 none), its slices s[2 * so[k]
+ * ..] (lane, slice index pairs, 0-based, in time order; so has one entry
+ * more than id), ready[k] (its ready latency in ns, -1 unknown), sl[k],
+ * st[k] (its submit: lane index - 1 (-1 none) and end in ns from t0); as
+ * flat lists: by (k, the id of the job that submitted it), deps (k, an
+ * after dependency's id), aw (k, the id of a job it awaited, the index of
+ * its slice that resumed), rs (k, resume latency summed in ns, how many),
+ * sp (k, suspended ns); and the critical path. "null" without jobs.
+ * A time is written as integer nanoseconds, (us * 1000 + 0.5) // 1 with
+ * Lua's arithmetic (an error when that has no integer value); an id or a
+ * ratio as an integer when it is one, a finite float to 17 digits, else
+ * null.
+ * Owns: nothing past a call. Must not: run on the record path.
+ * Thread safety: one lua_State per call.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <lauxlib.h>
+
+#include "common/digits.h"
+#include "reader/graph.h"
+
+/* us as the page's integer nanoseconds: (us * 1000 + 0.5) // 1 | 0. */
+static long long ns_of(lua_State *L, num us) {
+  double x = us.isint ? (double)(int64_t)((uint64_t)us.i * 1000u) + 0.5 : us.d * 1000 + 0.5;
+  x = floor(x);
+  if (!(x >= -0x1p63 && x < 0x1p63))
+    luaL_error(L, "number has no integer representation");
+  return (long long)x;
+}
+
+/* A number as the page writes it: an integer (or a float with an integer
+ * value) in decimal, another finite float to 17 digits, else null. */
+static int number_text(num a, char *out, size_t size) {
+  if (a.isint)
+    return (int)(jq_put_i64(out, a.i) - out);
+  if (a.d == floor(a.d) && a.d >= -0x1p63 && a.d < 0x1p63)
+    return (int)(jq_put_i64(out, (int64_t)a.d) - out);
+  if (isfinite(a.d))
+    return snprintf(out, size, "%.17g", a.d);
+  return snprintf(out, size, "null");
+}
+
+/* ---- items of a JSON list ---- */
+
+typedef struct list {
+  luaL_Buffer *b;
+  int first;
+} list;
+
+static void item_text(list *l, const char *s, size_t n) {
+  if (!l->first)
+    luaL_addchar(l->b, ',');
+  l->first = 0;
+  luaL_addlstring(l->b, s, n);
+}
+
+static void item_int(list *l, long long v) {
+  char d[24];
+  item_text(l, d, (size_t)(jq_put_i64(d, (int64_t)v) - d));
+}
+
+static void item_ns(lua_State *L, list *l, num us) { item_int(l, ns_of(L, us)); }
+
+/* Job k's id as the page writes it (a number's text, else null). */
+static void item_id(lua_State *L, list *l, const graph *g, int32_t k) {
+  char d[40];
+  const gjob *j = &g->jobs[k];
+  num v = num_int(j->id);
+  int ok = 1;
+  if (j->other) {
+    jq_graph_push_id(L, g, k);
+    ok = lua_type(L, -1) == LUA_TNUMBER;
+    if (ok)
+      v = lua_isinteger(L, -1) ? num_int(lua_tointeger(L, -1)) : num_flt(lua_tonumber(L, -1));
+    lua_pop(L, 1);
+  }
+  if (!ok)
+    item_text(l, "null", 4);
+  else
+    item_text(l, d, (size_t)number_text(v, d, sizeof d));
+}
+
+/* ---- the columns ---- */
+
+enum { C_ID, C_C, C_SO, C_S, C_READY, C_SL, C_ST, C_BY, C_DEPS, C_AW, C_RS, C_SP, NCOL };
+
+/* Column c's items for drawn job j (its index n). */
+static void job_items(lua_State *L, list *l, const graph *g, int c, int32_t k, long long n, long long *npos,
+                      const int32_t *catpage, num t0) {
+  const gjob *j = &g->jobs[k];
+  const gslice *sl = &g->sl[j->s0];
+  switch (c) {
+  case C_ID:
+    item_id(L, l, g, k);
+    break;
+  case C_C:
+    item_int(l, j->flags & HAS_CAT ? catpage[j->cat] : -1);
+    break;
+  case C_SO:
+    item_int(l, *npos += j->ns);
+    break;
+  case C_S:
+    for (uint32_t s = 0; s < j->ns; s++)
+      item_int(l, sl[s].lane), item_int(l, sl[s].index);
+    break;
+  case C_READY:
+    if (j->flags & HAS_RL)
+      item_ns(L, l, j->rl);
+    else
+      item_int(l, -1);
+    break;
+  case C_SL:
+    item_int(l, j->flags & HAS_SUB ? (long long)g->lane_index[j->sub_lane] - 1 : -1);
+    break;
+  case C_ST:
+    if (j->flags & HAS_SUB)
+      item_ns(L, l, num_sub(num_add(j->sub_ts, j->sub_dur), t0));
+    else
+      item_int(l, 0);
+    break;
+  case C_BY:
+    if ((j->flags & HAS_PARENT))
+      item_int(l, n), item_id(L, l, g, j->parent);
+    break;
+  case C_DEPS:
+    for (uint32_t d = 0; d < j->nd; d++)
+      if (g->dp[j->d0 + d].job >= 0)
+        item_int(l, n), item_id(L, l, g, g->dp[j->d0 + d].job);
+    break;
+  case C_AW:
+    for (uint32_t a = 0; a < j->na; a++) {
+      const gawait *w = &g->aw[j->a0 + a];
+      uint32_t s = 0;
+      while (s < j->ns && num_le(sl[s].ts, w->ts))
+        s++;
+      if (w->awaits >= 0 && s < j->ns)
+        item_int(l, n), item_id(L, l, g, w->awaits), item_int(l, s);
+    }
+    break;
+  case C_RS:
+    if (j->nres > 0) {
+      num resume = JQ_ZERO;
+      for (uint32_t r = 0; r < j->nres; r++)
+        resume = num_add(resume, g->res[j->w0 + r]);
+      item_int(l, n), item_ns(L, l, resume), item_int(l, j->nres);
+    }
+    break;
+  default: /* C_SP */
+    if (num_lt(JQ_ZERO, j->suspended))
+      item_int(l, n), item_ns(L, l, j->suspended);
+    break;
+  }
+}
+
+/* Adds the columns, each "name":[...], one pass over the drawn jobs each. */
+static void add_columns(lua_State *L, luaL_Buffer *b, const graph *g, const int32_t *catpage, num t0) {
+  static const char *const names[] = {"id", "c", "so", "s", "ready", "sl", "st", "by", "deps", "aw", "rs", "sp"};
+  for (int c = 0; c < NCOL; c++) {
+    if (c)
+      luaL_addstring(b, ",\n");
+    luaL_addchar(b, '"');
+    luaL_addstring(b, names[c]);
+    luaL_addstring(b, "\":[");
+    list l = {b, 1};
+    long long n = 0, npos = 0;
+    if (c == C_SO)
+      item_int(&l, 0);
+    for (size_t k = 0; k < g->norder; k++) {
+      int32_t j = g->order[k];
+      if (!(g->jobs[j].flags & ID_NUMBER))
+        continue; /* not drawn as a job */
+      job_items(L, &l, g, c, j, n++, &npos, catpage, t0);
+    }
+    luaL_addchar(b, ']');
+  }
+}
+
+/* Adds the critical path: "path":{...}. */
+static void add_path(lua_State *L, luaL_Buffer *b, const graph *g, const path *p, num t0) {
+  luaL_addstring(b, ",\n\"path\":{\"jobs\":[");
+  list l = {b, 1};
+  for (size_t k = 0; k < p->nseq; k++)
+    item_id(L, &l, g, p->seq[p->nseq - 1 - k]);
+  num session = g->session, floor_ = num_sub(p->duration, p->ready);
+  char share[40] = "null", bound[40] = "null", text[400];
+  if (num_lt(JQ_ZERO, session))
+    number_text(num_flt(num_float(p->duration) / num_float(session)), share, sizeof share);
+  if (num_lt(JQ_ZERO, floor_))
+    number_text(num_flt(num_float(session) / num_float(floor_)), bound, sizeof bound);
+  int len = snprintf(text, sizeof text,
+                     "],\"dur\":%lld,\"share\":%s,\"start\":%lld,\"finish\":%lld,\"run\":%lld,\"ready\":%lld,"
+                     "\"resume\":%lld,\"copy\":%lld,\"caller\":%lld,\"bound\":%s}}",
+                     ns_of(L, p->duration), share, ns_of(L, num_sub(p->t, t0)),
+                     ns_of(L, num_sub(g->jobs[p->last].finish, t0)), ns_of(L, p->run), ns_of(L, p->ready),
+                     ns_of(L, p->resume), ns_of(L, p->copy), ns_of(L, p->caller), bound);
+  luaL_addlstring(b, text, (size_t)len);
+}
+
+/* Each category's index in model.categories (its last when a name is
+ * there twice; -1 none), in a scratch userdata left on the stack. */
+static int32_t *page_cats(lua_State *L, const graph *g, int model) {
+  int32_t *catpage = jq_graph_scratch(L, (size_t)g->ncats, sizeof *catpage);
+  int top = lua_gettop(L);
+  for (int32_t c = 0; c < g->ncats; c++)
+    catpage[c] = -1;
+  if (lua_getfield(L, model, "categories") != LUA_TTABLE)
+    luaL_error(L, "page_graph: model.categories is not a table");
+  for (lua_Integer i = 1;; i++) {
+    lua_settop(L, top + 1);
+    int t = lua_rawgeti(L, top + 1, i);
+    if (t == LUA_TNIL)
+      break;
+    if (t != LUA_TTABLE)
+      luaL_error(L, "page_graph: category %I is not a table", (LUAI_UACINT)i);
+    lua_getfield(L, -1, "name");
+    if (lua_rawget(L, 4) == LUA_TNUMBER) /* the graph's name -> index */
+      catpage[lua_tointeger(L, -1)] = (int32_t)i - 1;
+  }
+  lua_settop(L, top);
+  return catpage;
+}
+
+/* page_graph(graph, model) -> the page's graph JSON */
+static int l_page_graph(lua_State *L) {
+  graph *g = jq_graph_check(L);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  jq_graph_push_cats(L); /* 3, 4 */
+  if (g->norder == 0) {
+    lua_pushliteral(L, "null");
+    return 1;
+  }
+  num t0;
+  lua_getfield(L, 2, "t0");
+  if (lua_type(L, -1) != LUA_TNUMBER)
+    return luaL_error(L, "page_graph: model.t0 is not a number");
+  t0 = lua_isinteger(L, -1) ? num_int(lua_tointeger(L, -1)) : num_flt(lua_tonumber(L, -1));
+  lua_pop(L, 1);
+  const int32_t *catpage = page_cats(L, g, 2);
+  path p;
+  jq_graph_walk(L, g, &p);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  luaL_addchar(&b, '{');
+  add_columns(L, &b, g, catpage, t0);
+  add_path(L, &b, g, &p, t0);
+  luaL_pushresult(&b);
+  return 1;
+}
+
+void jq_open_page_graph(lua_State *L) {
+  lua_pushcfunction(L, l_page_graph);
+  lua_setfield(L, -2, "page_graph");
+}
