@@ -40,12 +40,14 @@ static long long ns_of(lua_State *L, num us) {
 }
 
 /* A number as the page writes it: an integer (or a float with an integer
- * value) in decimal, another finite float to 17 digits, else null. */
+ * value) in decimal, another finite float to 17 digits, else null; out
+ * (size bytes, at least 24) NUL-terminated, its length returned. */
 static int number_text(num a, char *out, size_t size) {
-  if (a.isint)
-    return (int)(jq_put_i64(out, a.i) - out);
-  if (a.d == floor(a.d) && a.d >= -0x1p63 && a.d < 0x1p63)
-    return (int)(jq_put_i64(out, (int64_t)a.d) - out);
+  if (a.isint || (a.d == floor(a.d) && a.d >= -0x1p63 && a.d < 0x1p63)) {
+    char *end = jq_put_i64(out, a.isint ? a.i : (int64_t)a.d);
+    *end = '\0'; /* as snprintf leaves it: the path's ratios are printed with %s */
+    return (int)(end - out);
+  }
   if (isfinite(a.d))
     return snprintf(out, size, "%.17g", a.d);
   return snprintf(out, size, "null");
