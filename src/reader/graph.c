@@ -153,8 +153,8 @@ static int col_is(lua_State *L, const col *c, size_t k, const char *s, size_t le
 
 /* ---- job ids ---- */
 
-/* The value at idx as a job id (graph.lua's int(v): an integer, or a float
- * with an integer value made one; any other value as it is), in *k: has 0
+/* The value at idx as a job id (an integer, or a float with an integer
+ * value made one, as a Lua table keys it; any other value as it is), in *k: has 0
  * for nil (and false when false_none). A value that is no integer is
  * appended to the ids list. */
 static void read_key(lua_State *L, graph *g, int idx, int false_none, jkey *k) {
@@ -168,7 +168,7 @@ static void read_key(lua_State *L, graph *g, int idx, int false_none, jkey *k) {
   if (ok)
     return;
   if (t == LUA_TBOOLEAN && !lua_toboolean(L, idx))
-    k->has = 2; /* false: a job's id, but names none where Lua tests `id and jobs[id]` */
+    k->has = 2; /* false: a job's id (a flow's), but a reference that names no job */
   if (g->nids >= INT32_MAX / 2)
     luaL_error(L, "job_graph: too many job ids");
   lua_pushvalue(L, idx);
@@ -255,13 +255,13 @@ static int32_t new_job(lua_State *L, graph *g, const jkey *k) {
     if (lua_type(L, -1) == LUA_TNUMBER)
       j->flags |= ID_NUMBER;
     lua_pushinteger(L, at);
-    lua_rawset(L, S_ID_INDEX); /* raises for NaN, as a Lua table would */
+    lua_rawset(L, S_ID_INDEX); /* raises for NaN: no table keys it */
     g->nother++;
   }
   return at;
 }
 
-/* graph.lua's job_of: the index of the job keyed k (has), made when new. */
+/* The index of the job keyed k (has), made when new. */
 static int32_t job_of(lua_State *L, graph *g, const jkey *k) {
   int32_t j = find_key(L, g, k);
   return j >= 0 ? j : new_job(L, g, k);
@@ -335,8 +335,8 @@ static int32_t col_cat(lua_State *L, graph *g, const col *c, size_t k, cat_cache
 
 enum { LE_JOB, LE_SUBMIT, LE_WAIT };
 
-/* A lane's walk in graph.lua's build: the last job slice (a submit inside
- * it is that job's) and the last wait (a submit outside one follows it). */
+/* A lane's walk: the last job slice (a submit inside it is that job's)
+ * and the last wait (a submit outside one follows it). */
 typedef struct lane_walk {
   int32_t cur, last_wait, lane;
   num cur_ts, cur_stop;
@@ -401,7 +401,8 @@ static void lane_item(lua_State *L, graph *g, lane_walk *w, size_t k) {
     lane_submit(g, w, j, ts, dur);
 }
 
-/* The lanes' slices (graph.lua's build, its first loop). */
+/* The lanes' job slices, submits and waits. A submit's job is made; a
+ * wait's job is only named (resolved at the end). */
 static void read_lanes(lua_State *L, graph *g) {
   if (lua_getfield(L, S_MODEL, "lanes") != LUA_TTABLE)
     luaL_error(L, "job_graph: model.lanes is not a table");
@@ -498,7 +499,7 @@ static void read_flow(lua_State *L, graph *g, int ei) {
   int32_t j = job_of(L, g, &id);
   num ts;
   lua_getfield(L, ei, "ts");
-  int ts_ok = get_num(L, -1, &ts); /* no ts: nothing set (a nil in Lua) */
+  int ts_ok = get_num(L, -1, &ts); /* no ts: no wake-up, no ready time (the submit's end then) */
   if (!dep) {
     if (!ts_ok)
       return;
@@ -579,7 +580,7 @@ static void read_awaits(lua_State *L, graph *g) {
   lua_settop(L, base);
 }
 
-/* The job a reference names (graph.lua's `id and jobs[id]`), or -1. */
+/* The job a reference names (none for nil or false), or -1. */
 static int32_t ref_of(lua_State *L, const graph *g, const jkey *k) { return k->has == 1 ? find_key(L, g, k) : -1; }
 
 /* Every id a job names, resolved to the job (-1: none): once all are made. */

@@ -29,15 +29,17 @@ enum { GU_NAMES = 1, GU_NAME_INDEX, GU_IDS, GU_ID_INDEX, GU_N };
 /* ---- numbers with Lua's subtypes ---- */
 
 typedef struct num {
-  int64_t i; /* the value when isint */
-  double d;  /* the value when not */
+  union {
+    int64_t i; /* the value when isint */
+    double d;  /* the value when not */
+  };
   int isint;
 } num;
 
-#define JQ_ZERO ((num){0, 0, 1})
+#define JQ_ZERO ((num){.i = 0, .isint = 1})
 
-static inline num num_int(int64_t i) { return (num){i, 0, 1}; }
-static inline num num_flt(double d) { return (num){0, d, 0}; }
+static inline num num_int(int64_t i) { return (num){.i = i, .isint = 1}; }
+static inline num num_flt(double d) { return (num){.d = d, .isint = 0}; }
 static inline double num_float(num a) { return a.isint ? (double)a.i : a.d; }
 
 /* a + b and a - b as Lua computes them: integers wrap, else floats. */
@@ -123,7 +125,7 @@ enum {
 
 /* A job id as read: the integer i (other 0), or the value at position
  * other of the ids list (user value GU_IDS); `has` 0 for none, 2 for
- * false (a job's id, but no reference: Lua tests `id and jobs[id]`). Resolved
+ * false (a job's id in a flow, but a reference to none). Resolved
  * to a job's index (or -1) once every job is read. */
 typedef struct jkey {
   lua_Integer i;

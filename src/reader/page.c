@@ -1,8 +1,7 @@
 /*
- * page.c - the timeline page's data columns written from C (issue 12):
- * core.page_ns, page_lane, page_markers and page_values, each the same
- * bytes as jobque_profile.page's Lua loops (which remain for a build
- * without the core).
+ * page.c - the timeline page's data columns (jobque_profile.page's data):
+ * page_ns, page_lane, page_markers and page_values, one call per column;
+ * the graph's part is page_graph.c's (opened with these).
  *
  * Numbers are formatted by our own integer routine into a luaL_Buffer
  * (a page holds millions of them: no printf per number but for floats
@@ -129,9 +128,9 @@ static void push_ints(lua_State *L, const lua_Integer *col, lua_Integer n) {
   luaL_pushresult(&b);
 }
 
-/* us (microseconds) as the page's integer nanoseconds since t0, as
- * page.lua's ns rounds: (us - t0) * 1000 + 0.5, floored; 0 and an error
- * message in *why when that is out of an integer's range. */
+/* us (microseconds) as the page's integer nanoseconds since t0:
+ * (us - t0) * 1000 + 0.5, floored; 0 and an error message in *why when
+ * that is out of an integer's range. */
 static long long page_ns_of(double us, double t0, const char **why) {
   double v = floor((us - t0) * 1000 + 0.5);
   if (!(v >= -0x1p63 && v < 0x1p63)) {
@@ -142,8 +141,7 @@ static long long page_ns_of(double us, double t0, const char **why) {
 }
 
 /* page_ns(col, n, t0) -> "x1,x2,...": col[1..n] (microseconds, numbers) as
- * integer nanoseconds since t0, rounded as the page's writer does in Lua:
- * (us * 1000 + 0.5) // 1 (jobque_profile.page's ns). */
+ * integer nanoseconds since t0, rounded as page_ns_of does. */
 static int l_page_ns(lua_State *L) {
   colset cs;
   col_find(L, &cs, 1, 1);
@@ -320,7 +318,7 @@ static void slice_args(lua_State *L, lane_ctx *x, int ljob, lua_Integer i, lua_I
     item(L, &x->cs, ljob, i);
     if (lua_toboolean(L, -1)) { /* args { job = N } alone */
       out[2] = int_at(L, &x->cs, ljob, i, "job");
-      if (!x->job_key_known) { /* "job" is interned when first met, as in Lua */
+      if (!x->job_key_known) { /* "job" is interned when first met */
         lua_pushliteral(L, "job");
         x->job_key = intern_top(L, x->env, "keys", "key_index");
         x->job_key_known = 1;
@@ -401,9 +399,10 @@ static int l_page_lane(lua_State *L) {
 /* page_markers(ts, kind, arg, n, t0, env) -> mt, mk, ma: the markers'
  * columns of the page's data (jobque_profile.page's data), each
  * "x1,x2,...": times as integer ns since t0, kinds interned in
- * env.kinds/kind_index, args as the Lua writer writes them (null; an
+ * env.kinds/kind_index, args as the report shows them (null; an
  * integer plain, or quoted beyond 2^53; a finite float to 14 digits;
- * anything else through env.other(arg), a JSON string). */
+ * anything else (a string, a boolean, inf, nan) through env.other(arg),
+ * which returns its JSON text). */
 static int l_page_markers(lua_State *L) {
   colset cs;
   for (int k = 1; k <= 3; k++)
@@ -478,7 +477,7 @@ static int l_page_markers(lua_State *L) {
 
 /* ---- page_values ---- */
 
-/* The number at idx as the page's JSON writes it (page.lua's number):
+/* The number at idx as the page's JSON writes it:
  * integers (and integral floats) plain, other finite floats to 17 digits,
  * anything else null. Its length in out (at least 32 bytes). */
 static size_t page_number(lua_State *L, int idx, char *out, size_t size) {
