@@ -29,6 +29,7 @@
 #include "reader/columns.h"
 #include "reader/graph.h"
 #include "reader/reader.h"
+#include "reader/sort.h"
 
 /* The stack of a job_graph call: the model, the graph, its user values. */
 enum { S_MODEL = 1, S_GRAPH, S_NAMES, S_NAME_INDEX, S_IDS, S_ID_INDEX, S_BASE = S_ID_INDEX };
@@ -76,7 +77,7 @@ void *jq_graph_scratch(lua_State *L, size_t n, size_t elem) {
 
 static void free_graph(graph *g) {
   free(g->jobs), free(g->hash), free(g->sl), free(g->wt), free(g->aw), free(g->dp), free(g->wk);
-  free(g->res), free(g->order), free(g->ends), free(g->lane_index), free(g->tmp);
+  free(g->res), free(g->order), free(g->ends), free(g->lane_index);
   memset(g, 0, sizeof *g);
 }
 
@@ -85,70 +86,13 @@ static int l_graph_gc(lua_State *L) {
   return 0;
 }
 
-/* ---- numbers ---- */
+/* ---- columns (reader/columns.h's jq_col; items 1-based) ---- */
 
-/* The number at idx in *out: 0 when it is none. */
-static int get_num(lua_State *L, int idx, num *out) {
-  if (lua_isinteger(L, idx)) {
-    *out = num_int((int64_t)lua_tointeger(L, idx));
-    return 1;
-  }
-  if (lua_type(L, idx) != LUA_TNUMBER)
-    return 0;
-  *out = num_flt((double)lua_tonumber(L, idx));
-  return 1;
-}
-
-/* ---- a column: the loader's native cells, or a Lua list ---- */
-
-typedef struct col {
-  const jq_column *c; /* NULL: a Lua list at idx */
-  int idx;
-} col;
-
-static col col_at(lua_State *L, int idx) { return (col){jq_column_test(L, idx), idx}; }
-
-/* Pushes item k (0-based) as the Lua value it stands for. */
-static void col_push(lua_State *L, const col *c, size_t k) {
-  if (!c->c)
-    lua_rawgeti(L, c->idx, (lua_Integer)k + 1);
-  else if (k >= c->c->n)
-    lua_pushnil(L);
-  else
-    jq_column_push(L, c->idx, k);
-}
-
-/* Item k as a number in *out: 0 when it is none. */
-static int col_num(lua_State *L, const col *c, size_t k, num *out) {
-  if (c->c && k < c->c->n) {
-    int t = jq_cell_tag(c->c, k);
-    if (t == JQ_C_INT)
-      *out = num_int(jq_cell_int(c->c, k));
-    else if (t == JQ_C_NUM)
-      *out = num_flt(jq_cell_num(c->c, k));
-    return t == JQ_C_INT || t == JQ_C_NUM;
-  }
-  col_push(L, c, k);
-  int ok = get_num(L, -1, out);
-  lua_pop(L, 1);
-  return ok;
-}
-
-/* Whether item k is the string s (len bytes). */
-static int col_is(lua_State *L, const col *c, size_t k, const char *s, size_t len) {
-  if (c->c) {
-    if (k >= c->c->n || jq_cell_tag(c->c, k) != JQ_C_STR)
-      return 0;
-    size_t n;
-    const char *p = jq_column_str(c->c, c->c->v[k], &n);
-    return n == len && memcmp(p, s, len) == 0;
-  }
+/* Whether item i is the string s (len bytes). */
+static int col_is(lua_State *L, const jq_col *c, lua_Integer i, const char *s, size_t len) {
   size_t n;
-  int is = lua_rawgeti(L, c->idx, (lua_Integer)k + 1) == LUA_TSTRING;
-  const char *p = is ? lua_tolstring(L, -1, &n) : NULL;
-  is = is && n == len && memcmp(p, s, len) == 0;
-  lua_pop(L, 1);
-  return is;
+  const char *p = jq_col_str(L, c, i, &n);
+  return p && n == len && memcmp(p, s, len) == 0;
 }
 
 /* ---- job ids ---- */
@@ -176,19 +120,17 @@ static void read_key(lua_State *L, graph *g, int idx, int false_none, jkey *k) {
   k->other = g->nids;
 }
 
-/* Item k of a column as a job id (read_key). */
-static void col_key(lua_State *L, graph *g, const col *c, size_t k, int false_none, jkey *out) {
+/* Item i of a column as a job id (read_key; a native integer cell read
+ * as it is). */
+static void col_key(lua_State *L, graph *g, const jq_col *c, lua_Integer i, int false_none, jkey *out) {
   const jq_column *n = c->c;
-  int t = n && k < n->n ? jq_cell_tag(n, k) : -1;
-  if (t == JQ_C_NIL || (t == JQ_C_FALSE && false_none)) {
-    out->i = 0, out->other = 0, out->has = 0;
-  } else if (t == JQ_C_INT) {
-    out->i = (lua_Integer)jq_cell_int(n, k), out->other = 0, out->has = 1;
-  } else {
-    col_push(L, c, k);
-    read_key(L, g, lua_gettop(L), false_none, out);
-    lua_pop(L, 1);
+  if (n && i >= 1 && (lua_Unsigned)i <= n->n && jq_cell_tag(n, (size_t)i - 1) == JQ_C_INT) {
+    out->i = (lua_Integer)jq_cell_int(n, (size_t)i - 1), out->other = 0, out->has = 1;
+    return;
   }
+  jq_col_push(L, c, i);
+  read_key(L, g, lua_gettop(L), false_none, out);
+  lua_pop(L, 1);
 }
 
 static size_t hash_id(lua_Integer id, size_t cap) {
@@ -246,7 +188,7 @@ static int32_t new_job(lua_State *L, graph *g, const jkey *k) {
   memset(j, 0, sizeof *j);
   j->id = k->i, j->other = k->other, j->cat = -1, j->sub_lane = -1, j->sub_wait = -1, j->parent = -1;
   j->ready_dep = -1;
-  j->run = JQ_ZERO, j->suspended = JQ_ZERO;
+  j->run = jq_num_int(0), j->suspended = jq_num_int(0);
   if (!k->other) {
     j->flags |= ID_NUMBER;
     hash_put(g, k->i, at);
@@ -310,24 +252,20 @@ static int32_t cat_of(lua_State *L, graph *g, cat_cache *cc) {
   return k;
 }
 
-/* The category of item k of a lane's cat column (a string). */
-static int32_t col_cat(lua_State *L, graph *g, const col *c, size_t k, cat_cache *cc, cat_cache *ncc) {
-  const char *p = NULL;
-  if (c->c && k < c->c->n && jq_cell_tag(c->c, k) == JQ_C_STR) { /* by the address of its bytes first */
-    p = c->c->strs->p[c->c->v[k]];
-    size_t h = ((uintptr_t)p >> 4) & 63;
-    if (ncc->p[h] == p)
-      return ncc->k[h];
-  }
-  col_push(L, c, k);
-  if (lua_type(L, -1) != LUA_TSTRING)
+/* The category of item i of a lane's cat column (a string): through the
+ * address of its bytes first (stable while the column is open). */
+static int32_t col_cat(lua_State *L, graph *g, const jq_col *c, lua_Integer i, cat_cache *cc, cat_cache *ncc) {
+  size_t len;
+  const char *p = jq_col_str(L, c, i, &len);
+  if (!p)
     luaL_error(L, "job_graph: a job slice's category is not a string");
+  size_t h = ((uintptr_t)p >> 4) & 63;
+  if (ncc->p[h] == p)
+    return ncc->k[h];
+  jq_col_push(L, c, i);
   int32_t cat = cat_of(L, g, cc);
   lua_pop(L, 1);
-  if (p) {
-    size_t h = ((uintptr_t)p >> 4) & 63;
-    ncc->p[h] = p, ncc->k[h] = cat;
-  }
+  ncc->p[h] = p, ncc->k[h] = cat;
   return cat;
 }
 
@@ -340,7 +278,7 @@ enum { LE_JOB, LE_SUBMIT, LE_WAIT };
 typedef struct lane_walk {
   int32_t cur, last_wait, lane;
   num cur_ts, cur_stop;
-  col kind, job, ts, dur, cat;
+  jq_col kind, job, ts, dur, cat;
   cat_cache cc, ncc;
 } lane_walk;
 
@@ -348,28 +286,28 @@ static void lane_wait(lua_State *L, graph *g, lane_walk *w, const jkey *k, num t
   if (g->nwt >= INT32_MAX / 2)
     luaL_error(L, "not enough memory");
   gwait *wt = PUSH(L, g->wt, g->nwt, g->cwt);
-  wt->ts = ts, wt->stop = num_add(ts, dur), wt->key = *k, wt->job = -1;
+  wt->ts = ts, wt->stop = jq_num_add(ts, dur), wt->key = *k, wt->job = -1;
   w->last_wait = (int32_t)g->nwt - 1;
 }
 
-static void lane_slice(lua_State *L, graph *g, lane_walk *w, int32_t j, size_t k, num ts, num dur) {
+static void lane_slice(lua_State *L, graph *g, lane_walk *w, int32_t j, lua_Integer i, num ts, num dur) {
   if (g->nsl >= INT32_MAX / 2)
     luaL_error(L, "not enough memory");
-  int32_t cat = col_cat(L, g, &w->cat, k, &w->cc, &w->ncc);
+  int32_t cat = col_cat(L, g, &w->cat, i, &w->cc, &w->ncc);
   gslice *s = PUSH(L, g->sl, g->nsl, g->csl);
-  s->ts = ts, s->dur = dur, s->index = (lua_Integer)k, s->job = j, s->lane = w->lane, s->cat = cat, s->await = -1;
+  s->ts = ts, s->dur = dur, s->index = i - 1, s->job = j, s->lane = w->lane, s->cat = cat, s->await = -1;
   gjob *jj = &g->jobs[j];
   if (!(jj->flags & HAS_CAT))
     jj->cat = cat, jj->flags |= HAS_CAT;
-  jj->run = num_add(jj->run, dur);
-  w->cur = j, w->cur_ts = ts, w->cur_stop = num_add(ts, dur);
+  jj->run = jq_num_add(jj->run, dur);
+  w->cur = j, w->cur_ts = ts, w->cur_stop = jq_num_add(ts, dur);
 }
 
 static void lane_submit(graph *g, lane_walk *w, int32_t j, num ts, num dur) {
   gjob *jj = &g->jobs[j];
   jj->flags = (jj->flags & ~(uint32_t)(HAS_SUB | HAS_PARENT)) | HAS_SUB;
   jj->sub_ts = ts, jj->sub_dur = dur, jj->sub_lane = w->lane, jj->sub_wait = -1;
-  if (w->cur >= 0 && num_le(w->cur_ts, ts) && num_le(num_add(ts, dur), w->cur_stop)) {
+  if (w->cur >= 0 && jq_num_le(w->cur_ts, ts) && jq_num_le(jq_num_add(ts, dur), w->cur_stop)) {
     jj->flags |= HAS_PARENT;
     jj->parent = w->cur;
   } else {
@@ -377,18 +315,18 @@ static void lane_submit(graph *g, lane_walk *w, int32_t j, num ts, num dur) {
   }
 }
 
-/* Item k of a lane: a job slice, a submit or a wait (anything else skipped). */
-static void lane_item(lua_State *L, graph *g, lane_walk *w, size_t k) {
-  int kind = col_is(L, &w->kind, k, "job", 3) ? LE_JOB : col_is(L, &w->kind, k, "wait", 4) ? LE_WAIT
-           : col_is(L, &w->kind, k, "submit", 6) ? LE_SUBMIT : -1;
+/* Item i of a lane: a job slice, a submit or a wait (anything else skipped). */
+static void lane_item(lua_State *L, graph *g, lane_walk *w, lua_Integer i) {
+  int kind = col_is(L, &w->kind, i, "job", 3) ? LE_JOB : col_is(L, &w->kind, i, "wait", 4) ? LE_WAIT
+           : col_is(L, &w->kind, i, "submit", 6) ? LE_SUBMIT : -1;
   if (kind < 0)
     return;
   jkey id;
-  col_key(L, g, &w->job, k, 1, &id);
+  col_key(L, g, &w->job, i, 1, &id);
   if (kind != LE_WAIT && !id.has)
     return;
-  num ts, dur;
-  if (!col_num(L, &w->ts, k, &ts) || !col_num(L, &w->dur, k, &dur))
+  num ts = jq_col_num(L, &w->ts, i), dur = jq_col_num(L, &w->dur, i);
+  if (ts.t == JQ_NUM_NIL || dur.t == JQ_NUM_NIL)
     luaL_error(L, "job_graph: a slice's time is not a number");
   if (kind == LE_WAIT) {
     lane_wait(L, g, w, &id, ts, dur);
@@ -396,7 +334,7 @@ static void lane_item(lua_State *L, graph *g, lane_walk *w, size_t k) {
   }
   int32_t j = job_of(L, g, &id);
   if (kind == LE_JOB)
-    lane_slice(L, g, w, j, k, ts, dur);
+    lane_slice(L, g, w, j, i, ts, dur);
   else
     lane_submit(g, w, j, ts, dur);
 }
@@ -425,17 +363,18 @@ static void read_lanes(lua_State *L, graph *g) {
     if (index < INT32_MIN / 2 || index > INT32_MAX / 2)
       luaL_error(L, "job_graph: lane %I's index is out of range", (LUAI_UACINT)li);
     *PUSH(L, g->lane_index, g->nlanes, g->clanes) = (int32_t)index;
-    col *cols[] = {&w->kind, &w->job, &w->ts, &w->dur, &w->cat};
+    jq_col *cols[] = {&w->kind, &w->job, &w->ts, &w->dur, &w->cat};
     const char *f = "kind\0job\0ts\0dur\0cat\0";
     for (int c = 0; c < 5; c++, f += strlen(f) + 1) {
-      int type = jq_column_field(L, lane, f);
-      if (type != LUA_TTABLE && !(type == LUA_TUSERDATA && jq_column_test(L, -1)) && n > 0)
+      if (jq_col_field(L, lane, f, cols[c]))
+        continue;
+      if (n > 0)
         luaL_error(L, "job_graph: lane %I's %s is not a column", (LUAI_UACINT)li, f);
-      *cols[c] = col_at(L, lua_gettop(L));
+      lua_pushnil(L); /* an empty lane's: never read */
     }
     w->cur = -1, w->last_wait = -1, w->lane = (int32_t)li - 1;
-    for (lua_Integer k = 0; k < n; k++)
-      lane_item(L, g, w, (size_t)k);
+    for (lua_Integer i = 1; i <= n; i++)
+      lane_item(L, g, w, i);
   }
   lua_settop(L, S_BASE);
 }
@@ -455,16 +394,12 @@ static int field_is(lua_State *L, int idx, const char *field, const char *s) {
 /* The copy columns: each job's copy in and copy out (of jobs the lanes made). */
 static void read_copies(lua_State *L, graph *g) {
   int base = lua_gettop(L);
-  col c[4];
+  jq_col c[4];
   const char *f = "copy_ts\0copy_dur\0copy_name\0copy_job\0";
-  for (int k = 0; k < 4; k++, f += strlen(f) + 1) {
-    int type = jq_column_field(L, S_MODEL, f);
-    if (type != LUA_TTABLE && !(type == LUA_TUSERDATA && jq_column_test(L, -1)))
+  for (int k = 0; k < 4; k++, f += strlen(f) + 1)
+    if (!jq_col_field(L, S_MODEL, f, &c[k]))
       luaL_error(L, "job_graph: model.%s is not a column", f);
-    c[k] = col_at(L, base + k + 1);
-  }
-  size_t n = c[0].c ? c[0].c->n : (size_t)lua_rawlen(L, c[0].idx);
-  for (size_t i = 0; i < n; i++) {
+  for (lua_Integer i = 1; i <= c[0].n; i++) {
     int in = col_is(L, &c[2], i, "copy in", 7), out = !in && col_is(L, &c[2], i, "copy out", 8);
     if (!in && !out)
       continue;
@@ -473,8 +408,8 @@ static void read_copies(lua_State *L, graph *g) {
     int32_t j = find_key(L, g, &key);
     if (j < 0)
       continue;
-    num ts, dur;
-    if (!col_num(L, &c[0], i, &ts) || !col_num(L, &c[1], i, &dur))
+    num ts = jq_col_num(L, &c[0], i), dur = jq_col_num(L, &c[1], i);
+    if (ts.t == JQ_NUM_NIL || dur.t == JQ_NUM_NIL)
       luaL_error(L, "job_graph: a copy's time is not a number");
     gjob *jj = &g->jobs[j];
     if (in)
@@ -497,9 +432,9 @@ static void read_flow(lua_State *L, graph *g, int ei) {
   if (!id.has)
     return;
   int32_t j = job_of(L, g, &id);
-  num ts;
   lua_getfield(L, ei, "ts");
-  int ts_ok = get_num(L, -1, &ts); /* no ts: no wake-up, no ready time (the submit's end then) */
+  num ts = jq_num_at(L, -1);
+  int ts_ok = ts.t != JQ_NUM_NIL; /* no ts: no wake-up, no ready time (the submit's end then) */
   if (!dep) {
     if (!ts_ok)
       return;
@@ -564,18 +499,18 @@ static void read_awaits(lua_State *L, graph *g) {
     if (!id.has)
       continue;
     int32_t j = job_of(L, g, &id);
-    num ts, dur;
     lua_getfield(L, base + 2, "ts");
     lua_getfield(L, base + 2, "dur");
     lua_getfield(L, base + 2, "awaits");
     read_key(L, g, lua_gettop(L), 0, &awaits);
-    if (!get_num(L, -3, &ts) || !get_num(L, -2, &dur))
+    num ts = jq_num_at(L, -3), dur = jq_num_at(L, -2);
+    if (ts.t == JQ_NUM_NIL || dur.t == JQ_NUM_NIL)
       luaL_error(L, "job_graph: await %I's time is not a number", (LUAI_UACINT)i);
     if (g->naw >= INT32_MAX / 2)
       luaL_error(L, "not enough memory");
     gawait *w = PUSH(L, g->aw, g->naw, g->caw);
     w->ts = ts, w->dur = dur, w->key = awaits, w->job = j, w->awaits = -1;
-    g->jobs[j].suspended = num_add(g->jobs[j].suspended, dur);
+    g->jobs[j].suspended = jq_num_add(g->jobs[j].suspended, dur);
   }
   lua_settop(L, base);
 }
@@ -596,25 +531,22 @@ static void resolve(lua_State *L, graph *g) {
       g->jobs[k].ready_dep = ref_of(L, g, &g->jobs[k].ready_key);
 }
 
-/* ---- sorting ---- */
+/* ---- sorting (reader/sort.h's stable sort of indices) ---- */
 
-typedef int (*less_fn)(const graph *g, int32_t a, int32_t b);
-
-static void merge_sort(lua_State *L, graph *g, int32_t *a, size_t n, less_fn less) {
-  if (n < 2)
-    return;
-  g->tmp = grow(L, g->tmp, &g->ctmp, n, sizeof *g->tmp);
-#define BY_LESS(x, y) less(g, (x), (y))
-  JQ_BOTTOM_UP(int32_t, a, g->tmp, n, BY_LESS);
-#undef BY_LESS
+static int slice_less(void *g, uint32_t a, uint32_t b) {
+  return jq_num_lt(((graph *)g)->sl[a].ts, ((graph *)g)->sl[b].ts);
 }
 
-static int slice_less(const graph *g, int32_t a, int32_t b) { return num_lt(g->sl[a].ts, g->sl[b].ts); }
-static int await_less(const graph *g, int32_t a, int32_t b) { return num_lt(g->aw[a].ts, g->aw[b].ts); }
-static int wake_less(const graph *g, int32_t a, int32_t b) { return num_lt(g->wk[a].ts, g->wk[b].ts); }
+static int await_less(void *g, uint32_t a, uint32_t b) {
+  return jq_num_lt(((graph *)g)->aw[a].ts, ((graph *)g)->aw[b].ts);
+}
+
+static int wake_less(void *g, uint32_t a, uint32_t b) {
+  return jq_num_lt(((graph *)g)->wk[a].ts, ((graph *)g)->wk[b].ts);
+}
 
 /* The array arr (n items of size elem) in the order of the indices idx. */
-static void *permute(lua_State *L, void *arr, const int32_t *idx, size_t n, size_t elem) {
+static void *permute(lua_State *L, void *arr, const uint32_t *idx, size_t n, size_t elem) {
   char *out = jq_graph_alloc(L, n, elem); /* raises before arr is replaced: arr is still the graph's */
   for (size_t k = 0; k < n; k++)
     memcpy(out + k * elem, (char *)arr + (size_t)idx[k] * elem, elem);
@@ -624,11 +556,11 @@ static void *permute(lua_State *L, void *arr, const int32_t *idx, size_t n, size
 
 /* arr[0 .. n) grouped by job (the int32 at owner_off of each item), in
  * order within a job by less (NULL: as they were): the new array (arr
- * freed). A counting sort, then a stable merge sort of each group. */
-static void *group_by(lua_State *L, graph *g, void *arr, size_t n, size_t elem, size_t owner_off, less_fn less) {
+ * freed). A counting sort, then a stable sort of each group. */
+static void *group_by(lua_State *L, graph *g, void *arr, size_t n, size_t elem, size_t owner_off, jq_less_fn less) {
   if (n < 2)
     return arr;
-  int32_t *idx = jq_graph_scratch(L, n + g->njobs + 1, sizeof *idx), *at = idx + n;
+  uint32_t *idx = jq_graph_scratch(L, 2 * n + g->njobs + 1, sizeof *idx), *tmp = idx + n, *at = tmp + n;
   for (size_t k = 0; k < n; k++) {
     int32_t o;
     memcpy(&o, (char *)arr + k * elem + owner_off, sizeof o);
@@ -639,12 +571,12 @@ static void *group_by(lua_State *L, graph *g, void *arr, size_t n, size_t elem, 
   for (size_t k = 0; k < n; k++) {
     int32_t o;
     memcpy(&o, (char *)arr + k * elem + owner_off, sizeof o);
-    idx[at[o]++] = (int32_t)k;
+    idx[at[o]++] = (uint32_t)k;
   }
   for (size_t lo = 0, j = 0; less && j < g->njobs; j++) { /* at[j]: the end of job j's group */
-    size_t hi = (size_t)at[j];
+    size_t hi = at[j];
     if (hi - lo > 1)
-      merge_sort(L, g, idx + lo, hi - lo, less);
+      jq_sort_stable(idx + lo, tmp, hi - lo, less, g);
     lo = hi;
   }
   arr = permute(L, arr, idx, n, elem);
@@ -653,26 +585,27 @@ static void *group_by(lua_State *L, graph *g, void *arr, size_t n, size_t elem, 
 }
 
 /* An id's sort key (graph_rank): its class (0 a number, 1 a string, 2
- * false, 3 another value), its number or bytes, the job. */
+ * false, 3 another value), its number or bytes. */
 typedef struct ikey {
   int cls;
   num v;
   const char *s;
   size_t len;
-  int32_t job;
 } ikey;
 
-static int ikey_less(const ikey *x, const ikey *y) {
+/* Job a's id before job b's (ties: the job first met). */
+static int id_less(void *ctx, uint32_t a, uint32_t b) {
+  const ikey *x = (const ikey *)ctx + a, *y = (const ikey *)ctx + b;
   if (x->cls != y->cls)
     return x->cls < y->cls;
-  if (x->cls == 0 && !num_eq(x->v, y->v))
-    return num_lt(x->v, y->v);
+  if (x->cls == 0 && !jq_num_eq(x->v, y->v))
+    return jq_num_lt(x->v, y->v);
   if (x->cls == 1) {
     int c = memcmp(x->s, y->s, x->len < y->len ? x->len : y->len);
     if (c || x->len != y->len)
       return c ? c < 0 : x->len < y->len;
   }
-  return x->job < y->job; /* the order first met */
+  return 0;
 }
 
 /* Each job's rank among the jobs by id, when an id is no integer (with
@@ -680,84 +613,61 @@ static int ikey_less(const ikey *x, const ikey *y) {
 static void graph_rank(lua_State *L, graph *g) {
   if (!g->nother)
     return;
-  ikey *key = jq_graph_scratch(L, 2 * g->njobs, sizeof *key);
+  ikey *key = jq_graph_scratch(L, g->njobs, sizeof *key);
+  uint32_t *idx = jq_graph_scratch(L, 2 * g->njobs, sizeof *idx);
   for (size_t k = 0; k < g->njobs; k++) {
     const gjob *j = &g->jobs[k];
     ikey *x = &key[k];
-    x->job = (int32_t)k, x->cls = 0, x->v = num_int(j->id);
+    idx[k] = (uint32_t)k, x->cls = 0, x->v = jq_num_int(j->id);
     if (!j->other)
       continue;
     lua_rawgeti(L, S_IDS, j->other); /* held by the ids list: its bytes stay */
     int t = lua_type(L, -1);
     if (t == LUA_TNUMBER)
-      get_num(L, -1, &x->v);
+      x->v = jq_num_at(L, -1);
     else if (t == LUA_TSTRING)
       x->cls = 1, x->s = lua_tolstring(L, -1, &x->len);
     else
       x->cls = t == LUA_TBOOLEAN && !lua_toboolean(L, -1) ? 2 : 3;
     lua_pop(L, 1);
   }
-#define BY_ID(a, b) ikey_less(&(a), &(b))
-  JQ_BOTTOM_UP(ikey, key, key + g->njobs, g->njobs, BY_ID);
-#undef BY_ID
+  jq_sort_stable(idx, idx + g->njobs, g->njobs, id_less, key);
   for (size_t k = 0; k < g->njobs; k++)
-    g->jobs[key[k].job].rank = (int32_t)k;
-  lua_pop(L, 1);
+    g->jobs[idx[k]].rank = (int32_t)k;
+  lua_pop(L, 2);
+}
+
+/* A job's sort key: a value, then the id (or the rank when an id is no
+ * integer), copied side by side so the sort reads them and not the jobs'
+ * entries at random (a million jobs are 290 MB of entries). */
+typedef struct okey {
+  num v;
+  lua_Integer id;
+} okey;
+
+static int okey_less(void *ctx, uint32_t a, uint32_t b) {
+  const okey *x = (const okey *)ctx + a, *y = (const okey *)ctx + b;
+  return jq_num_lt(x->v, y->v) || (!jq_num_lt(y->v, x->v) && x->id < y->id);
 }
 
 /* The jobs a[0 .. n) put in the order of their `field` (a num at offset
- * off in gjob), ties by id: their keys copied next to each other first,
- * so the sort reads them in order and not a job's entry at random. */
-typedef struct okey {
-  num v;
-  lua_Integer id; /* the id, or the rank when an id is no integer */
-  int32_t k;
-} okey;
-
-static int okey_less(const okey *x, const okey *y) {
-  return num_lt(x->v, y->v) || (!num_lt(y->v, x->v) && x->id < y->id);
-}
-
+ * off in gjob), ties by id. */
 void jq_graph_sort_jobs(lua_State *L, graph *g, int32_t *a, size_t n, size_t off) {
   if (n < 2)
     return;
-  if (n > ((size_t)-1 / 4) / sizeof(okey))
-    luaL_error(L, "not enough memory");
-  okey *key = jq_graph_alloc(L, 2 * n + (n + 1) * sizeof(size_t) / sizeof(okey) + 1, sizeof *key);
-  size_t *run = (size_t *)(key + 2 * n); /* where each run in order begins, then n */
+  okey *key = jq_graph_scratch(L, n, sizeof *key);
+  uint32_t *idx = jq_graph_scratch(L, 2 * n, sizeof *idx);
   for (size_t i = 0; i < n; i++) {
     const gjob *j = &g->jobs[a[i]];
     memcpy(&key[i].v, (const char *)j + off, sizeof key[i].v);
-    key[i].id = g->nother ? j->rank : j->id, key[i].k = a[i];
+    key[i].id = g->nother ? j->rank : j->id, idx[i] = (uint32_t)i;
   }
-  /* A natural merge sort: the runs already in order (the jobs come lane by
-   * lane, each lane's nearly in order) merged pairwise until one is left. */
-  size_t nrun = 0;
-  run[nrun++] = 0;
-  for (size_t i = 1; i < n; i++)
-    if (okey_less(&key[i], &key[i - 1]))
-      run[nrun++] = i;
-  run[nrun] = n;
-  okey *src = key, *dst = key + n;
-  while (nrun > 1) {
-    size_t out = 0;
-    for (size_t r = 0; r < nrun; r += 2) {
-      size_t lo = run[r], mid = run[r + 1], hi = r + 2 <= nrun ? run[r + 2] : n;
-      if (r + 1 >= nrun)
-        mid = hi = n; /* an odd run left: copied */
-#define BY_KEY(x, y) okey_less(&(x), &(y))
-      JQ_MERGE(dst, src, lo, mid, hi, BY_KEY);
-#undef BY_KEY
-      run[out++] = lo;
-    }
-    nrun = out;
-    run[nrun] = n;
-    okey *t = src;
-    src = dst, dst = t;
-  }
+  jq_sort_stable(idx, idx + n, n, okey_less, key); /* the jobs come lane by lane, runs in order: copied */
+  int32_t *was = (int32_t *)(idx + n); /* idx's second half, free again */
+  memcpy(was, a, n * sizeof *a);
   for (size_t i = 0; i < n; i++)
-    a[i] = src[i].k;
-  free(key);
+    a[i] = was[idx[i]];
+  lua_pop(L, 2);
 }
 
 /* ---- each job's figures ---- */
@@ -787,18 +697,18 @@ static void group(lua_State *L, graph *g) {
 static void job_figures(graph *g, gjob *j) {
   gslice *sl = &g->sl[j->s0], *first = sl, *last = sl + j->ns - 1;
   j->start = j->flags & HAS_CIN ? num_min(j->cin_ts, first->ts) : first->ts;
-  j->finish = num_max(num_add(last->ts, last->dur), j->flags & HAS_COUT ? num_add(j->cout_ts, j->cout_dur) : JQ_ZERO);
+  j->finish = num_max(jq_num_add(last->ts, last->dur), j->flags & HAS_COUT ? jq_num_add(j->cout_ts, j->cout_dur) : jq_num_int(0));
   if (!(j->flags & HAS_READY) && (j->flags & HAS_SUB)) {
-    j->ready = num_add(j->sub_ts, j->sub_dur);
+    j->ready = jq_num_add(j->sub_ts, j->sub_dur);
     j->flags |= HAS_READY;
   }
   if (j->flags & HAS_READY) {
-    j->rl = num_max(JQ_ZERO, num_sub(j->start, j->ready));
+    j->rl = num_max(jq_num_int(0), jq_num_sub(j->start, j->ready));
     j->flags |= HAS_RL;
   }
   uint32_t s = 0;
   for (uint32_t a = 0; a < j->na; a++) { /* each await on the slice it resumed */
-    while (s < j->ns && num_le(sl[s].ts, g->aw[j->a0 + a].ts))
+    while (s < j->ns && jq_num_le(sl[s].ts, g->aw[j->a0 + a].ts))
       s++;
     if (s < j->ns)
       sl[s].await = (int32_t)(j->a0 + a);
@@ -806,10 +716,10 @@ static void job_figures(graph *g, gjob *j) {
   s = 0;
   for (uint32_t w = 0; w < j->nw; w++) { /* each wake-up on the first slice at or after it */
     num t = g->wk[j->w0 + w].ts;
-    while (s < j->ns && num_lt(sl[s].ts, t))
+    while (s < j->ns && jq_num_lt(sl[s].ts, t))
       s++;
     if (s < j->ns)
-      g->res[j->w0 + j->nres++] = num_sub(sl[s].ts, t);
+      g->res[j->w0 + j->nres++] = jq_num_sub(sl[s].ts, t);
   }
 }
 
@@ -829,9 +739,9 @@ static void finish_build(lua_State *L, graph *g) {
   jq_graph_sort_jobs(L, g, g->order, g->norder, offsetof(gjob, start));
   memcpy(g->ends, g->order, g->norder * sizeof *g->ends);
   jq_graph_sort_jobs(L, g, g->ends, g->norder, offsetof(gjob, finish));
-  g->total_run = JQ_ZERO;
+  g->total_run = jq_num_int(0);
   for (size_t k = 0; k < g->norder; k++) /* in order of start: a float sum depends on the order */
-    g->total_run = num_add(g->total_run, g->jobs[g->order[k]].run);
+    g->total_run = jq_num_add(g->total_run, g->jobs[g->order[k]].run);
 }
 
 /* job_graph(model) -> graph */
@@ -853,12 +763,12 @@ static int l_job_graph(lua_State *L) {
   resolve(L, g);
   group(L, g);
   finish_build(L, g);
-  num t0 = JQ_ZERO, t1 = JQ_ZERO; /* model.t0 and t1 (0 when nil) */
   lua_getfield(L, S_MODEL, "t0");
   lua_getfield(L, S_MODEL, "t1");
-  if ((!lua_isnil(L, -2) && !get_num(L, -2, &t0)) || (!lua_isnil(L, -1) && !get_num(L, -1, &t1)))
+  num t0 = lua_isnil(L, -2) ? jq_num_int(0) : jq_num_at(L, -2), t1 = lua_isnil(L, -1) ? jq_num_int(0) : jq_num_at(L, -1);
+  if (t0.t == JQ_NUM_NIL || t1.t == JQ_NUM_NIL) /* model.t0 and t1 (0 when nil) */
     return luaL_error(L, "job_graph: model.t0 or t1 is not a number");
-  g->session = num_max(JQ_ZERO, num_sub(t1, t0));
+  g->session = num_max(jq_num_int(0), jq_num_sub(t1, t0));
   lua_settop(L, S_GRAPH);
   return 1;
 }

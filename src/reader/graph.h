@@ -3,9 +3,8 @@
  * builds it (job_graph(model)), graph_path.c gives its latencies and
  * critical path, page_graph.c writes the page's graph part from it.
  *
- * A number keeps Lua's subtype: an integer (int64, wrapping as Lua's
- * integer arithmetic does) or a float; comparisons are exact across the
- * two, as Lua's. A job's id is any value a model holds: an integer (in
+ * A number is the reader's jq_num (reader/number.h: Lua's subtypes,
+ * integers wrapping, exact comparisons). A job's id is any value a model holds: an integer (in
  * an open-addressing hash) or another value (a float that is not an
  * integer, a string, false, ...: a Lua table of the graph's, by value).
  * Owns: nothing (the graph userdata owns its arrays, freed by its __gc).
@@ -21,93 +20,19 @@
 
 #include <lua.h>
 
+#include "reader/number.h"
+
 #define JQ_GRAPH_MT "jobque.job_graph"
 
 /* The graph userdata's user values (1-based). */
 enum { GU_NAMES = 1, GU_NAME_INDEX, GU_IDS, GU_ID_INDEX, GU_N };
 
-/* ---- numbers with Lua's subtypes ---- */
+/* ---- numbers: reader/number.h's jq_num, and Lua's math.max and math.min ---- */
 
-typedef struct num {
-  union {
-    int64_t i; /* the value when isint */
-    double d;  /* the value when not */
-  };
-  int isint;
-} num;
+typedef jq_num num;
 
-#define JQ_ZERO ((num){.i = 0, .isint = 1})
-
-static inline num num_int(int64_t i) { return (num){.i = i, .isint = 1}; }
-static inline num num_flt(double d) { return (num){.d = d, .isint = 0}; }
-static inline double num_float(num a) { return a.isint ? (double)a.i : a.d; }
-
-/* a + b and a - b as Lua computes them: integers wrap, else floats. */
-static inline num num_add(num a, num b) {
-  if (a.isint && b.isint)
-    return num_int((int64_t)((uint64_t)a.i + (uint64_t)b.i));
-  return num_flt(num_float(a) + num_float(b));
-}
-
-static inline num num_sub(num a, num b) {
-  if (a.isint && b.isint)
-    return num_int((int64_t)((uint64_t)a.i - (uint64_t)b.i));
-  return num_flt(num_float(a) - num_float(b));
-}
-
-/* i < f and i <= f exactly (Lua's LTintfloat and LEintfloat). */
-static inline int int_lt_flt(int64_t i, double f) {
-  if (isnan(f))
-    return 0;
-  if (f >= 0x1p63)
-    return 1;
-  if (f <= -0x1p63)
-    return 0;
-  return i < (int64_t)ceil(f);
-}
-
-static inline int int_le_flt(int64_t i, double f) {
-  if (isnan(f))
-    return 0;
-  if (f >= 0x1p63)
-    return 1;
-  if (f < -0x1p63)
-    return 0;
-  return i <= (int64_t)floor(f);
-}
-
-/* a < b, a <= b and a == b as Lua compares numbers. */
-static inline int num_lt(num a, num b) {
-  if (a.isint && b.isint)
-    return a.i < b.i;
-  if (!a.isint && !b.isint)
-    return a.d < b.d;
-  if (a.isint)
-    return int_lt_flt(a.i, b.d);
-  return !isnan(a.d) && !int_le_flt(b.i, a.d);
-}
-
-static inline int num_le(num a, num b) {
-  if (a.isint && b.isint)
-    return a.i <= b.i;
-  if (!a.isint && !b.isint)
-    return a.d <= b.d;
-  if (a.isint)
-    return int_le_flt(a.i, b.d);
-  return !isnan(a.d) && !int_lt_flt(b.i, a.d);
-}
-
-static inline int num_eq(num a, num b) { return num_le(a, b) && num_le(b, a); }
-
-static inline num num_max(num a, num b) { return num_lt(a, b) ? b : a; } /* math.max(a, b) */
-static inline num num_min(num a, num b) { return num_lt(b, a) ? b : a; } /* math.min(a, b) */
-
-static inline void push_num(lua_State *L, num a) {
-  if (a.isint)
-    lua_pushinteger(L, (lua_Integer)a.i);
-  else
-    lua_pushnumber(L, (lua_Number)a.d);
-}
+static inline num num_max(num a, num b) { return jq_num_lt(a, b) ? b : a; } /* math.max(a, b) */
+static inline num num_min(num a, num b) { return jq_num_lt(b, a) ? b : a; } /* math.min(a, b) */
 
 /* ---- the graph ---- */
 
@@ -199,8 +124,6 @@ typedef struct graph {
   size_t norder;
   int32_t *lane_index; /* lane position -> lane.index */
   size_t nlanes, clanes;
-  int32_t *tmp; /* sort scratch */
-  size_t ctmp;
   int32_t ncats;
   num total_run, session;
 } graph;
@@ -214,38 +137,6 @@ typedef struct path {
   num *run_by; /* per category */
   unsigned char *has_run_by;
 } path;
-
-/* ---- a stable bottom-up merge sort, the one sort of the graph's files ---- */
-
-/* Merges the sorted runs src[lo, mid) and src[mid, hi) into dst[lo, hi),
- * the right run's item first only when RIGHT_FIRST(right, left) holds. */
-#define JQ_MERGE(dst, src, lo, mid, hi, RIGHT_FIRST)                                                            \
-  do {                                                                                                         \
-    size_t i_ = (lo), j_ = (mid), k_ = (lo);                                                                   \
-    while (i_ < (mid) && j_ < (hi))                                                                            \
-      (dst)[k_++] = RIGHT_FIRST((src)[j_], (src)[i_]) ? (src)[j_++] : (src)[i_++];                             \
-    while (i_ < (mid))                                                                                         \
-      (dst)[k_++] = (src)[i_++];                                                                               \
-    while (j_ < (hi))                                                                                          \
-      (dst)[k_++] = (src)[j_++];                                                                               \
-  } while (0)
-
-/* a[0 .. n) (items of type T) sorted through tmp (as many), bottom-up:
- * runs of 1, 2, 4 ... merged pairwise. */
-#define JQ_BOTTOM_UP(T, a, tmp, n, RIGHT_FIRST)                                                                 \
-  do {                                                                                                         \
-    T *src_ = (a), *dst_ = (tmp);                                                                              \
-    for (size_t w_ = 1; w_ < (n); w_ *= 2) {                                                                   \
-      for (size_t lo_ = 0; lo_ < (n); lo_ += 2 * w_) {                                                         \
-        size_t mid_ = lo_ + w_ < (n) ? lo_ + w_ : (n), hi_ = lo_ + 2 * w_ < (n) ? lo_ + 2 * w_ : (n);         \
-        JQ_MERGE(dst_, src_, lo_, mid_, hi_, RIGHT_FIRST);                                                     \
-      }                                                                                                        \
-      T *t_ = src_;                                                                                            \
-      src_ = dst_, dst_ = t_;                                                                                  \
-    }                                                                                                          \
-    if (src_ != (a))                                                                                           \
-      memcpy((a), src_, (n) * sizeof *(a));                                                                    \
-  } while (0)
 
 /* graph.c */
 graph *jq_graph_check(lua_State *L);

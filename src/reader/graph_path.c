@@ -5,9 +5,9 @@
  * (from the job that finished last, back through what held each step up
  * longest, to the first job; docs/cli.md explains it).
  *
- * Nearest-rank percentiles of values sorted by a stable sort (equal
- * values in the order of their jobs' start); jobs ranked by a value then
- * by id (graph.c). The walk is a loop, each step going back in time: no
+ * Nearest-rank percentiles of values sorted by reader/sort.h's stable
+ * sort (equal values in the order of their jobs' start); jobs ranked by a
+ * value then by id (graph.c). The walk is a loop, each step going back in time: no
  * recursion. Owns: nothing past a call (scratch memory is userdata).
  * Must not: run on the record path. Thread safety: one lua_State per call.
  */
@@ -19,6 +19,7 @@
 #include <lauxlib.h>
 
 #include "reader/graph.h"
+#include "reader/sort.h"
 
 /* Stack of a method: 1 the graph, 2 its argument, 3 category names, 4 name -> index. */
 enum { S_NAMES = 3 };
@@ -30,39 +31,20 @@ typedef struct gvalue { /* a distribution's value */
   int32_t cat;
 } gvalue;
 
-typedef struct vkey {
-  num v;
-  int32_t k;
-} vkey;
-
-/* idx[0 .. n) = the indices of vals in the order of their values, ties
- * in index order: the values copied beside their indices first, so the
- * sort reads them in order. */
-static void sort_values(lua_State *L, const gvalue *vals, int32_t *idx, size_t n) {
-  if (n < 2) {
-    if (n)
-      idx[0] = 0;
-    return;
-  }
-  vkey *key = jq_graph_scratch(L, 2 * n, sizeof *key);
-  for (size_t i = 0; i < n; i++)
-    key[i].v = vals[i].v, key[i].k = (int32_t)i;
-#define BY_VALUE(x, y) num_lt((x).v, (y).v)
-  JQ_BOTTOM_UP(vkey, key, key + n, n, BY_VALUE);
-#undef BY_VALUE
-  for (size_t i = 0; i < n; i++)
-    idx[i] = key[i].k;
-  lua_pop(L, 1);
+static int value_less(void *vals, uint32_t a, uint32_t b) {
+  return jq_num_lt(((const gvalue *)vals)[a].v, ((const gvalue *)vals)[b].v);
 }
 
 /* Category a < category b by Lua's string order. */
-static int cat_less(lua_State *L, int32_t a, int32_t b) {
+static int cat_less(lua_State *L, uint32_t a, uint32_t b) {
   lua_rawgeti(L, S_NAMES, (lua_Integer)a + 1);
   lua_rawgeti(L, S_NAMES, (lua_Integer)b + 1);
   int lt = lua_compare(L, -2, -1, LUA_OPLT);
   lua_pop(L, 2);
   return lt;
 }
+
+static int name_less(void *L, uint32_t a, uint32_t b) { return cat_less(L, a, b); }
 
 /* The nearest rank of p among n: 1-based, n > 0. */
 static size_t rank_of(size_t n, double p) {
@@ -72,14 +54,14 @@ static size_t rank_of(size_t n, double p) {
 
 /* Sets count, p50_us, p95_us, max_us in the table on top: of the sorted
  * values vals[idx[0 .. n)] (0 each when n is 0). */
-static void set_summary(lua_State *L, const gvalue *vals, const int32_t *idx, size_t n) {
+static void set_summary(lua_State *L, const gvalue *vals, const uint32_t *idx, size_t n) {
   lua_pushinteger(L, (lua_Integer)n);
   lua_setfield(L, -2, "count");
-  push_num(L, n ? vals[idx[rank_of(n, 0.5) - 1]].v : JQ_ZERO);
+  jq_num_push(L, n ? vals[idx[rank_of(n, 0.5) - 1]].v : jq_num_int(0));
   lua_setfield(L, -2, "p50_us");
-  push_num(L, n ? vals[idx[rank_of(n, 0.95) - 1]].v : JQ_ZERO);
+  jq_num_push(L, n ? vals[idx[rank_of(n, 0.95) - 1]].v : jq_num_int(0));
   lua_setfield(L, -2, "p95_us");
-  push_num(L, n ? vals[idx[n - 1]].v : JQ_ZERO);
+  jq_num_push(L, n ? vals[idx[n - 1]].v : jq_num_int(0));
   lua_setfield(L, -2, "max_us");
 }
 
@@ -88,22 +70,22 @@ static void set_summary(lua_State *L, const gvalue *vals, const int32_t *idx, si
 static void push_distribution(lua_State *L, graph *g, const gvalue *vals, size_t n) {
   int top = lua_gettop(L);
   size_t nc = (size_t)g->ncats;
-  int32_t *idx = jq_graph_scratch(L, 2 * n + 4 * nc, sizeof *idx);
-  int32_t *byc = idx + n, *cnt = byc + n, *at = cnt + nc, *names = at + nc, *tmp = names + nc;
-  sort_values(L, vals, idx, n);
+  uint32_t *idx = jq_graph_scratch(L, 2 * n + 4 * nc, sizeof *idx); /* idx then byc: n each */
+  uint32_t *byc = idx + n, *cnt = byc + n, *at = cnt + nc, *names = at + nc, *tmp = names + nc;
+  for (size_t k = 0; k < n; k++)
+    idx[k] = (uint32_t)k;
+  jq_sort_stable(idx, byc, n, value_less, (void *)vals); /* ties in the jobs' order */
   size_t nnames = 0;
   for (size_t k = 0; k < n; k++)
     if (!cnt[vals[k].cat]++)
-      names[nnames++] = vals[k].cat;
+      names[nnames++] = (uint32_t)vals[k].cat;
   lua_createtable(L, 0, 5);
   set_summary(L, vals, idx, n);
-#define BY_NAME(x, y) cat_less(L, (x), (y))
-  JQ_BOTTOM_UP(int32_t, names, tmp, nnames, BY_NAME);
-#undef BY_NAME
+  jq_sort_stable(names, tmp, nnames, name_less, L);
   lua_createtable(L, (int)(nnames < INT32_MAX ? nnames : 0), 0);
   size_t m = 0;
   for (size_t k = 0; k < nnames; k++) { /* each category's values: the sorted list's (a stable sort) */
-    at[names[k]] = (int32_t)m;
+    at[names[k]] = (uint32_t)m;
     m += (size_t)cnt[names[k]];
   }
   for (size_t k = 0; k < n; k++)
@@ -157,7 +139,7 @@ static void push_top_ready(lua_State *L, graph *g, lua_Number top) {
   size_t first = nw; /* waited[first .. last], 1-based: one latency, in id order */
   while ((lua_Number)i < top && first >= 1) {
     size_t last = first;
-    while (first > 1 && num_eq(g->jobs[waited[first - 2]].rl, g->jobs[waited[last - 1]].rl))
+    while (first > 1 && jq_num_eq(g->jobs[waited[first - 2]].rl, g->jobs[waited[last - 1]].rl))
       first--;
     for (size_t k = first; k <= last && (lua_Number)i < top; k++) {
       const gjob *j = &g->jobs[waited[k - 1]];
@@ -166,11 +148,11 @@ static void push_top_ready(lua_State *L, graph *g, lua_Number top) {
       lua_setfield(L, -2, "job");
       lua_rawgeti(L, S_NAMES, (lua_Integer)j->cat + 1);
       lua_setfield(L, -2, "category");
-      push_num(L, j->rl);
+      jq_num_push(L, j->rl);
       lua_setfield(L, -2, "latency_us");
-      push_num(L, j->ready);
+      jq_num_push(L, j->ready);
       lua_setfield(L, -2, "ready_us");
-      push_num(L, j->start);
+      jq_num_push(L, j->start);
       lua_setfield(L, -2, "start_us");
       lua_rawseti(L, -2, ++i);
     }
@@ -201,8 +183,8 @@ int jq_graph_latency(lua_State *L) {
 /* ---- the critical path ---- */
 
 static void part(num *p, num v) {
-  if (num_lt(JQ_ZERO, v))
-    *p = num_add(*p, v);
+  if (jq_num_lt(jq_num_int(0), v))
+    *p = jq_num_add(*p, v);
 }
 
 /* The last job in g->ends that finished at or before t, or -1. */
@@ -211,7 +193,7 @@ static int32_t finished_by(const graph *g, num t) {
   int32_t found = -1;
   while (lo <= hi) {
     size_t mid = (lo + hi) / 2;
-    if (num_le(g->jobs[g->ends[mid - 1]].finish, t)) {
+    if (jq_num_le(g->jobs[g->ends[mid - 1]].finish, t)) {
       found = g->ends[mid - 1];
       lo = mid + 1;
     } else {
@@ -223,20 +205,20 @@ static int32_t finished_by(const graph *g, num t) {
 
 /* Job k finished at or before t (and is not j). */
 static int done_by(const graph *g, int32_t k, int32_t j, num t) {
-  return jq_graph_finished(g, k) && k != j && num_le(g->jobs[k].finish, t);
+  return jq_graph_finished(g, k) && k != j && jq_num_le(g->jobs[k].finish, t);
 }
 
 /* A step back from a slice after a suspension (s, the k-th of job *j,
  * 1-based, k > 1): to the job it awaited, or over the gap. */
 static void step_resume(const graph *g, path *p, int32_t *j, num *t, const gslice *sl, int64_t k) {
   const gslice *s = &sl[k - 1];
-  num prev_stop = num_add(sl[k - 2].ts, sl[k - 2].dur);
+  num prev_stop = jq_num_add(sl[k - 2].ts, sl[k - 2].dur);
   int32_t a = s->await >= 0 ? g->aw[s->await].awaits : -1;
   if (done_by(g, a, *j, *t)) {
-    part(&p->resume, num_sub(*t, g->jobs[a].finish));
+    part(&p->resume, jq_num_sub(*t, g->jobs[a].finish));
     *j = a, *t = g->jobs[a].finish;
   } else { /* unknown job, or a cooperative yield */
-    part(s->await >= 0 ? &p->resume : &p->ready, num_sub(*t, prev_stop));
+    part(s->await >= 0 ? &p->resume : &p->ready, jq_num_sub(*t, prev_stop));
     *t = num_min(*t, prev_stop);
   }
 }
@@ -245,13 +227,13 @@ static void step_resume(const graph *g, path *p, int32_t *j, num *t, const gslic
  * dependency, the job that submitted it, or the caller's last wait). */
 static void step_start(const graph *g, path *p, int32_t *j, num *t) {
   const gjob *jj = &g->jobs[*j];
-  if ((jj->flags & HAS_CIN) && num_lt(jj->cin_ts, *t)) {
-    part(&p->copy, num_sub(*t, jj->cin_ts));
+  if ((jj->flags & HAS_CIN) && jq_num_lt(jj->cin_ts, *t)) {
+    part(&p->copy, jq_num_sub(*t, jj->cin_ts));
     *t = jj->cin_ts;
   }
   int32_t d = jj->flags & HAS_READY_DEP ? jj->ready_dep : -1;
   if (done_by(g, d, *j, *t)) {
-    part(&p->ready, num_sub(*t, g->jobs[d].finish));
+    part(&p->ready, jq_num_sub(*t, g->jobs[d].finish));
     *j = d, *t = g->jobs[d].finish;
     return;
   }
@@ -259,9 +241,9 @@ static void step_start(const graph *g, path *p, int32_t *j, num *t) {
     *j = -1;
     return;
   }
-  num sub_end = num_add(jj->sub_ts, jj->sub_dur);
-  part(&p->ready, num_sub(*t, sub_end));
-  part(&p->copy, num_sub(num_min(*t, sub_end), jj->sub_ts)); /* the submit: its arguments encoded */
+  num sub_end = jq_num_add(jj->sub_ts, jj->sub_dur);
+  part(&p->ready, jq_num_sub(*t, sub_end));
+  part(&p->copy, jq_num_sub(num_min(*t, sub_end), jj->sub_ts)); /* the submit: its arguments encoded */
   int32_t parent = jj->flags & HAS_PARENT ? jj->parent : -1;
   *t = num_min(*t, jj->sub_ts);
   if (jq_graph_finished(g, parent) && parent != *j) {
@@ -274,7 +256,7 @@ static void step_start(const graph *g, path *p, int32_t *j, num *t) {
     by = w->job >= 0 ? w->job : finished_by(g, w->stop);
   }
   if (done_by(g, by, *j, *t)) {
-    part(&p->caller, num_sub(*t, g->jobs[by].finish)); /* the caller between a job's end and its next submit */
+    part(&p->caller, jq_num_sub(*t, g->jobs[by].finish)); /* the caller between a job's end and its next submit */
     *j = by, *t = g->jobs[by].finish;
   } else {
     *j = -1;
@@ -284,7 +266,7 @@ static void step_start(const graph *g, path *p, int32_t *j, num *t) {
 /* The walk (g->norder > 0); its arrays are scratch userdata left on the stack. */
 void jq_graph_walk(lua_State *L, graph *g, path *p) {
   memset(p, 0, sizeof *p);
-  p->run = p->ready = p->resume = p->copy = p->caller = JQ_ZERO;
+  p->run = p->ready = p->resume = p->copy = p->caller = jq_num_int(0);
   uint64_t steps = 0, limit = 16;
   for (size_t k = 0; k < g->norder; k++)
     limit += g->jobs[g->order[k]].ns + 2;
@@ -302,18 +284,18 @@ void jq_graph_walk(lua_State *L, graph *g, path *p) {
       p->seq[p->nseq++] = j;
     const gslice *sl = &g->sl[jj->s0];
     int64_t k = cursor[j] ? cursor[j] - 1 : (int64_t)jj->ns; /* 1-based */
-    while (k >= 1 && num_lt(t, sl[k - 1].ts))
+    while (k >= 1 && jq_num_lt(t, sl[k - 1].ts))
       k--;
     if (k < 1)
       break; /* inconsistent times (a hand-made file): stop here */
     const gslice *s = &sl[k - 1];
-    num stop = num_add(s->ts, s->dur);
-    if (num_lt(stop, t))
-      part(&p->copy, num_sub(t, stop)); /* its copy out, after its last slice */
-    num ran = num_sub(num_min(t, stop), s->ts);
-    if (num_lt(JQ_ZERO, ran)) {
-      p->run = num_add(p->run, ran);
-      p->run_by[s->cat] = num_add(p->has_run_by[s->cat] ? p->run_by[s->cat] : JQ_ZERO, ran);
+    num stop = jq_num_add(s->ts, s->dur);
+    if (jq_num_lt(stop, t))
+      part(&p->copy, jq_num_sub(t, stop)); /* its copy out, after its last slice */
+    num ran = jq_num_sub(num_min(t, stop), s->ts);
+    if (jq_num_lt(jq_num_int(0), ran)) {
+      p->run = jq_num_add(p->run, ran);
+      p->run_by[s->cat] = jq_num_add(p->has_run_by[s->cat] ? p->run_by[s->cat] : jq_num_int(0), ran);
       p->has_run_by[s->cat] = 1;
     }
     t = s->ts;
@@ -324,37 +306,40 @@ void jq_graph_walk(lua_State *L, graph *g, path *p) {
       step_start(g, p, &j, &t);
   }
   p->t = t;
-  p->duration = num_sub(g->jobs[last].finish, t);
+  p->duration = jq_num_sub(g->jobs[last].finish, t);
 }
 
 static void set_num(lua_State *L, const char *field, num v) {
-  push_num(L, v);
+  jq_num_push(L, v);
   lua_setfield(L, -2, field);
 }
 
-/* The categories the path ran, by run time (most first), then name. */
-static size_t path_cats(lua_State *L, const graph *g, const path *p, int32_t *cats) {
+typedef struct run_order {
+  lua_State *L;
+  const path *p;
+} run_order;
+
+/* Category a before b on the path: more run time, then by name. */
+static int run_less(void *ctx, uint32_t a, uint32_t b) {
+  const run_order *o = ctx;
+  num ra = o->p->run_by[a], rb = o->p->run_by[b];
+  return jq_num_eq(ra, rb) ? cat_less(o->L, a, b) : jq_num_lt(rb, ra);
+}
+
+/* The categories the path ran, by run time (most first), then name, in
+ * cats[0 ..) (room for 2 * ncats): how many. */
+static size_t path_cats(lua_State *L, const graph *g, const path *p, uint32_t *cats) {
   size_t nc = 0;
   for (int32_t c = 0; c < g->ncats; c++)
     if (p->has_run_by[c])
-      cats[nc++] = c;
-  for (size_t a = 1; a < nc; a++) { /* an insertion sort: names are unique */
-    int32_t x = cats[a];
-    size_t b = a;
-    while (b > 0) {
-      num rx = p->run_by[x], rb = p->run_by[cats[b - 1]];
-      if (!(num_eq(rx, rb) ? cat_less(L, x, cats[b - 1]) : num_lt(rb, rx)))
-        break;
-      cats[b] = cats[b - 1];
-      b--;
-    }
-    cats[b] = x;
-  }
+      cats[nc++] = (uint32_t)c;
+  run_order o = {L, p};
+  jq_sort_stable(cats, cats + nc, nc, run_less, &o);
   return nc;
 }
 
 static void set_ratio(lua_State *L, const char *field, num a, num b) {
-  lua_pushnumber(L, num_float(a) / num_float(b));
+  lua_pushnumber(L, jq_num_tof(a) / jq_num_tof(b));
   lua_setfield(L, -2, field);
 }
 
@@ -369,11 +354,11 @@ int jq_graph_critical_path(lua_State *L) {
     return 0;
   path p;
   jq_graph_walk(L, g, &p);
-  int32_t *cats = jq_graph_scratch(L, (size_t)g->ncats, sizeof *cats);
+  uint32_t *cats = jq_graph_scratch(L, 2 * (size_t)g->ncats, sizeof *cats);
   size_t nc = path_cats(L, g, &p, cats);
   /* The path with a worker always free: its ready latency is what more
    * workers take away, so the bound and the parallelism use this. */
-  num session = g->session, floor_ = num_sub(p.duration, p.ready);
+  num session = g->session, floor_ = jq_num_sub(p.duration, p.ready);
   lua_createtable(L, 0, 17);
   set_num(L, "duration_us", p.duration);
   set_num(L, "floor_us", floor_);
@@ -394,11 +379,11 @@ int jq_graph_critical_path(lua_State *L) {
     lua_rawseti(L, -2, (lua_Integer)k + 1);
   }
   lua_setfield(L, -2, "by_category");
-  if (num_lt(JQ_ZERO, session)) {
+  if (jq_num_lt(jq_num_int(0), session)) {
     set_ratio(L, "share", p.duration, session);
     set_ratio(L, "achieved", g->total_run, session);
   }
-  if (num_lt(JQ_ZERO, floor_)) {
+  if (jq_num_lt(jq_num_int(0), floor_)) {
     set_ratio(L, "bound", session, floor_);
     set_ratio(L, "parallelism", g->total_run, floor_);
   }

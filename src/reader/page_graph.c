@@ -27,30 +27,24 @@
 
 #include <lauxlib.h>
 
-#include "common/digits.h"
 #include "reader/graph.h"
+#include "reader/number_text.h"
 
-/* us as the page's integer nanoseconds: (us * 1000 + 0.5) // 1 | 0. */
-static long long ns_of(lua_State *L, num us) {
-  double x = us.isint ? (double)(int64_t)((uint64_t)us.i * 1000u) + 0.5 : us.d * 1000 + 0.5;
-  x = floor(x);
-  if (!(x >= -0x1p63 && x < 0x1p63))
-    luaL_error(L, "number has no integer representation");
-  return (long long)x;
-}
-
-/* A number as the page writes it: an integer (or a float with an integer
- * value) in decimal, another finite float to 17 digits, else null; out
- * (size bytes, at least 24) NUL-terminated, its length returned. */
-static int number_text(num a, char *out, size_t size) {
-  if (a.isint || (a.d == floor(a.d) && a.d >= -0x1p63 && a.d < 0x1p63)) {
-    char *end = jq_put_i64(out, a.isint ? a.i : (int64_t)a.d);
-    *end = '\0'; /* as snprintf leaves it: the path's ratios are printed with %s */
-    return (int)(end - out);
+/* us as the page's integer nanoseconds: (us * 1000 + 0.5) // 1 | 0, an
+ * integer us multiplied as Lua's integers are (wrapping), a float as the
+ * page's other times (number_text.h's jq_page_ns); raises as `| 0` does
+ * when the result has no integer value. */
+static lua_Integer ns_of(lua_State *L, num us) {
+  lua_Integer ns = 0;
+  if (us.t == JQ_NUM_INT) {
+    double x = floor((double)(lua_Integer)((lua_Unsigned)us.v.i * 1000u) + 0.5);
+    if (!(x >= -0x1p63 && x < 0x1p63))
+      luaL_error(L, "number has no integer representation");
+    return (lua_Integer)x;
   }
-  if (isfinite(a.d))
-    return snprintf(out, size, "%.17g", a.d);
-  return snprintf(out, size, "null");
+  if (!jq_page_ns(us.v.f, 0, &ns))
+    luaL_error(L, "number has no integer representation");
+  return ns;
 }
 
 /* ---- items of a JSON list ---- */
@@ -67,30 +61,24 @@ static void item_text(list *l, const char *s, size_t n) {
   luaL_addlstring(l->b, s, n);
 }
 
-static void item_int(list *l, long long v) {
-  char d[24];
-  item_text(l, d, (size_t)(jq_put_i64(d, (int64_t)v) - d));
+static void item_int(list *l, lua_Integer v) {
+  char d[JQ_NUMBER_TEXT];
+  item_text(l, d, jq_text_int(d, v));
 }
 
 static void item_ns(lua_State *L, list *l, num us) { item_int(l, ns_of(L, us)); }
 
 /* Job k's id as the page writes it (a number's text, else null). */
 static void item_id(lua_State *L, list *l, const graph *g, int32_t k) {
-  char d[40];
+  char d[JQ_NUMBER_TEXT];
   const gjob *j = &g->jobs[k];
-  num v = num_int(j->id);
-  int ok = 1;
-  if (j->other) {
+  num v = jq_num_int(j->id);
+  if (j->other) { /* not a number: NIL, null */
     jq_graph_push_id(L, g, k);
-    ok = lua_type(L, -1) == LUA_TNUMBER;
-    if (ok)
-      v = lua_isinteger(L, -1) ? num_int(lua_tointeger(L, -1)) : num_flt(lua_tonumber(L, -1));
+    v = jq_num_at(L, -1);
     lua_pop(L, 1);
   }
-  if (!ok)
-    item_text(l, "null", 4);
-  else
-    item_text(l, d, (size_t)number_text(v, d, sizeof d));
+  item_text(l, d, jq_page_number(d, v));
 }
 
 /* ---- the columns ---- */
@@ -98,7 +86,7 @@ static void item_id(lua_State *L, list *l, const graph *g, int32_t k) {
 enum { C_ID, C_C, C_SO, C_S, C_READY, C_SL, C_ST, C_BY, C_DEPS, C_AW, C_RS, C_SP, NCOL };
 
 /* Column c's items for drawn job j (its index n). */
-static void job_items(lua_State *L, list *l, const graph *g, int c, int32_t k, long long n, long long *npos,
+static void job_items(lua_State *L, list *l, const graph *g, int c, int32_t k, lua_Integer n, lua_Integer *npos,
                       const int32_t *catpage, num t0) {
   const gjob *j = &g->jobs[k];
   const gslice *sl = &g->sl[j->s0];
@@ -123,11 +111,11 @@ static void job_items(lua_State *L, list *l, const graph *g, int c, int32_t k, l
       item_int(l, -1);
     break;
   case C_SL:
-    item_int(l, j->flags & HAS_SUB ? (long long)g->lane_index[j->sub_lane] - 1 : -1);
+    item_int(l, j->flags & HAS_SUB ? (lua_Integer)g->lane_index[j->sub_lane] - 1 : -1);
     break;
   case C_ST:
     if (j->flags & HAS_SUB)
-      item_ns(L, l, num_sub(num_add(j->sub_ts, j->sub_dur), t0));
+      item_ns(L, l, jq_num_sub(jq_num_add(j->sub_ts, j->sub_dur), t0));
     else
       item_int(l, 0);
     break;
@@ -144,7 +132,7 @@ static void job_items(lua_State *L, list *l, const graph *g, int c, int32_t k, l
     for (uint32_t a = 0; a < j->na; a++) {
       const gawait *w = &g->aw[j->a0 + a];
       uint32_t s = 0;
-      while (s < j->ns && num_le(sl[s].ts, w->ts))
+      while (s < j->ns && jq_num_le(sl[s].ts, w->ts))
         s++;
       if (w->awaits >= 0 && s < j->ns)
         item_int(l, n), item_id(L, l, g, w->awaits), item_int(l, s);
@@ -152,14 +140,14 @@ static void job_items(lua_State *L, list *l, const graph *g, int c, int32_t k, l
     break;
   case C_RS:
     if (j->nres > 0) {
-      num resume = JQ_ZERO;
+      num resume = jq_num_int(0);
       for (uint32_t r = 0; r < j->nres; r++)
-        resume = num_add(resume, g->res[j->w0 + r]);
+        resume = jq_num_add(resume, g->res[j->w0 + r]);
       item_int(l, n), item_ns(L, l, resume), item_int(l, j->nres);
     }
     break;
   default: /* C_SP */
-    if (num_lt(JQ_ZERO, j->suspended))
+    if (jq_num_lt(jq_num_int(0), j->suspended))
       item_int(l, n), item_ns(L, l, j->suspended);
     break;
   }
@@ -175,7 +163,7 @@ static void add_columns(lua_State *L, luaL_Buffer *b, const graph *g, const int3
     luaL_addstring(b, names[c]);
     luaL_addstring(b, "\":[");
     list l = {b, 1};
-    long long n = 0, npos = 0;
+    lua_Integer n = 0, npos = 0;
     if (c == C_SO)
       item_int(&l, 0);
     for (size_t k = 0; k < g->norder; k++) {
@@ -194,19 +182,23 @@ static void add_path(lua_State *L, luaL_Buffer *b, const graph *g, const path *p
   list l = {b, 1};
   for (size_t k = 0; k < p->nseq; k++)
     item_id(L, &l, g, p->seq[p->nseq - 1 - k]);
-  num session = g->session, floor_ = num_sub(p->duration, p->ready);
-  char share[40] = "null", bound[40] = "null", text[400];
-  if (num_lt(JQ_ZERO, session))
-    number_text(num_flt(num_float(p->duration) / num_float(session)), share, sizeof share);
-  if (num_lt(JQ_ZERO, floor_))
-    number_text(num_flt(num_float(session) / num_float(floor_)), bound, sizeof bound);
-  int len = snprintf(text, sizeof text,
-                     "],\"dur\":%lld,\"share\":%s,\"start\":%lld,\"finish\":%lld,\"run\":%lld,\"ready\":%lld,"
-                     "\"resume\":%lld,\"copy\":%lld,\"caller\":%lld,\"bound\":%s}}",
-                     ns_of(L, p->duration), share, ns_of(L, num_sub(p->t, t0)),
-                     ns_of(L, num_sub(g->jobs[p->last].finish, t0)), ns_of(L, p->run), ns_of(L, p->ready),
-                     ns_of(L, p->resume), ns_of(L, p->copy), ns_of(L, p->caller), bound);
-  luaL_addlstring(b, text, (size_t)len);
+  num session = g->session, floor_ = jq_num_sub(p->duration, p->ready);
+  num share = jq_num_nil(), bound = jq_num_nil(); /* null */
+  if (jq_num_lt(jq_num_int(0), session))
+    share = jq_num_flt(jq_num_tof(p->duration) / jq_num_tof(session));
+  if (jq_num_lt(jq_num_int(0), floor_))
+    bound = jq_num_flt(jq_num_tof(session) / jq_num_tof(floor_));
+  static const char *const keys[] = {"],\"dur\":", ",\"share\":", ",\"start\":", ",\"finish\":", ",\"run\":",
+                                     ",\"ready\":", ",\"resume\":", ",\"copy\":", ",\"caller\":", ",\"bound\":"};
+  lua_Integer ns[] = {ns_of(L, p->duration), 0, ns_of(L, jq_num_sub(p->t, t0)),
+                      ns_of(L, jq_num_sub(g->jobs[p->last].finish, t0)), ns_of(L, p->run), ns_of(L, p->ready),
+                      ns_of(L, p->resume), ns_of(L, p->copy), ns_of(L, p->caller), 0};
+  for (int k = 0; k < 10; k++) {
+    char d[JQ_NUMBER_TEXT];
+    luaL_addstring(b, keys[k]);
+    luaL_addlstring(b, d, k == 1 ? jq_page_number(d, share) : k == 9 ? jq_page_number(d, bound) : jq_text_int(d, ns[k]));
+  }
+  luaL_addstring(b, "}}");
 }
 
 /* Each category's index in model.categories (its last when a name is
@@ -246,7 +238,7 @@ static int l_page_graph(lua_State *L) {
   lua_getfield(L, 2, "t0");
   if (lua_type(L, -1) != LUA_TNUMBER)
     return luaL_error(L, "page_graph: model.t0 is not a number");
-  t0 = lua_isinteger(L, -1) ? num_int(lua_tointeger(L, -1)) : num_flt(lua_tonumber(L, -1));
+  t0 = lua_isinteger(L, -1) ? jq_num_int(lua_tointeger(L, -1)) : jq_num_flt(lua_tonumber(L, -1));
   lua_pop(L, 1);
   const int32_t *catpage = page_cats(L, g, 2);
   path p;
