@@ -21,7 +21,6 @@
  */
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <lauxlib.h>
@@ -34,34 +33,30 @@
 /* The stack of a job_graph call: the model, the graph, its user values. */
 enum { S_MODEL = 1, S_GRAPH, S_NAMES, S_NAME_INDEX, S_IDS, S_ID_INDEX, S_BASE = S_ID_INDEX };
 
-/* ---- memory: every array is the graph's (freed by __gc) ---- */
+/* ---- memory: every array is a jq_vec of the graph's (freed by __gc) ---- */
 
-static void *grow(lua_State *L, void *p, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap)
-    return p;
-  size_t c = *cap ? *cap : 16;
-  while (c < need) {
-    if (c > ((size_t)-1 / 2) / elem)
-      luaL_error(L, "not enough memory");
-    c *= 2;
-  }
-  void *q = realloc(p, c * elem);
-  if (!q)
+/* Room for one more item of `size` bytes at the end of v: its block. */
+static void *vec_push(lua_State *L, jq_vec *v, size_t size) {
+  if (jq_vec_reserve(v, size) != 0)
     luaL_error(L, "not enough memory");
-  *cap = c;
-  return q;
+  v->n += size;
+  return v->p;
 }
 
-#define PUSH(L, arr, n, c) ((arr) = grow((L), (arr), &(c), (n) + 1, sizeof *(arr)), &(arr)[(n)++])
+/* &arr[n++], arr's block (the graph's mem[m]) grown by one item. */
+#define PUSH(L, g, m, arr, n) ((arr) = vec_push((L), &(g)->mem[m], sizeof *(arr)), &(arr)[(n)++])
 
-void *jq_graph_alloc(lua_State *L, size_t n, size_t elem) {
-  if (n == 0)
-    n = 1;
-  if (n > ((size_t)-1 / 2) / elem)
-    luaL_error(L, "not enough memory");
-  void *p = calloc(n, elem);
+/* The graph's mem[m] made a new array of count zeroed items of `size`
+ * bytes (what it held is freed): its block. */
+static void *vec_new(lua_State *L, graph *g, int m, size_t count, size_t size) {
+  jq_vec v;
+  jq_vec_init(&v);
+  void *p = jq_vec_room(&v, count, size); /* NULL: v holds nothing, the graph its old array */
   if (!p)
     luaL_error(L, "not enough memory");
+  memset(p, 0, count * size);
+  jq_vec_free(&g->mem[m]);
+  g->mem[m] = v;
   return p;
 }
 
@@ -76,8 +71,8 @@ void *jq_graph_scratch(lua_State *L, size_t n, size_t elem) {
 }
 
 static void free_graph(graph *g) {
-  free(g->jobs), free(g->hash), free(g->sl), free(g->wt), free(g->aw), free(g->dp), free(g->wk);
-  free(g->res), free(g->order), free(g->ends), free(g->lane_index);
+  for (int m = 0; m < GM_N; m++)
+    jq_vec_free(&g->mem[m]);
   memset(g, 0, sizeof *g);
 }
 
@@ -176,14 +171,12 @@ static int32_t new_job(lua_State *L, graph *g, const jkey *k) {
     luaL_error(L, "not enough memory");
   if (!k->other && (g->njobs + 1) * 2 > g->hcap) { /* rehash at half full */
     size_t cap = g->hcap ? g->hcap * 2 : 1024;
-    hslot *h = jq_graph_alloc(L, cap, sizeof *h);
-    free(g->hash);
-    g->hash = h, g->hcap = cap;
+    g->hash = vec_new(L, g, GM_HASH, cap, sizeof *g->hash), g->hcap = cap;
     for (size_t j = 0; j < g->njobs; j++)
       if (!g->jobs[j].other)
         hash_put(g, g->jobs[j].id, (int32_t)j);
   }
-  gjob *j = PUSH(L, g->jobs, g->njobs, g->cjobs);
+  gjob *j = PUSH(L, g, GM_JOBS, g->jobs, g->njobs);
   int32_t at = (int32_t)g->njobs - 1;
   memset(j, 0, sizeof *j);
   j->id = k->i, j->other = k->other, j->cat = -1, j->sub_lane = -1, j->sub_wait = -1, j->parent = -1;
@@ -285,7 +278,7 @@ typedef struct lane_walk {
 static void lane_wait(lua_State *L, graph *g, lane_walk *w, const jkey *k, num ts, num dur) {
   if (g->nwt >= INT32_MAX / 2)
     luaL_error(L, "not enough memory");
-  gwait *wt = PUSH(L, g->wt, g->nwt, g->cwt);
+  gwait *wt = PUSH(L, g, GM_WT, g->wt, g->nwt);
   wt->ts = ts, wt->stop = jq_num_add(ts, dur), wt->key = *k, wt->job = -1;
   w->last_wait = (int32_t)g->nwt - 1;
 }
@@ -294,7 +287,7 @@ static void lane_slice(lua_State *L, graph *g, lane_walk *w, int32_t j, lua_Inte
   if (g->nsl >= INT32_MAX / 2)
     luaL_error(L, "not enough memory");
   int32_t cat = col_cat(L, g, &w->cat, i, &w->cc, &w->ncc);
-  gslice *s = PUSH(L, g->sl, g->nsl, g->csl);
+  gslice *s = PUSH(L, g, GM_SL, g->sl, g->nsl);
   s->ts = ts, s->dur = dur, s->index = i - 1, s->job = j, s->lane = w->lane, s->cat = cat, s->await = -1;
   gjob *jj = &g->jobs[j];
   if (!(jj->flags & HAS_CAT))
@@ -362,7 +355,7 @@ static void read_lanes(lua_State *L, graph *g) {
     lua_Integer index = lua_tointeger(L, -2), n = lua_tointeger(L, -1);
     if (index < INT32_MIN / 2 || index > INT32_MAX / 2)
       luaL_error(L, "job_graph: lane %I's index is out of range", (LUAI_UACINT)li);
-    *PUSH(L, g->lane_index, g->nlanes, g->clanes) = (int32_t)index;
+    *PUSH(L, g, GM_LANES, g->lane_index, g->nlanes) = (int32_t)index;
     jq_col *cols[] = {&w->kind, &w->job, &w->ts, &w->dur, &w->cat};
     const char *f = "kind\0job\0ts\0dur\0cat\0";
     for (int c = 0; c < 5; c++, f += strlen(f) + 1) {
@@ -440,7 +433,7 @@ static void read_flow(lua_State *L, graph *g, int ei) {
       return;
     if (g->nwk >= INT32_MAX / 2)
       luaL_error(L, "not enough memory");
-    gwake *w = PUSH(L, g->wk, g->nwk, g->cwk);
+    gwake *w = PUSH(L, g, GM_WK, g->wk, g->nwk);
     w->ts = ts, w->owner = j;
     return;
   }
@@ -449,7 +442,7 @@ static void read_flow(lua_State *L, graph *g, int ei) {
   read_key(L, g, lua_gettop(L), 0, &job);
   if (g->ndp >= INT32_MAX / 2)
     luaL_error(L, "not enough memory");
-  gdep *d = PUSH(L, g->dp, g->ndp, g->cdp);
+  gdep *d = PUSH(L, g, GM_DP, g->dp, g->ndp);
   d->key = job, d->owner = j, d->job = -1;
   lua_getfield(L, args, "ready");
   if (lua_type(L, -1) == LUA_TBOOLEAN && lua_toboolean(L, -1)) {
@@ -508,7 +501,7 @@ static void read_awaits(lua_State *L, graph *g) {
       luaL_error(L, "job_graph: await %I's time is not a number", (LUAI_UACINT)i);
     if (g->naw >= INT32_MAX / 2)
       luaL_error(L, "not enough memory");
-    gawait *w = PUSH(L, g->aw, g->naw, g->caw);
+    gawait *w = PUSH(L, g, GM_AW, g->aw, g->naw);
     w->ts = ts, w->dur = dur, w->key = awaits, w->job = j, w->awaits = -1;
     g->jobs[j].suspended = jq_num_add(g->jobs[j].suspended, dur);
   }
@@ -545,19 +538,26 @@ static int wake_less(void *g, uint32_t a, uint32_t b) {
   return jq_num_lt(((graph *)g)->wk[a].ts, ((graph *)g)->wk[b].ts);
 }
 
-/* The array arr (n items of size elem) in the order of the indices idx. */
-static void *permute(lua_State *L, void *arr, const uint32_t *idx, size_t n, size_t elem) {
-  char *out = jq_graph_alloc(L, n, elem); /* raises before arr is replaced: arr is still the graph's */
+/* The graph's mem[m] (n items of size elem) in the order of the indices
+ * idx: its new block. */
+static void *permute(lua_State *L, graph *g, int m, const uint32_t *idx, size_t n, size_t elem) {
+  jq_vec out;
+  jq_vec_init(&out);
+  char *p = jq_vec_room(&out, n, elem); /* NULL: nothing to free, the graph keeps its array */
+  if (!p)
+    luaL_error(L, "not enough memory");
   for (size_t k = 0; k < n; k++)
-    memcpy(out + k * elem, (char *)arr + (size_t)idx[k] * elem, elem);
-  free(arr);
-  return out;
+    memcpy(p + k * elem, g->mem[m].p + (size_t)idx[k] * elem, elem);
+  jq_vec_free(&g->mem[m]);
+  g->mem[m] = out;
+  return p;
 }
 
-/* arr[0 .. n) grouped by job (the int32 at owner_off of each item), in
- * order within a job by less (NULL: as they were): the new array (arr
- * freed). A counting sort, then a stable sort of each group. */
-static void *group_by(lua_State *L, graph *g, void *arr, size_t n, size_t elem, size_t owner_off, jq_less_fn less) {
+/* The graph's mem[m] (arr[0 .. n)) grouped by job (the int32 at
+ * owner_off of each item), in order within a job by less (NULL: as they
+ * were): its new block. A counting sort, then a stable sort of each group. */
+static void *group_by(lua_State *L, graph *g, int m, void *arr, size_t n, size_t elem, size_t owner_off,
+                      jq_less_fn less) {
   if (n < 2)
     return arr;
   uint32_t *idx = jq_graph_scratch(L, 2 * n + g->njobs + 1, sizeof *idx), *tmp = idx + n, *at = tmp + n;
@@ -579,7 +579,7 @@ static void *group_by(lua_State *L, graph *g, void *arr, size_t n, size_t elem, 
       jq_sort_stable(idx + lo, tmp, hi - lo, less, g);
     lo = hi;
   }
-  arr = permute(L, arr, idx, n, elem);
+  arr = permute(L, g, m, idx, n, elem);
   lua_pop(L, 1);
   return arr;
 }
@@ -675,10 +675,10 @@ void jq_graph_sort_jobs(lua_State *L, graph *g, int32_t *a, size_t n, size_t off
 /* Groups the slices, awaits, wakes and deps by job (each job's in time
  * order, ties as read; deps in flow order). */
 static void group(lua_State *L, graph *g) {
-  g->sl = group_by(L, g, g->sl, g->nsl, sizeof *g->sl, offsetof(gslice, job), slice_less);
-  g->aw = group_by(L, g, g->aw, g->naw, sizeof *g->aw, offsetof(gawait, job), await_less);
-  g->wk = group_by(L, g, g->wk, g->nwk, sizeof *g->wk, offsetof(gwake, owner), wake_less);
-  g->dp = group_by(L, g, g->dp, g->ndp, sizeof *g->dp, offsetof(gdep, owner), NULL);
+  g->sl = group_by(L, g, GM_SL, g->sl, g->nsl, sizeof *g->sl, offsetof(gslice, job), slice_less);
+  g->aw = group_by(L, g, GM_AW, g->aw, g->naw, sizeof *g->aw, offsetof(gawait, job), await_less);
+  g->wk = group_by(L, g, GM_WK, g->wk, g->nwk, sizeof *g->wk, offsetof(gwake, owner), wake_less);
+  g->dp = group_by(L, g, GM_DP, g->dp, g->ndp, sizeof *g->dp, offsetof(gdep, owner), NULL);
 #define COUNT(arr, n, owner, first, count)                                                                       \
   for (size_t k = 0; k < (n); k++) {                                                                           \
     gjob *j = &g->jobs[(arr)[k].owner];                                                                        \
@@ -725,9 +725,9 @@ static void job_figures(graph *g, gjob *j) {
 
 /* Every job's figures; the jobs with a slice by start and by finish. */
 static void finish_build(lua_State *L, graph *g) {
-  g->res = jq_graph_alloc(L, g->nwk, sizeof *g->res);
-  g->order = jq_graph_alloc(L, g->njobs, sizeof *g->order);
-  g->ends = jq_graph_alloc(L, g->njobs, sizeof *g->ends);
+  g->res = vec_new(L, g, GM_RES, g->nwk, sizeof *g->res);
+  g->order = vec_new(L, g, GM_ORDER, g->njobs, sizeof *g->order);
+  g->ends = vec_new(L, g, GM_ENDS, g->njobs, sizeof *g->ends);
   for (size_t k = 0; k < g->njobs; k++) {
     gjob *j = &g->jobs[k];
     if (!j->ns)

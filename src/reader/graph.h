@@ -20,6 +20,7 @@
 
 #include <lua.h>
 
+#include "common/array.h"
 #include "reader/number.h"
 
 #define JQ_GRAPH_MT "jobque.job_graph"
@@ -102,28 +103,32 @@ typedef struct hslot {
   int32_t k;
 } hslot;
 
+/* The graph's arrays, each in a jq_vec of mem[] (common/array.h). */
+enum { GM_JOBS, GM_HASH, GM_SL, GM_WT, GM_AW, GM_DP, GM_WK, GM_RES, GM_ORDER, GM_ENDS, GM_LANES, GM_N };
+
 typedef struct graph {
+  jq_vec mem[GM_N]; /* the blocks of the arrays below (freed by __gc) */
   gjob *jobs;
-  size_t njobs, cjobs;
+  size_t njobs;
   hslot *hash; /* a job's id and index + 1 (0: empty), the id kept beside it: one cache line a probe */
   size_t hcap;
   gslice *sl;
-  size_t nsl, csl;
+  size_t nsl;
   gwait *wt;
-  size_t nwt, cwt;
+  size_t nwt;
   gawait *aw;
-  size_t naw, caw;
+  size_t naw;
   gdep *dp;
-  size_t ndp, cdp;
+  size_t ndp;
   gwake *wk;
-  size_t nwk, cwk;
-  int32_t nids;      /* the ids list's length */
-  int32_t nother;    /* jobs whose id is no integer */
-  num *res; /* resume latencies: job j's at res[j.w0 ..] */
+  size_t nwk;
+  int32_t nids;   /* the ids list's length */
+  int32_t nother; /* jobs whose id is no integer */
+  num *res;       /* resume latencies: job j's at res[j.w0 ..] */
   int32_t *order, *ends;
   size_t norder;
   int32_t *lane_index; /* lane position -> lane.index */
-  size_t nlanes, clanes;
+  size_t nlanes;
   int32_t ncats;
   num total_run, session;
 } graph;
@@ -143,7 +148,6 @@ graph *jq_graph_check(lua_State *L);
 void jq_graph_push_cats(lua_State *L);
 void jq_graph_push_id(lua_State *L, const graph *g, int32_t job);
 void *jq_graph_scratch(lua_State *L, size_t n, size_t elem);
-void *jq_graph_alloc(lua_State *L, size_t n, size_t elem);
 void jq_graph_sort_jobs(lua_State *L, graph *g, int32_t *a, size_t n, size_t off);
 int jq_graph_finished(const graph *g, int32_t k);
 
