@@ -7,7 +7,7 @@
  * reader/number_text.h's page rules (jq_page_number, jq_page_ns) into a
  * luaL_Buffer, blocks of it reserved at a time (a page holds millions of
  * them: no printf per number but for floats that are not integers). A
- * marker's arg alone keeps the report's rule (a finite float to 14
+ * marker's arg has a rule of its own (marker_arg: a finite float to 14
  * digits, an integer beyond 2^53 quoted). Strings seen again are found through a small
  * cache keyed by the address of their bytes (a Lua string does not move
  * while its column holds it) before the writer's Lua tables are asked.
