@@ -443,6 +443,26 @@ describe("the job graph of shapes a hand-made file can hold", function()
     assert.same({30, 25, 5}, {cp.duration_us, cp.run_us, cp.ready_us})
   end)
 
+  it("reads a string that is an integer as that job's id, as math.tointeger does, but draws only number cells", function()
+    -- "dependency done" names the dependant "2": job 2 (30..35), ready at 26 after A (5..25):
+    -- its ready latency 4; the path 2 <- 1: 35 - 5 = 30 us, ready 30 - 25 = 5.
+    -- Job 3's slice (1..2) has the job cell " 3 ": job 3 in the figures, not on the page.
+    local model = load_text(file([[
+{"ph":"X","ts":5,"dur":20,"pid":1,"tid":1,"name":"a","cat":"job","args":{"job":1}},
+{"ph":"X","ts":26,"dur":0,"pid":1,"tid":1,"name":"dependency done","cat":"flow","args":{"job":1,"dependant":"2","ready":true}},
+{"ph":"X","ts":30,"dur":5,"pid":1,"tid":1,"name":"b","cat":"job","args":{"job":2}},
+{"ph":"X","ts":1,"dur":1,"pid":1,"tid":2,"name":"c","cat":"job","args":{"job":" 3 "}}
+]], 100))
+    local f = stats.compute(model)
+    assert.same({{job = 2, category = "b", latency_us = 4, ready_us = 26, start_us = 30}}, f.latency.top_ready)
+    assert.same({1, 2}, f.critical_path.jobs)
+    assert.same({30, 5}, {f.critical_path.duration_us, f.critical_path.ready_us})
+    assert.equal(3, f.latency.run.count)
+    local g = page_graph(model)
+    assert.same({1, 2}, g.id)
+    assert.same({1, 1}, g.deps)
+  end)
+
   it("orders jobs tied on a value by id: numbers by value, then strings", function()
     -- Jobs 9, "x", 2 and 7 all start at 5 (after submits ending at 1: ready latency 4 each);
     -- 9 and 2 both end at 20, last: the later by id, 9, ends the path.

@@ -92,17 +92,20 @@ static int col_is(lua_State *L, const jq_col *c, lua_Integer i, const char *s, s
 
 /* ---- job ids ---- */
 
-/* The value at idx as a job id (an integer, or a float with an integer
- * value made one, as a Lua table keys it; any other value as it is), in *k: has 0
- * for nil (and false when false_none). A value that is no integer is
- * appended to the ids list. */
-static void read_key(lua_State *L, graph *g, int idx, int false_none, jkey *k) {
+/* How an id is read: as a job's id (math.tointeger's rule: a string that
+ * reads as an integer, " 0x10 " or "2.0", is one), or as a key names a job
+ * (only a float with an integer value is one, as a Lua table keys it). */
+enum { AS_ID, AS_KEY };
+
+/* The value at idx as a job id, in *k: has 0 for nil (and false when
+ * false_none). A value that is no integer is appended to the ids list. */
+static void read_key(lua_State *L, graph *g, int idx, int as, int false_none, jkey *k) {
   int t = lua_type(L, idx), ok = 0;
   k->i = 0, k->other = 0, k->has = 0;
   if (t == LUA_TNIL || (false_none && t == LUA_TBOOLEAN && !lua_toboolean(L, idx)))
     return;
   k->has = 1;
-  if (t == LUA_TNUMBER)
+  if (t == LUA_TNUMBER || (t == LUA_TSTRING && as == AS_ID))
     k->i = lua_tointegerx(L, idx, &ok);
   if (ok)
     return;
@@ -116,16 +119,17 @@ static void read_key(lua_State *L, graph *g, int idx, int false_none, jkey *k) {
 }
 
 /* Item i of a column as a job id (read_key; a native integer cell read
- * as it is). */
-static void col_key(lua_State *L, graph *g, const jq_col *c, lua_Integer i, int false_none, jkey *out) {
+ * as it is): whether the item is a number (the page draws a slice then). */
+static int col_key(lua_State *L, graph *g, const jq_col *c, lua_Integer i, int as, int false_none, jkey *out) {
   const jq_column *n = c->c;
   if (n && i >= 1 && (lua_Unsigned)i <= n->n && jq_cell_tag(n, (size_t)i - 1) == JQ_C_INT) {
     out->i = (lua_Integer)jq_cell_int(n, (size_t)i - 1), out->other = 0, out->has = 1;
-    return;
+    return 1;
   }
-  jq_col_push(L, c, i);
-  read_key(L, g, lua_gettop(L), false_none, out);
+  int number = jq_col_push(L, c, i) == LUA_TNUMBER;
+  read_key(L, g, lua_gettop(L), as, false_none, out);
   lua_pop(L, 1);
+  return number;
 }
 
 static size_t hash_id(lua_Integer id, size_t cap) {
@@ -183,12 +187,9 @@ static int32_t new_job(lua_State *L, graph *g, const jkey *k) {
   j->ready_dep = -1;
   j->run = jq_num_int(0), j->suspended = jq_num_int(0);
   if (!k->other) {
-    j->flags |= ID_NUMBER;
     hash_put(g, k->i, at);
   } else {
     lua_rawgeti(L, S_IDS, k->other);
-    if (lua_type(L, -1) == LUA_TNUMBER)
-      j->flags |= ID_NUMBER;
     lua_pushinteger(L, at);
     lua_rawset(L, S_ID_INDEX); /* raises for NaN: no table keys it */
     g->nother++;
@@ -283,12 +284,13 @@ static void lane_wait(lua_State *L, graph *g, lane_walk *w, const jkey *k, num t
   w->last_wait = (int32_t)g->nwt - 1;
 }
 
-static void lane_slice(lua_State *L, graph *g, lane_walk *w, int32_t j, lua_Integer i, num ts, num dur) {
+static void lane_slice(lua_State *L, graph *g, lane_walk *w, int32_t j, lua_Integer i, num ts, num dur, int drawn) {
   if (g->nsl >= INT32_MAX / 2)
     luaL_error(L, "not enough memory");
   int32_t cat = col_cat(L, g, &w->cat, i, &w->cc, &w->ncc);
   gslice *s = PUSH(L, g, GM_SL, g->sl, g->nsl);
   s->ts = ts, s->dur = dur, s->index = i - 1, s->job = j, s->lane = w->lane, s->cat = cat, s->await = -1;
+  s->drawn = (unsigned)drawn;
   gjob *jj = &g->jobs[j];
   if (!(jj->flags & HAS_CAT))
     jj->cat = cat, jj->flags |= HAS_CAT;
@@ -315,7 +317,7 @@ static void lane_item(lua_State *L, graph *g, lane_walk *w, lua_Integer i) {
   if (kind < 0)
     return;
   jkey id;
-  col_key(L, g, &w->job, i, 1, &id);
+  int drawn = col_key(L, g, &w->job, i, AS_ID, 1, &id);
   if (kind != LE_WAIT && !id.has)
     return;
   num ts = jq_col_num(L, &w->ts, i), dur = jq_col_num(L, &w->dur, i);
@@ -327,7 +329,7 @@ static void lane_item(lua_State *L, graph *g, lane_walk *w, lua_Integer i) {
   }
   int32_t j = job_of(L, g, &id);
   if (kind == LE_JOB)
-    lane_slice(L, g, w, j, i, ts, dur);
+    lane_slice(L, g, w, j, i, ts, dur, drawn);
   else
     lane_submit(g, w, j, ts, dur);
 }
@@ -397,7 +399,7 @@ static void read_copies(lua_State *L, graph *g) {
     if (!in && !out)
       continue;
     jkey key;
-    col_key(L, g, &c[3], i, 1, &key);
+    col_key(L, g, &c[3], i, AS_KEY, 1, &key);
     int32_t j = find_key(L, g, &key);
     if (j < 0)
       continue;
@@ -421,7 +423,7 @@ static void read_flow(lua_State *L, graph *g, int ei) {
     return;
   jkey id;
   lua_getfield(L, args, dep ? "dependant" : "job");
-  read_key(L, g, lua_gettop(L), 0, &id);
+  read_key(L, g, lua_gettop(L), AS_ID, 0, &id);
   if (!id.has)
     return;
   int32_t j = job_of(L, g, &id);
@@ -439,7 +441,7 @@ static void read_flow(lua_State *L, graph *g, int ei) {
   }
   jkey job;
   lua_getfield(L, args, "job");
-  read_key(L, g, lua_gettop(L), 0, &job);
+  read_key(L, g, lua_gettop(L), AS_ID, 0, &job);
   if (g->ndp >= INT32_MAX / 2)
     luaL_error(L, "not enough memory");
   gdep *d = PUSH(L, g, GM_DP, g->dp, g->ndp);
@@ -488,14 +490,14 @@ static void read_awaits(lua_State *L, graph *g) {
       luaL_error(L, "job_graph: await %I is not a table", (LUAI_UACINT)i);
     jkey id, awaits;
     lua_getfield(L, base + 2, "job");
-    read_key(L, g, lua_gettop(L), 0, &id);
+    read_key(L, g, lua_gettop(L), AS_ID, 0, &id);
     if (!id.has)
       continue;
     int32_t j = job_of(L, g, &id);
     lua_getfield(L, base + 2, "ts");
     lua_getfield(L, base + 2, "dur");
     lua_getfield(L, base + 2, "awaits");
-    read_key(L, g, lua_gettop(L), 0, &awaits);
+    read_key(L, g, lua_gettop(L), AS_KEY, 0, &awaits); /* looked up as it is, not made an id */
     num ts = jq_num_at(L, -3), dur = jq_num_at(L, -2);
     if (ts.t == JQ_NUM_NIL || dur.t == JQ_NUM_NIL)
       luaL_error(L, "job_graph: await %I's time is not a number", (LUAI_UACINT)i);

@@ -45,8 +45,7 @@ enum {
   HAS_READY = 16,
   HAS_READY_DEP = 32, /* an after dependency marked it ready (ready_key: which) */
   HAS_RL = 64,
-  HAS_CAT = 128,
-  ID_NUMBER = 256 /* its id is a number (the page draws only those) */
+  HAS_CAT = 128
 };
 
 /* A job id as read: the integer i (other 0), or the value at position
@@ -73,7 +72,9 @@ typedef struct gjob {
 typedef struct gslice {
   num ts, dur;
   lua_Integer index; /* in its lane, 0-based */
-  int32_t job, lane, cat, await;
+  int32_t job, lane, cat;
+  int await : 31;      /* the await it resumed (an index of aw), -1 none */
+  unsigned drawn : 1;  /* its lane's job cell is a number: the page draws it */
 } gslice;
 
 typedef struct gwait {

@@ -4,14 +4,14 @@
  * (graph_path.c).
  *
  * In columns (a page may hold a million jobs), k a drawn job's index (the
- * jobs whose id is a number, in order of start): id[k], c[k] (its
- * category's index in model.categories, -1 none), its slices s[2 * so[k]
- * ..] (lane, slice index pairs, 0-based, in time order; so has one entry
- * more than id), ready[k] (its ready latency in ns, -1 unknown), sl[k],
+ * jobs with a slice whose lane's job cell is a number, in order of
+ * start): id[k], c[k] (its category's index in model.categories, -1
+ * none), its drawn slices s[2 * so[k] ..] (lane, slice index pairs,
+ * 0-based, in time order; so has one entry more than id), ready[k] (its ready latency in ns, -1 unknown), sl[k],
  * st[k] (its submit: lane index - 1 (-1 none) and end in ns from t0); as
  * flat lists: by (k, the id of the job that submitted it), deps (k, an
- * after dependency's id), aw (k, the id of a job it awaited, the index of
- * its slice that resumed), rs (k, resume latency summed in ns, how many),
+ * after dependency's id), aw (k, the id of a job it awaited, the index
+ * among its drawn slices of the one that resumed), rs (k, resume latency summed in ns, how many),
  * sp (k, suspended ns); and the critical path. "null" without jobs.
  * A time is written as integer nanoseconds, (us * 1000 + 0.5) // 1 with
  * Lua's arithmetic (an error when that has no integer value); an id or a
@@ -85,6 +85,30 @@ static void item_id(lua_State *L, list *l, const graph *g, int32_t k) {
 
 enum { C_ID, C_C, C_SO, C_S, C_READY, C_SL, C_ST, C_BY, C_DEPS, C_AW, C_RS, C_SP, NCOL };
 
+/* How many of job j's slices the page draws (those whose lane's job cell
+ * is a number; a job none of whose slices is drawn is not drawn). */
+static uint32_t drawn_slices(const graph *g, const gjob *j) {
+  uint32_t n = 0;
+  for (uint32_t s = 0; s < j->ns; s++)
+    n += g->sl[j->s0 + s].drawn;
+  return n;
+}
+
+/* Job j's await w: the index among its drawn slices of the first that
+ * began after it, or -1 when none did. */
+static lua_Integer resumed_slice(const graph *g, const gjob *j, const gawait *w) {
+  lua_Integer k = 0;
+  for (uint32_t s = 0; s < j->ns; s++) {
+    const gslice *x = &g->sl[j->s0 + s];
+    if (!x->drawn)
+      continue;
+    if (!jq_num_le(x->ts, w->ts))
+      return k;
+    k++;
+  }
+  return -1;
+}
+
 /* Column c's items for drawn job j (its index n). */
 static void job_items(lua_State *L, list *l, const graph *g, int c, int32_t k, lua_Integer n, lua_Integer *npos,
                       const int32_t *catpage, num t0) {
@@ -98,11 +122,12 @@ static void job_items(lua_State *L, list *l, const graph *g, int c, int32_t k, l
     item_int(l, j->flags & HAS_CAT ? catpage[j->cat] : -1);
     break;
   case C_SO:
-    item_int(l, *npos += j->ns);
+    item_int(l, *npos += drawn_slices(g, j));
     break;
   case C_S:
     for (uint32_t s = 0; s < j->ns; s++)
-      item_int(l, sl[s].lane), item_int(l, sl[s].index);
+      if (sl[s].drawn)
+        item_int(l, sl[s].lane), item_int(l, sl[s].index);
     break;
   case C_READY:
     if (j->flags & HAS_RL)
@@ -131,10 +156,8 @@ static void job_items(lua_State *L, list *l, const graph *g, int c, int32_t k, l
   case C_AW:
     for (uint32_t a = 0; a < j->na; a++) {
       const gawait *w = &g->aw[j->a0 + a];
-      uint32_t s = 0;
-      while (s < j->ns && jq_num_le(sl[s].ts, w->ts))
-        s++;
-      if (w->awaits >= 0 && s < j->ns)
+      lua_Integer s = w->awaits >= 0 ? resumed_slice(g, j, w) : -1;
+      if (s >= 0)
         item_int(l, n), item_id(L, l, g, w->awaits), item_int(l, s);
     }
     break;
@@ -168,7 +191,7 @@ static void add_columns(lua_State *L, luaL_Buffer *b, const graph *g, const int3
       item_int(&l, 0);
     for (size_t k = 0; k < g->norder; k++) {
       int32_t j = g->order[k];
-      if (!(g->jobs[j].flags & ID_NUMBER))
+      if (!drawn_slices(g, &g->jobs[j]))
         continue; /* not drawn as a job */
       job_items(L, &l, g, c, j, n++, &npos, catpage, t0);
     }
