@@ -4,9 +4,11 @@
  * critical path, page_graph.c writes the page's graph part from it.
  *
  * A number is the reader's jq_num (reader/number.h: Lua's subtypes,
- * integers wrapping, exact comparisons). A job's id is any value a model holds: an integer (in
- * an open-addressing hash) or another value (a float that is not an
- * integer, a string, false, ...: a Lua table of the graph's, by value).
+ * integers wrapping, exact comparisons). A job's id is any value a model
+ * holds: an integer (in an open-addressing hash; a string that reads as
+ * one, as math.tointeger reads it, too) or another value (a float that is
+ * not an integer, a string, false, ...: a Lua table of the graph's, by
+ * value).
  * Owns: nothing (the graph userdata owns its arrays, freed by its __gc).
  * Must not: run on the record path. Thread safety: one lua_State per call.
  */
