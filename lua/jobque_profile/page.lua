@@ -15,12 +15,16 @@
 -- canvas; tooltips and the legend's titles show them whole. The specs'
 -- hooks (page/hooks.js: #do=, #hover=, #probe=, #cprobe=, #bench) are in
 -- the page only with options.test_hooks (the command's hidden --test-hooks).
--- From issue 11, each in a JSON element of its own: the job graph (every
--- job's slices, latencies and neighbours, and the critical path, from
--- jobque_profile.graph), model.counters, and the depth of each span.
+-- Each in a JSON element of its own: the job graph (every job's slices,
+-- latencies and neighbours, and the critical path: jobque_profile.reader's
+-- page_graph), model.counters, and the depth of each span. The columns are
+-- written in C (src/reader/page.c, page_graph.c), one call per column;
+-- what C hands back (a slice's args that are a table, a marker's arg that
+-- is not a number) is written here.
 local report = require "jobque_profile.report"
 local graph = require "jobque_profile.graph"
 local util = require "jobque_profile.util"
+local C = require "jobque_profile.reader"
 
 local M = {}
 
@@ -38,25 +42,10 @@ local plain_key = setmetatable({}, {__index = function(t, k) -- usable in JSON a
   return plain
 end})
 
--- t[field]: the loader's native column as it is (the core's page functions
+-- t[field]: the loader's native column as it is (the C page functions
 -- read its cells; reading t[field] would make it a Lua list), else the field.
-local column_native
-do
-  local found, core = pcall(require, "jobque_profile.reader")
-  column_native = found and type(core) == "table" and core.column_native or nil
-end
 local function column(t, field)
-  return column_native and column_native(t, field) or t[field]
-end
-
--- col[1..n] as the page's integer nanoseconds since t0, joined by commas:
--- by the native core when it is there (a page holds millions of them).
-local function times(col, n, t0)
-  local found, core = pcall(require, "jobque_profile.reader")
-  if found and type(core) == "table" and core.page_ns then return core.page_ns(col, n, t0) end
-  local out = {}
-  for i = 1, n do out[i] = ns(col[i] - t0) end
-  return table.concat(out, ",")
+  return C.column_native(t, field) or t[field]
 end
 
 local INERT = {["<"] = "\\u003c", [">"] = "\\u003e", ["\226\128\168"] = "\\u2028", ["\226\128\169"] = "\\u2029"}
@@ -73,33 +62,11 @@ local function intern(list, index, str)
 end
 
 -- A lane's c, n, a, ak, av columns of the page's data (see data), each
--- joined by commas: by the native core when it is there, which calls
--- env.other for the slices whose args are a table (few in our traces).
+-- joined by commas, by C's page_lane, which calls env.other for the
+-- slices whose args are a table (few in our traces).
 local function page_lane(lane, env)
-  local found, core = pcall(require, "jobque_profile.reader")
-  if found and type(core) == "table" and core.page_lane then
-    return core.page_lane(column(lane, "cat"), column(lane, "sname"), column(lane, "args"), column(lane, "job"),
-                          lane.n, env)
-  end
-  local c, n, a, ak, av = {}, {}, {}, {}, {}
-  local lcat, lname, ljob, largs = lane.cat, lane.sname, lane.job, lane.args
-  local cbytes, ccat, cjob = env.cbytes, env.ccat, env.cjob
-  for i = 1, lane.n do
-    c[i] = env.cat_index[lcat[i]]
-    n[i] = intern(env.names, env.name_index, lname[i])
-    local ea, kind, key, value = largs[i], -1, 0, 0
-    if math.type(ea) then -- a copy's { job, bytes, category }, in the copy columns: appended, not interned
-      kind = #env.args
-      env.args[kind + 1] = ('{"bytes":%d,"category":%s,"job":%d}'):format(cbytes[ea], env.quoted[ccat[ea]], cjob[ea])
-    elseif ea then
-      kind, key, value = env.other(ea, i)
-    elseif ljob[i] then -- args { job = N } alone (see jobque_profile.trace)
-      kind, key, value = -2, intern(env.keys, env.key_index, "job"), math.tointeger(ljob[i])
-    end
-    a[i], ak[i], av[i] = kind, key, value
-  end
-  return table.concat(c, ","), table.concat(n, ","), table.concat(a, ","), table.concat(ak, ","),
-    table.concat(av, ",")
+  return C.page_lane(column(lane, "cat"), column(lane, "sname"), column(lane, "args"), column(lane, "job"), lane.n,
+                     env)
 end
 
 -- No name may change how the page parses: "<" and ">" can only be in JSON
@@ -121,33 +88,19 @@ local quoted = setmetatable({}, {__index = function(t, k)
   return q
 end})
 
--- A marker's arg as the page writes it: null; an integer plain (beyond
--- 2^53, where a JavaScript number would round it, as text); a finite
--- float to 14 digits; anything else (a string: "12" too) as the text of tostring.
+-- A marker's arg that C's page_markers does not write (nil, integers and
+-- finite floats it does): a string ("12" too), a boolean, inf or nan, as
+-- the text of tostring.
 local function marker_arg(arg)
-  if arg == nil then return "null" end
-  local n = math.type(arg) and math.tointeger(arg)
-  if n then return (n > 1 << 53 or n < -(1 << 53)) and quote(tostring(n)) or tostring(n) end
-  if type(arg) == "number" and arg - arg == 0 then return ("%.14g"):format(arg) end -- JSON has no inf or nan
   return inert(quote(tostring(arg)))
 end
 
 -- The markers' mt, mk and ma columns of the page's data, each joined by
--- commas (kinds interned in kinds/kind_index): by the native core when it
--- is there (a trace can hold a million markers).
+-- commas (kinds interned in kinds/kind_index).
 local function markers(model, kinds, kind_index)
-  local found, core = pcall(require, "jobque_profile.reader")
-  if found and type(core) == "table" and core.page_markers then
-    local mts = column(model, "marker_ts")
-    return core.page_markers(mts, column(model, "marker_kind"), column(model, "marker_arg"), #mts, model.t0,
-                             {kinds = kinds, kind_index = kind_index, other = marker_arg})
-  end
-  local mts, mkind, marg = model.marker_ts, model.marker_kind, model.marker_arg
-  local mt, mk, ma = {}, {}, {}
-  for i = 1, #mts do
-    mt[i], mk[i], ma[i] = ns(mts[i] - model.t0), intern(kinds, kind_index, mkind[i]), marker_arg(marg[i])
-  end
-  return table.concat(mt, ","), table.concat(mk, ","), table.concat(ma, ",")
+  local mts = column(model, "marker_ts")
+  return C.page_markers(mts, column(model, "marker_kind"), column(model, "marker_arg"), #mts, model.t0,
+                        {kinds = kinds, kind_index = kind_index, other = marker_arg})
 end
 
 -- The trace as the page's data, in columns; times in ns from model.t0.
@@ -185,8 +138,8 @@ local function data(model)
     lanes[k + 1] = ('%s{"name":%s,"maxdur":%d,"dropped":%d,"full":%s,"ts":['):format(li > 1 and ",\n" or "",
       inert(quote(lane.name)), ns(lane.maxdur), lane.dropped or 0,
       lane.full_at and tostring(ns(lane.full_at - t0)) or "null")
-    lanes[k + 2], lanes[k + 3] = times(column(lane, "ts"), lane.n, t0), '],"dur":['
-    lanes[k + 4], lanes[k + 5], lanes[k + 6], lanes[k + 7] = times(column(lane, "dur"), lane.n, 0), '],"c":[', c,
+    lanes[k + 2], lanes[k + 3] = C.page_ns(column(lane, "ts"), lane.n, t0), '],"dur":['
+    lanes[k + 4], lanes[k + 5], lanes[k + 6], lanes[k + 7] = C.page_ns(column(lane, "dur"), lane.n, 0), '],"c":[', c,
       '],"n":['
     lanes[k + 8], lanes[k + 9], lanes[k + 10], lanes[k + 11] = n, '],"a":[', a, '],"ak":['
     lanes[k + 12], lanes[k + 13], lanes[k + 14], lanes[k + 15] = ak, '],"av":[', av, '],"f":['
@@ -222,137 +175,22 @@ end
 
 local function list(t) return "[" .. table.concat(t, ",") .. "]" end
 
--- Each job's slices on the page, in time order: job id -> {lane index,
--- slice index, ts, lane index, slice index, ts, ...} (0-based: three
--- entries a slice, flat: a page may hold a million jobs), from the lanes'
--- job slices.
-local function job_slices(model)
-  local where = {}
-  local function by_ts(a, b) return a[3] < b[3] end
-  for li, lane in ipairs(model.lanes) do
-    local kind, job, ts = lane.kind, lane.job, lane.ts
-    for i = 1, lane.n do
-      local id = kind[i] == "job" and job[i] -- as jobque_profile.graph keys it
-      if type(id) == "number" then
-        local w = where[id]
-        if not w then
-          where[id] = {li - 1, i - 1, ts[i]}
-        else
-          local k = #w
-          w[k + 1], w[k + 2], w[k + 3] = li - 1, i - 1, ts[i]
-        end
-      end
-    end
-  end
-  for _, w in pairs(where) do
-    if #w > 3 then -- more than one slice: by time (a stable order of triples)
-      local triples = {}
-      for k = 1, #w // 3 do triples[k] = {w[3 * k - 2], w[3 * k - 1], w[3 * k]} end
-      table.sort(triples, by_ts)
-      for k, t in ipairs(triples) do w[3 * k - 2], w[3 * k - 1], w[3 * k] = t[1], t[2], t[3] end
-    end
-  end
-  return where
-end
-
--- The job graph's part of the page (issue 11), in columns (a page may hold
--- a million jobs), k the job's index: id[k], c[k] (category index), its
--- slices s[2 * so[k] ..] (lane, slice index pairs, 0-based, by time; so has
--- one entry more than id), ready[k] (its ready latency in ns, -1 unknown),
--- sl[k], st[k] (its submit: lane (-1 none) and end, ns from t0); sparse, as
--- flat lists: by (k, the job that submitted it), deps (k, an after
--- dependency's id), aw (k, the id of a job it awaited, the index of its
--- slice that resumed), rs (k, resume latency summed in ns, how many), sp
--- (k, suspended ns); and the critical path. "null" without jobs.
+-- The job graph's part of the page (page_graph.c describes its columns).
 local function graph_data(model)
-  local cg = graph.native(model) -- in C when the core is there and takes the model
-  local text = cg and cg:page(model)
-  if text then return text end
-  local g = graph.build(model)
-  if #g.order == 0 then return "null" end
-  local where, t0 = job_slices(model), model.t0
-  local cat_index = {}
-  for i, c in ipairs(model.categories) do cat_index[c.name] = i - 1 end
-  local col = {id = {}, c = {}, so = {"0"}, s = {}, ready = {}, sl = {}, st = {}, by = {}, deps = {}, aw = {},
-               rs = {}, sp = {}}
-  local function add(name, a, b, c) -- the sparse columns' entries (two or three values)
-    local t = col[name]
-    local k = #t
-    t[k + 1], t[k + 2] = a, b
-    if c then t[k + 3] = c end
-  end
-  local id, cc, so, s, ready, sl, st = col.id, col.c, col.so, col.s, col.ready, col.sl, col.st
-  local n, npos, ns_ = 0, 0, 0
-  for _, j in ipairs(g.order) do
-    local w = where[j.id]
-    if not w then goto next end -- an id that is no number (a hand-made file): not drawn as a job
-    for k = 1, #w, 3 do
-      s[ns_ + 1], s[ns_ + 2] = w[k], w[k + 1]
-      ns_ = ns_ + 2
-    end
-    npos = npos + #w // 3
-    local sub = j.submit
-    id[n + 1], cc[n + 1], so[n + 2] = number(j.id), cat_index[j.category] or -1, npos
-    ready[n + 1] = j.ready_latency and ns(j.ready_latency) or -1
-    sl[n + 1], st[n + 1] = sub and sub.lane.index - 1 or -1, sub and ns(sub.ts + sub.dur - t0) or 0
-    if sub and sub.parent and g.jobs[sub.parent] then add("by", n, number(sub.parent)) end
-    for _, d in ipairs(j.deps) do
-      if d.job and g.jobs[d.job] then add("deps", n, number(d.job)) end
-    end
-    for _, a in ipairs(j.awaits) do
-      local k = 1
-      while w[3 * k] and w[3 * k] <= a.ts do k = k + 1 end
-      if a.awaits and g.jobs[a.awaits] and w[3 * k] then add("aw", n, number(a.awaits), k - 1) end
-    end
-    if #j.resumes > 0 then
-      local resume = 0
-      for _, r in ipairs(j.resumes) do resume = resume + r end
-      add("rs", n, ns(resume), #j.resumes)
-    end
-    if j.suspended > 0 then add("sp", n, ns(j.suspended)) end
-    n = n + 1
-    ::next::
-  end
-  local cp = graph.critical_path(g)
-  local ids = {}
-  for i, job in ipairs(cp.jobs) do ids[i] = number(job) end
-  local path = ('{"jobs":%s,"dur":%d,"share":%s,"start":%d,"finish":%d,"run":%d,"ready":%d,"resume":%d,'
-                .. '"copy":%d,"caller":%d,"bound":%s}')
-    :format(list(ids), ns(cp.duration_us), number(cp.share), ns(cp.start_us - t0), ns(cp.finish_us - t0),
-            ns(cp.run_us), ns(cp.ready_us), ns(cp.resume_us), ns(cp.copy_us), ns(cp.caller_us), number(cp.bound))
-  local parts = {}
-  for _, name in ipairs{"id", "c", "so", "s", "ready", "sl", "st", "by", "deps", "aw", "rs", "sp"} do
-    parts[#parts + 1] = ('"%s":%s'):format(name, list(col[name]))
-  end
-  return ("{%s,\n\"path\":%s}"):format(table.concat(parts, ",\n"), path)
+  return C.page_graph(graph.build(model), model)
 end
 
--- A counter track's values as the page writes them, joined by commas, and
--- the least and greatest: by the native core when it is there.
-local function values(value, n)
-  local found, core = pcall(require, "jobque_profile.reader")
-  if found and type(core) == "table" and core.page_values then return core.page_values(value, n) end
-  local v, lo, hi = {}, math.huge, -math.huge
-  for i = 1, n do
-    local x = value[i]
-    v[i] = number(x)
-    if x < lo then lo = x end
-    if x > hi then hi = x end
-  end
-  return table.concat(v, ","), lo, hi
-end
-
--- The counters' part of the page (issue 11): model.counters as
+-- The counters' part of the page: model.counters as
 -- {name, pid, ts (ns from t0), v, min, max}.
 local function counter_data(model)
   local out, t0 = {"["}, model.t0
   for _, c in ipairs(model.counters or {}) do
-    local v, lo, hi = values(column(c, "value"), c.n)
+    local v, lo, hi = C.page_values(column(c, "value"), c.n)
     if c.n > 0 then
       local k = #out
       out[k + 1] = ('%s{"name":%s,"pid":%s,"ts":['):format(k > 1 and "," or "", inert(quote(c.name)),
         inert(quote(util.id_text(c.pid))))
-      out[k + 2], out[k + 3], out[k + 4] = times(column(c, "ts"), c.n, t0), '],"v":[', v
+      out[k + 2], out[k + 3], out[k + 4] = C.page_ns(column(c, "ts"), c.n, t0), '],"v":[', v
       out[k + 5] = ('],"min":%s,"max":%s}'):format(number(lo), number(hi))
     end
   end
@@ -360,14 +198,14 @@ local function counter_data(model)
   return out -- its pieces, in order
 end
 
--- The spans' part of the page (issue 11): per lane, {slice index, depth,
+-- The spans' part of the page: per lane, {slice index, depth,
 -- ...} of its "span" slices; depth 1 + the spans around it (its job's
 -- slice is depth 0). A loop over a stack of ends: no recursion.
 local function span_data(model)
   local out = {}
   for li, lane in ipairs(model.lanes) do
     local idx = {}
-    local native = column_native and column_native(lane, "kind") -- the loader's: no span among them
+    local native = C.column_native(lane, "kind") -- the loader's: no span among them
     for i = 1, native and 0 or lane.n do
       if lane.kind[i] == "span" then idx[#idx + 1] = i end
     end
@@ -488,7 +326,7 @@ end
 function M.write(model, path, options)
   local parts, err = pieces(model, options)
   if not parts then return nil, err end
-  local ok, werr = require("jobque_profile.reader").write_file(path, parts)
+  local ok, werr = C.write_file(path, parts)
   if not ok then return nil, werr end
   return true
 end

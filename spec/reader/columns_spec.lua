@@ -176,16 +176,16 @@ describe("the native loader's columns", function()
         local text = report.text(stats.compute(native), native)
         local page = assert(html.render(native))
         assert.are.same(before, native_columns(native)) -- nothing made a list
-        assert.is_truthy(graph.native(native))
+        assert.is_truthy(graph.build(native))
         assert.are.equal(report.json(stats.compute(lists)), figures)
         assert.are.equal(report.text(stats.compute(lists), lists), text)
         assert.are.equal(assert(html.render(lists)), page)
         assert.are.equal(report.json(stats.compute(plain)), figures)
         assert.are.equal(assert(html.render(plain)), page)
         -- the Lua loops reading the native model (their reads make the lists)
-        stats.native, graph.use_core = false, false
+        stats.native = false
         local lua_figures = report.json(stats.compute(native))
-        stats.native, graph.use_core = true, true
+        stats.native = true
         assert.are.equal(figures, lua_figures)
       end)
       if not ok then error(("seed %d (JQ_COLUMNS_SEED=%d replays it): %s"):format(seed, seed, tostring(err)), 0) end

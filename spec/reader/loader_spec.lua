@@ -367,16 +367,9 @@ describe("the native trace loader", function()
     assert.matches("item 1 is out of range", S.err_of(C.page_ns, {1e300}, 1, 0))
   end)
 
-  it("writes a lane's page columns from C as the Lua writer does (copies, job ids, failures, other args)",
-     function()
+  it("writes a lane's page columns from C (copies, job ids, failures, other args)", function()
     local native = both(OURS)
     local from_c = html.render(native)
-    local page_lane = C.page_lane
-    C.page_lane = nil -- the writer's own Lua loop
-    local ok, from_lua = pcall(html.render, native)
-    C.page_lane = page_lane
-    assert(ok, from_lua)
-    assert.are.equal(from_lua, from_c)
     assert.truthy(from_c:find('{"bytes":9,"category":"work","job":1}', 1, true))
     local env = {cat_index = {}, names = {}, name_index = {}, args = {}, arg_index = {}, keys = {}, key_index = {}}
     assert.matches("slice 1's category has no index", S.err_of(C.page_lane, {"x"}, {"n"}, {false}, {false}, 1, env))
@@ -388,7 +381,7 @@ describe("the native trace loader", function()
     assert.are.same({"", "", "", "", ""}, {C.page_lane({}, {}, {}, {}, 0, env)})
   end)
 
-  it("writes the markers' page columns from C as the Lua writer does (every kind of arg, markup in names)", function()
+  it("writes the markers' page columns from C (every kind of arg, markup in names)", function()
     local text = HEAD .. [[
 {"ph":"i","s":"g","ts":1,"pid":1,"tid":1,"name":"m<1>","args":{"arg":"str<ing>\u2028"}},
 {"ph":"i","s":"g","ts":2,"pid":1,"tid":1,"name":"m<1>","args":{"arg":9007199254740993}},
@@ -405,12 +398,6 @@ describe("the native trace loader", function()
     for _, reader in ipairs{"native", "cjson"} do
       local model = assert(trace.decode(text, "t<>", {reader = reader}))
       local from_c = html.render(model)
-      local saved = {}
-      for _, k in ipairs{"page_ns", "page_lane", "page_markers", "page_values"} do saved[k], C[k] = C[k], nil end
-      local ok, from_lua = pcall(html.render, model)
-      for k, v in pairs(saved) do C[k] = v end
-      assert(ok, from_lua)
-      assert.are.equal(from_lua, from_c, reader)
       assert.truthy(from_c:find('"ma":["str\\u003cing\\u003e\\u2028","9007199254740993",1.5,3,'
                                 .. '"-9007199254740993",1e+300,"42",null]', 1, true), reader)
       local data = from_c:match('<script[^>]*id="data"[^>]*>(.-)</script>') or from_c
@@ -709,12 +696,6 @@ describe("both readers, on the corners of JSON", function()
       local from_c = html.render(m)
       assert.matches('"ma":["0x10","1e2"," 7 ","12",12]', from_c, 1, true)
       assert.matches('"args":[{"job":"0x10"},{"n":" 7 "}]', from_c, 1, true)
-      local saved = C.page_markers
-      C.page_markers = nil
-      local ok, from_lua = pcall(html.render, m)
-      C.page_markers = saved
-      assert(ok, from_lua)
-      assert.are.equal(from_c, from_lua, reader)
       local js = report.json(stats.compute(m))
       assert.matches('"arg":"0x10"', js, 1, true)
       assert.matches('"arg":" 7 "', js, 1, true)

@@ -72,7 +72,7 @@ describe("the timeline page's files", function()
   end)
 end)
 
-describe("the timeline page's parts (issue 11)", function()
+describe("the timeline page's graph, counter and span parts", function()
   -- The text of the JSON element `id` of a page, decoded.
   local function element(page, id)
     local text = page:match('<script type="application/json" id="' .. id .. '">(.-)</script>')

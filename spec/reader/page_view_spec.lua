@@ -137,7 +137,7 @@ describe("long and multi-line names on the HTML timeline", function()
   end)
 end)
 
--- Issue 11's parts of the page, on traces of ours built by hand (their
+-- The page's graph, counter and span parts, on traces of ours built by hand (their
 -- figures worked out in the comments): a page with the specs' hooks, and its
 -- model.
 local function ours(events, stop)

@@ -45,18 +45,15 @@ void jq_open_columns(lua_State *L);
  *   stats_copies(model, from, to) -> the copies by category, not yet sorted */
 void jq_open_stats(lua_State *L);
 
-/* The job graph (graph.c):
- *   job_graph(model) -> graph | nil: the job graph of a model read by
- *     jobque_profile.trace (graph.lua's build), or nil when the model holds
- *     what it does not handle exactly (graph.lua's Lua code does it then).
+/* The job graph (graph.c builds it, graph_path.c its figures):
+ *   job_graph(model) -> graph: the job graph of a model read by
+ *     jobque_profile.trace (any shape the loader gives; graph.h)
  *   graph:count() -> jobs with a slice
- *   graph:latency([top]) -> graph.lua's latency(g, top)
- *   graph:critical_path() -> graph.lua's critical_path(g)
- *   graph:page(model) -> the page's GRAPH JSON (html.lua's graph_data), or
- *     nil when a value cannot be written as the Lua code writes it */
+ *   graph:latency([top]) -> the jobs' latencies (jobque_profile.graph)
+ *   graph:critical_path() -> the critical path, or nothing without jobs */
 void jq_open_graph(lua_State *L);
 
-/* The page's data columns (page.c):
+/* The page's data columns (page.c; the graph's part page_graph.c):
  *   page_ns(col, n, t0) -> "x1,x2,...": times as the page's integer
  *     nanoseconds since t0
  *   page_lane(cat, sname, args, job, n, env) -> c, n, a, ak, av: a lane's
@@ -65,7 +62,8 @@ void jq_open_graph(lua_State *L);
  *     columns (kinds interned in env.kinds/kind_index, odd args through
  *     env.other(arg))
  *   page_values(values, n) -> "v1,v2,...", min, max: a counter track's
- *     values */
+ *     values
+ *   page_graph(graph, model) -> the page's graph part (its JSON) */
 void jq_open_page(lua_State *L);
 
 /* JSON text (json_text.c):

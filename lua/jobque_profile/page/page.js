@@ -31,7 +31,7 @@
   let v0 = 0, v1 = span, sel = null, drawMs = 0, width = 0, firstDrawn = 0, ROW = MIN_ROW, height = 0;
   let laneLabels = [], markerLabels = [];
 
-  // Issue 11's parts, each from its own element: the job graph (each job's
+  // The parts each in an element of its own: the job graph (each job's
   // slices, latencies and neighbours, and the critical path; null without
   // jobs), the counters, and each lane's spans (slice index, depth pairs).
   const G = JSON.parse(document.getElementById("graph").textContent);
