@@ -2,7 +2,7 @@
  * testing.c - helpers for the specs only (built with -DJQ_TESTING).
  *
  * Starts native threads that each own a lua_State, so that multi-lane and
- * multi-state behaviour of the trace session is tested before the job queue
+ * multi-state behaviour of the recording session is tested before the job queue
  * exists. Each thread runs a chunk of Lua with jobque.core preloaded from
  * this very library (no second copy, no second session).
  * Thread safety: the stop flag is atomic; a handle is used by its creator.
@@ -195,7 +195,7 @@ static int l_holding(lua_State *L) {
 }
 
 static int l_lane_structs(lua_State *L) {
-  lua_pushinteger(L, jq_trace_lane_structs());
+  lua_pushinteger(L, jq_session_lane_structs());
   return 1;
 }
 
@@ -236,7 +236,7 @@ static int l_replace_without_tmpfile(lua_State *L) {
 
 /* lanes_full(on): threads without a lane get none, as if every lane were taken. */
 static int l_lanes_full(lua_State *L) {
-  jq_trace_test_lanes_full(lua_toboolean(L, 1));
+  jq_session_test_lanes_full(lua_toboolean(L, 1));
   return 0;
 }
 
