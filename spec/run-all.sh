@@ -1,7 +1,9 @@
 #!/bin/sh
-# Every check of `make test`, each counted, ending with one line
-# "tests: N passed, N failed". Run from the top of the checkout after the
-# builds (make test does both).
+# Every check of `make test`, each counted and timed ("== label" then
+# "-- label: N s"), ending with one line "tests: N passed, N failed". Run
+# from the top of the checkout after the builds (make test does both).
+# Under the sanitizer hosts the specs size their work down (S.sanitized in
+# spec/support.lua) and leave the Chromium-driven blocks to the plain run.
 set -u
 LUA=${LUA:-lua5.4}
 BUSTED=/usr/bin/busted
@@ -9,16 +11,24 @@ passed=0
 failed=0
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+started=$(date +%s)
+
+# timed LABEL: after a stage, how long it took.
+timed() {
+  echo "-- $1: $(($(date +%s) - stage_start)) s"
+}
 
 # busted_run LABEL BUILD_DIR INTERPRETER [ENV=VALUE...]
 busted_run() {
   label=$1 build=$2 interp=$3
   shift 3
   echo "== specs ($label)"
+  stage_start=$(date +%s)
   timeout 900 env "$@" JQ_BUILD="$build" JQ_LUA="$interp" "$interp" "$BUSTED" --output=plainTerminal >"$log" 2>&1
   rc=$?
   sed -n '/^Failure ->\|^Error ->/,/^$/p' "$log" | head -200
   grep -E '^[0-9]+ success' "$log" | tail -n 1
+  timed "specs ($label)"
   line=$(grep -E '^[0-9]+ success' "$log" | tail -n 1)
   if [ -z "$line" ]; then
     cat "$log"
@@ -43,6 +53,7 @@ check() {
   label=$1
   shift
   echo "== $label"
+  stage_start=$(date +%s)
   if "$@" >"$log" 2>&1; then
     passed=$((passed + 1))
     tail -n 3 "$log"
@@ -51,10 +62,11 @@ check() {
     echo "FAILED: $label"
     failed=$((failed + 1))
   fi
+  timed "$label"
 }
 
 check "luacheck" luacheck --quiet lua spec bench examples lua/jobque-profile.lua
-check "eslint: the timeline page's JavaScript" node_modules/.bin/eslint --max-warnings 0 lua/jobque_profile/timeline spec/consumers eslint.config.js
+check "eslint: the timeline page's JavaScript" node_modules/.bin/eslint --max-warnings 0 lua/jobque_profile/page spec/consumers eslint.config.js
 
 busted_run "plain build" build "$LUA"
 busted_run "AddressSanitizer, monotonic clock" build-address "$PWD/build-address/lua_host" \
@@ -69,5 +81,6 @@ check "valgrind: no leaks, no invalid accesses" \
 
 check "luarocks make installs offline, without test helpers" sh spec/rock_check.sh
 
+echo "all stages: $(($(date +%s) - started)) s"
 echo "tests: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
