@@ -1,5 +1,5 @@
 -- Closing a queue while its jobs are mid-flight, duplicate and failed
--- dependencies, long failure chains: the defects of issue 8, each as it was
+-- dependencies, long failure chains: each defect as it was
 -- reproduced. Run plain and under the sanitizers by spec/run-all.sh; the
 -- AddressSanitizer build bypasses the job pool, so a job finished twice or
 -- freed while in use shows as a use after free there.

@@ -1,5 +1,5 @@
--- Spans inside jobs, correct across awaits, and counters (issue 11,
--- sections 1 and 2). Figures are checked against the trace's own times.
+-- Spans inside jobs, correct across awaits, and counters.
+-- Figures are checked against the trace's own times.
 local S = require "support"
 local p = require "jobque_profile"
 local jobque = require "jobque"
