@@ -152,34 +152,37 @@ describe("the source tree's layout", function()
     assert.same({}, cycles)
   end)
 
-  it("has no C function over " .. MAX_FUNCTION .. " lines in src/", function()
+  -- The functions over MAX_FUNCTION lines in the files of `dir` that match
+  -- `pattern`; `spans(path)` lists a file's functions as {first, last}.
+  local function long_functions(dir, pattern, spans)
     local long = {}
-    for _, path in ipairs(files("src", "%.[ch]$")) do
+    for _, path in ipairs(files(dir, pattern)) do
       if not SHRINKING[path] then
-        for _, f in ipairs(c_functions(c_code(read(path)))) do
+        for _, f in ipairs(spans(path)) do
           local n = f[2] - f[1] + 1
           if n > MAX_FUNCTION then long[#long + 1] = ("%s:%d: %d lines"):format(path, f[1], n) end
         end
       end
     end
-    assert.same({}, long)
+    return long
+  end
+
+  it("has no C function over " .. MAX_FUNCTION .. " lines in src/", function()
+    assert.same({}, long_functions("src", "%.[ch]$", function(path) return c_functions(c_code(read(path))) end))
   end)
 
   it("has no Lua function over " .. MAX_FUNCTION .. " lines in lua/", function()
-    local long = {}
-    for _, path in ipairs(files("lua", "%.lua$")) do
-      if not SHRINKING[path] then
-        local h = assert(io.popen(("luac5.4 -p -l '%s' 2>&1"):format(path)))
-        local listing = h:read("a")
-        h:close()
-        assert.matches("main <", listing, 1, true)
-        for a, z in listing:gmatch("\nfunction <[^:]*:(%d+),(%d+)>") do
-          local n = tonumber(z) - tonumber(a) + 1
-          if n > MAX_FUNCTION then long[#long + 1] = ("%s:%s: %d lines"):format(path, a, n) end
-        end
+    assert.same({}, long_functions("lua", "%.lua$", function(path)
+      local h = assert(io.popen(("luac5.4 -p -l '%s' 2>&1"):format(path)))
+      local listing = h:read("a")
+      h:close()
+      assert.matches("main <", listing, 1, true)
+      local spans = {}
+      for a, z in listing:gmatch("\nfunction <[^:]*:(%d+),(%d+)>") do
+        spans[#spans + 1] = {tonumber(a), tonumber(z)}
       end
-    end
-    assert.same({}, long)
+      return spans
+    end))
   end)
 
   it("has no file over " .. MAX_FILE .. " lines in src/ or lua/", function()
