@@ -43,7 +43,13 @@ local function assert_read_whole(path)
   assert.are.equal(0, r.speedscope.warnings)
 end
 
-describe("a saved trace read by Chrome DevTools' trace engine and speedscope's importer", function()
+-- node is not instrumented: under a sanitizer host (whose recording the
+-- other specs check) this is left to the plain run.
+local describe_in_node = S.sanitized and function(name)
+  pending(name .. " (reads with node: the plain run only)")
+end or describe
+
+describe_in_node("a saved trace read by Chrome DevTools' trace engine and speedscope's importer", function()
   it("keeps every slice of the demo's job graph in place (copies, spans across awaits, waits)", function()
     assert_read_whole(S.demo_trace())
   end)
