@@ -500,11 +500,7 @@ end)
 
 local open_page = S.open_page
 
--- Chromium is not instrumented: under a sanitizer host (S.sanitized) the
--- blocks that drive it are left to the plain run.
-local describe_in_browser = S.sanitized and function(name)
-  pending(name .. " (drives Chromium: the plain run only)")
-end or describe
+local describe_in_browser = S.plain_only(describe, pending, "drives Chromium")
 
 describe_in_browser("the HTML timeline", function()
   local path, page, model

@@ -43,11 +43,8 @@ local function assert_read_whole(path)
   assert.are.equal(0, r.speedscope.warnings)
 end
 
--- node is not instrumented: under a sanitizer host (whose recording the
--- other specs check) this is left to the plain run.
-local describe_in_node = S.sanitized and function(name)
-  pending(name .. " (reads with node: the plain run only)")
-end or describe
+-- (The recording under the sanitizers is what the other specs check.)
+local describe_in_node = S.plain_only(describe, pending, "reads with node")
 
 describe_in_node("a saved trace read by Chrome DevTools' trace engine and speedscope's importer", function()
   it("keeps every slice of the demo's job graph in place (copies, spans across awaits, waits)", function()
