@@ -54,7 +54,7 @@ node_modules/.package-lock.json: package.json package-lock.json | deps
 
 # The timeline page's JavaScript, linted (spec/run-all.sh runs the same).
 lint-js: node_modules/.package-lock.json
-	node_modules/.bin/eslint --max-warnings 0 lua/jobque_profile/timeline spec/consumers eslint.config.js
+	node_modules/.bin/eslint --max-warnings 0 lua/jobque_profile/page spec/consumers eslint.config.js
 
 # Everything: lint, specs plain and under ASan and TSan, valgrind, the rock.
 test: build build-sanitizers node_modules/.package-lock.json

@@ -59,28 +59,41 @@ end
 -- Awaits across queues: resumed when the awaited job ends, cancelled by the
 -- waiter's close (its reference stays with the awaited job until that
 -- ends), and answered with the cancellation by the awaited job's close.
+-- Nothing spins: `gated` sleeps in an await of `held`, whose worker sleeps
+-- in T.wait_stop(), and the main thread sleeps in T.wait_marks() until the
+-- waiters started.
 do
   local A, B = jobque.new {workers = 2}, jobque.new {workers = 2}
   local b = B:submit(function() return 1 end)
   local a = A:submit(function(h) return h:wait() + 1 end, b)
   assert(B:submit(function(h) return h:wait() + 1 end, a):wait() == 3)
   T.stop(false)
-  local gated = B:submit(function()
-    local flag = require("jobque.core")._test
-    while not flag.stopping() do coroutine.yield() end
-  end)
-  local w1 = A:submit(function(h) return h:wait() end, gated)
-  local w2 = A:submit(function(h) return h:pwait() end, gated)
-  while w1:status() == "pending" or w2:status() == "pending" do end
+  local H = jobque.new {workers = 1}
+  local held = H:submit(function() require("jobque.core")._test.wait_stop() end)
+  local gated = B:submit(function(h) return h:pwait() end, held) -- ends only by B's close
+  local function started_then_wait(h)
+    require("jobque.core")._test.mark()
+    return h:wait()
+  end
+  local function started_then_pwait(h)
+    require("jobque.core")._test.mark()
+    return h:pwait()
+  end
+  local marks = T.marks()
+  local w1 = A:submit(started_then_wait, gated)
+  local w2 = A:submit(started_then_pwait, gated)
+  T.wait_marks(marks + 2)
   A:close()
   assert(not w1:pwait() and not w2:pwait())
   local C = jobque.new {workers = 1}
-  local w3 = C:submit(function(h) return h:pwait() end, gated)
-  while w3:status() == "pending" do end
+  local w3 = C:submit(started_then_pwait, gated)
+  T.wait_marks(marks + 3)
   B:close()
   assert(w3:wait() == false)
   C:close()
   T.stop()
+  assert(held:wait() == nil)
+  H:close()
 end
 -- Job handles holding each other through results, across two queues: the
 -- closes break the cycles (each job holds its queue: none is left).

@@ -124,6 +124,15 @@ function S.fnv1a(s)
   return h
 end
 
+-- Chromium and node are not instrumented: under a sanitizer host a block
+-- that drives them is left to the plain run. `block` is the spec file's
+-- describe or it, `pending` its pending, `what` says why ("drives
+-- Chromium"); returns what the spec file declares the block with.
+function S.plain_only(block, pending, what)
+  if not S.sanitized then return block end
+  return function(name) pending(name .. " (" .. what .. ": the plain run only)") end
+end
+
 -- Loads `page` in headless Chromium (with the URL fragment `fragment`, a
 -- screenshot saved to `screenshot` when given, the window `size`); returns
 -- the state the page published (document.body.dataset.state) and the DOM

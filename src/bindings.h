@@ -1,8 +1,9 @@
 /*
  * bindings.h - the pieces of jobque.core that push Lua functions.
  *
- * Each jq_open_* leaves one new table on the stack. Only core.c exports a
- * symbol (luaopen_jobque_core); these are hidden.
+ * jq_open_profile and jq_open_testing leave one new table on the stack;
+ * jq_open_queue and jq_open_testing_codec add to the table on its top.
+ * Only core.c exports a symbol (luaopen_jobque_core); these are hidden.
  */
 #ifndef JQ_BINDINGS_H
 #define JQ_BINDINGS_H
@@ -12,8 +13,8 @@
 /* The seed page's API: profile_* functions and PROFILE_COLOR_* constants. */
 void jq_open_profile(lua_State *L);
 
-/* Queues and jobs: adds queue_new, queue_current, hardware_threads and
- * queue_methods to the table on the top of the stack. Workers' states open
+/* Queues and jobs: adds queue_new, queue_current, hardware_threads,
+ * queue_methods, queue_collect and queue_submit_chunk to the table on the top of the stack. Workers' states open
  * jobque.core with `open_core` (luaopen_jobque_core, passed by core.c). */
 void jq_open_queue(lua_State *L, lua_CFunction open_core);
 

@@ -39,7 +39,7 @@ static int l_palette_color(lua_State *L) {
 }
 
 __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
-  jq_trace_init();
+  jq_session_init();
   lua_createtable(L, 0, 8);
   jq_open_queue(L, luaopen_jobque_core);
   jq_open_profile(L);

@@ -1,4 +1,4 @@
--- Issue 9, item 13: the most common mistakes get a hint in their message.
+-- The most common mistakes get a hint in their message.
 local jobque = require "jobque"
 local p = require "jobque_profile"
 local S = require "support"

@@ -1,5 +1,5 @@
 -- Closing a queue while its jobs are mid-flight, duplicate and failed
--- dependencies, long failure chains: the defects of issue 8, each as it was
+-- dependencies, long failure chains: each defect as it was
 -- reproduced. Run plain and under the sanitizers by spec/run-all.sh; the
 -- AddressSanitizer build bypasses the job pool, so a job finished twice or
 -- freed while in use shows as a use after free there.
@@ -227,7 +227,7 @@ describe("waiting across queues", function()
   end)
 end)
 
-describe("marshal errors", function()
+describe("codec errors", function()
   it("keep the reason when the path is long, shortening the path", function()
     local t = {}
     local cur = t
@@ -246,7 +246,7 @@ describe("marshal errors", function()
   end)
 end)
 
-describe("marshal errors under keys that are not strings", function()
+describe("codec errors under keys that are not strings", function()
   it("name the key, and mark a cut field name", function()
     jobque.with_job_que({workers = 0}, function(q)
       local function why(t) return err_of(q.submit, q, function() end, t) end

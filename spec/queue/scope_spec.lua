@@ -1,4 +1,4 @@
--- Issue 9, items 1 and 2: a with_job_que scope waits for the work submitted
+-- A with_job_que scope waits for the work submitted
 -- in it, an explicit close says how many jobs it cancelled, and a failure
 -- nobody looked at is never silent.
 local jobque = require "jobque"

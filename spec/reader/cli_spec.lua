@@ -500,7 +500,9 @@ end)
 
 local open_page = S.open_page
 
-describe("the HTML timeline", function()
+local describe_in_browser = S.plain_only(describe, pending, "drives Chromium")
+
+describe_in_browser("the HTML timeline", function()
   local path, page, model
   setup(function()
     path = saved_trace()
@@ -597,7 +599,7 @@ describe("the HTML timeline", function()
   end)
 end)
 
-describe("the HTML timeline of a trace with hostile names", function()
+describe_in_browser("the HTML timeline of a trace with hostile names", function()
   -- Names that could change how an HTML page parses if they were pasted into
   -- it. "<!--<script>" enters the double-escaped script state, where the real
   -- "</script>" no longer ends the element; a later "-->" would leave that

@@ -7,6 +7,7 @@ local trace = require "jobque_profile.trace"
 local html = require "jobque_profile.page"
 
 local DIR = "lua/jobque_profile/page/"
+local it_in_browser = S.plain_only(it, pending, "drives Chromium")
 
 local function model()
   local path = S.tmpfile()
@@ -38,7 +39,7 @@ describe("the timeline page's files", function()
     assert.is_nil(hooked:find("/* global", 1, true))
   end)
 
-  it("a user's page draws, and ignores a #probe= fragment (headless Chromium)", function()
+  it_in_browser("a user's page draws, and ignores a #probe= fragment (headless Chromium)", function()
     local page = S.tmpfile("plain.html")
     assert(html.write(model(), page))
     local state = S.open_page(page, "#probe=0,5")
@@ -98,6 +99,7 @@ describe("the timeline page's graph, counter and span parts", function()
     local graph = element(page, "graph")
     assert.same({1.5}, graph.id) -- the job whose id is no number is left out
     assert.same({0, 1}, graph.so)
+    if S.sanitized then return end -- Chromium: in the plain run only
     local file = S.tmpfile("parts.html")
     S.write(file, page)
     local state = S.open_page(file, "#hover=0,15&do=key:c")

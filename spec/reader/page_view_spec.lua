@@ -7,6 +7,7 @@ local trace = require "jobque_profile.trace"
 local stats = require "jobque_profile.stats"
 
 local run = S.cli
+local describe_in_browser = S.plain_only(describe, pending, "drives Chromium")
 
 -- A Chrome trace of `events` (tables) turned into a page; returns the
 -- page's path and the model of the trace.
@@ -34,7 +35,7 @@ local function three_lanes()
   return events
 end
 
-describe("the HTML timeline's time base", function()
+describe_in_browser("the HTML timeline's time base", function()
   local page, model
   setup(function() page, model = page_of(three_lanes(), "base") end)
 
@@ -71,7 +72,7 @@ describe("the HTML timeline's time base", function()
   end)
 end)
 
-describe("the HTML timeline's layout", function()
+describe_in_browser("the HTML timeline's layout", function()
   it("lets three lanes fill the window's height", function()
     local page = page_of(three_lanes(), "fill")
     local state = S.open_page(page, nil, nil, "1200,800")
@@ -106,7 +107,7 @@ describe("the HTML timeline's layout", function()
   end)
 end)
 
-describe("long and multi-line names on the HTML timeline", function()
+describe_in_browser("long and multi-line names on the HTML timeline", function()
   local LANE = "a very long lane name with <tags> & ampersands\nand a second line " .. ("z"):rep(40)
   local CAT = "category <b>&amp;</b> with\na line break and a very long name" -- 61 characters
   local SHORT = "two\nlines"
@@ -178,7 +179,7 @@ local CHAIN = {
   job(2, 1000, 10000, "gamma", 3),
 }
 
-describe("the HTML timeline's critical path", function()
+describe_in_browser("the HTML timeline's critical path", function()
   local page
   setup(function() page = ours(CHAIN, 60000) end)
 
@@ -266,7 +267,7 @@ local function arrows(state)
   return out
 end
 
-describe("the HTML timeline's arrows", function()
+describe_in_browser("the HTML timeline's arrows", function()
   local page
   setup(function() page = ours(AWAIT, 8000) end)
 
@@ -340,7 +341,7 @@ local function with_parts()
   return ours(events, 60000)
 end
 
-describe("the HTML timeline's counters", function()
+describe_in_browser("the HTML timeline's counters", function()
   local page
   setup(function() page = with_parts() end)
 
@@ -364,7 +365,7 @@ describe("the HTML timeline's counters", function()
   end)
 end)
 
-describe("the HTML timeline's spans", function()
+describe_in_browser("the HTML timeline's spans", function()
   local page
   setup(function() page = with_parts() end)
 

@@ -1,5 +1,5 @@
 /*
- * marshal.c - the wire format of values that cross lua_States.
+ * codec.c - the wire format of values that cross lua_States.
  *
  * One record per value: a tag byte, then its payload. Tables and Lua
  * functions get reference numbers in encounter order, so shared and cyclic
@@ -27,8 +27,8 @@
 
 #include "common/array.h"
 
-#if !defined(JQ_MARSHAL_DEPTH)
-#define JQ_MARSHAL_DEPTH 200 /* nesting of tables and functions */
+#if !defined(JQ_CODEC_DEPTH)
+#define JQ_CODEC_DEPTH 200 /* nesting of tables and functions */
 #endif
 #if !defined(JQ_FUNCTION_CACHE)
 #define JQ_FUNCTION_CACHE 512 /* loaded functions kept per state */
@@ -85,7 +85,7 @@ typedef struct enc {
   int nrefs;
   int oom;
   int old_names; /* the name cache it used was made before this encode */
-  segment path[JQ_MARSHAL_DEPTH + 2];
+  segment path[JQ_CODEC_DEPTH + 2];
   int depth;
   const char *label;
   const char *dest; /* where the values go, for messages: "sent to a worker", ... */
@@ -155,7 +155,7 @@ static size_t segment_text(const enc *e, int i, char *out, size_t cap) {
  * is never cut. */
 static int fail(enc *e, const char *what) {
   char seg[128];
-  int nseg = (e->depth < JQ_MARSHAL_DEPTH + 1 ? e->depth : JQ_MARSHAL_DEPTH + 1) + 1;
+  int nseg = (e->depth < JQ_CODEC_DEPTH + 1 ? e->depth : JQ_CODEC_DEPTH + 1) + 1;
   size_t reason = strlen(what) + 2; /* ": " what */
   size_t room = e->errlen > reason + 1 ? e->errlen - reason - 1 : 0;
   size_t total = 0;
@@ -545,7 +545,7 @@ static int encode_object(enc *e, int idx) {
   }
   if (is_c)
     return failf(e, "a C function cannot be %s (only those of loaded modules can)", e->dest);
-  if (e->depth >= JQ_MARSHAL_DEPTH)
+  if (e->depth >= JQ_CODEC_DEPTH)
     return fail(e, "tables or functions nested too deeply");
   e->depth++;
   e->path[e->depth].kind = 0;

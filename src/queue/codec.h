@@ -1,5 +1,5 @@
 /*
- * marshal.h - copies Lua values between lua_States through a byte buffer.
+ * codec.h - copies Lua values between lua_States through a byte buffer.
  *
  * Owns: the wire format of values that cross states (arguments, results,
  * errors, job functions with their upvalues).
@@ -13,8 +13,8 @@
  * Thread safety: a buffer is written by one thread and then read by others
  * only after being published (under the queue's mutex, for the queue).
  */
-#ifndef JQ_MARSHAL_H
-#define JQ_MARSHAL_H
+#ifndef JQ_CODEC_H
+#define JQ_CODEC_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -67,7 +67,7 @@ static jq_job *job_from_value(lua_State *L, int idx) {
   return h ? h->job : NULL;
 }
 
-/* How job handles cross states, for the codec (marshal.c). */
+/* How job handles cross states, for the codec (codec.c). */
 static void *handle_from_value(lua_State *L, int idx) {
   return job_from_value(L, idx);
 }

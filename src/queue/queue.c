@@ -627,6 +627,27 @@ jq_job *jq_queue_some_unfinished(jq_queue *q) {
   return head == JQ_CLOSED ? NULL : head;
 }
 
+/* (mu) The jobs awaiting `job`, which just finished: those of q resumed
+ * now (with their arrow), those of other queues listed for
+ * jq_queue_resume_remote (the list takes the reference). */
+static void resume_waiters(jq_queue *q, jq_job *job) {
+  for (int i = 0; i < job->nwaiters; i++) {
+    jq_waiter *wt = &job->waiters[i];
+    if (wt->job->q != q) { /* resumed once this thread holds no mutex; the list takes the reference */
+      wt->job->remote_tag = job->tag;
+      wt->job->remote_next = remote_resumes;
+      remote_resumes = wt->job;
+      continue;
+    }
+    if (!jq_job_finished(wt->job)) { /* a waiter cancelled by a close is gone */
+      jq_ring_put(JQ_EV_FLOW, 0, job->tag, wt->edge, (int64_t)wt->job->id, 0, 0);
+      push_resume(q, wt->job);
+    }
+    jq_job_unref(wt->job);
+  }
+  job->nwaiters = 0;
+}
+
 /* (mu) One job reached its end; dependants and waiters are handled by the
  * caller's worklist so a long chain does not recurse. Returns -1, doing
  * nothing, if it had finished already (a bug: counted in testing builds). */
@@ -657,21 +678,7 @@ static int finish_one(jq_queue *q, jq_job *job, int state, jq_job ***work, int *
   if (job->all_next)
     job->all_next->all_prev = job->all_prev;
   job->all_prev = job->all_next = NULL;
-  for (int i = 0; i < job->nwaiters; i++) {
-    jq_waiter *wt = &job->waiters[i];
-    if (wt->job->q != q) { /* resumed once this thread holds no mutex; the list takes the reference */
-      wt->job->remote_tag = job->tag;
-      wt->job->remote_next = remote_resumes;
-      remote_resumes = wt->job;
-      continue;
-    }
-    if (!jq_job_finished(wt->job)) { /* a waiter cancelled by a close is gone */
-      jq_ring_put(JQ_EV_FLOW, 0, job->tag, wt->edge, (int64_t)wt->job->id, 0, 0);
-      push_resume(q, wt->job);
-    }
-    jq_job_unref(wt->job);
-  }
-  job->nwaiters = 0;
+  resume_waiters(q, job);
   for (int i = 0; i < job->ndependants; i++) {
     jq_job *d = job->dependants[i];
     /* Finished, or already on the worklist to fail (it lists this job

@@ -6,7 +6,7 @@
  * continue: their awaited job ended, or they yielded), then from the queue's
  * ready list; with nothing to run it parks on its condition variable. Each
  * slice, each await and each park is recorded on the worker's lane when a
- * trace session is armed (lock-free, see ring.h).
+ * recording session is armed (lock-free, see ring.h).
  *
  * Waiting lives here too (jq_wait): in a job's body a wait makes the job's
  * coroutine await a job of any queue (it yields, and queue.c puts it on its
@@ -603,7 +603,7 @@ static void spin_for_work(jq_worker *w) {
 /* (mu) The queue's counts, at the start of a slice (`end` 0: the slice
  * counts as running) and at its end (`end` 1: it no longer does, and the
  * state's heap goes with them): one event, no allocation (lua_gc's count
- * only reads). It carries the queue's number, so that two queues traced at
+ * only reads). It carries the queue's number, so that two queues recorded at
  * once get a track each. q->running leaves out the caller's slices
  * (`counted` 0): at a start the caller's counts as one more. */
 static void put_counts(jq_runner *r, int counted, int end) {
@@ -614,6 +614,26 @@ static void put_counts(jq_runner *r, int counted, int end) {
   uint16_t qno = (uint16_t)(seq < 1 ? 1 : seq > 0xffff ? 0xffff : seq);
   jq_ring_put(JQ_EV_COUNTS, end ? 0 : JQ_COUNTS_START, qno, (uint32_t)(kb < 0 ? 0 : kb),
               jq_counts_pack(ready, running, suspended), 0, 0);
+}
+
+/* (mu) Sleeps until a publisher wakes w (a park span when recording). */
+static void park(jq_worker *w) {
+  jq_queue *q = w->q;
+  uint64_t parked = jq_span_begin();
+  w->parked = 1;
+  atomic_fetch_add(&q->nparked, 1);
+#ifdef JQ_TESTING
+  atomic_fetch_add(&jq_test_parked, 1);
+#endif
+  if (atomic_load(&q->incoming)) /* pushed before it could see us parked */
+    w->parked = 0;
+  while (w->parked)
+    pthread_cond_wait(&w->cv, &q->mu);
+  atomic_fetch_sub(&q->nparked, 1);
+#ifdef JQ_TESTING
+  atomic_fetch_sub(&jq_test_parked, 1);
+#endif
+  jq_span_end(JQ_EV_PARK, 0, 0, 0, 0, parked);
 }
 
 /* Takes and runs one thing for w; with `block`, parks until there is one.
@@ -650,21 +670,7 @@ static int step(jq_runner *r, int block) {
       continue;
     }
     spun = 0;
-    uint64_t parked = jq_span_begin();
-    w->parked = 1;
-    atomic_fetch_add(&q->nparked, 1);
-#ifdef JQ_TESTING
-    atomic_fetch_add(&jq_test_parked, 1);
-#endif
-    if (atomic_load(&q->incoming)) /* pushed before it could see us parked */
-      w->parked = 0;
-    while (w->parked)
-      pthread_cond_wait(&w->cv, &q->mu);
-    atomic_fetch_sub(&q->nparked, 1);
-#ifdef JQ_TESTING
-    atomic_fetch_sub(&jq_test_parked, 1);
-#endif
-    jq_span_end(JQ_EV_PARK, 0, 0, 0, 0, parked);
+    park(w);
   }
   if (q->closing && resume) { /* woken, but its queue closes: cancelled */
     cancel_suspended(r, job);
@@ -733,7 +739,7 @@ void jq_prepare_state(lua_State *L, const char *path, const char *cpath, lua_CFu
   lua_setfield(L, -2, "path");
   lua_pushstring(L, cpath);
   lua_setfield(L, -2, "cpath");
-  luaL_getsubtable(L, -1, "preload"); /* this very library: one trace session */
+  luaL_getsubtable(L, -1, "preload"); /* this very library: one recording session */
   lua_pushcfunction(L, open_core);
   lua_setfield(L, -2, "jobque.core");
   lua_pop(L, 2);
@@ -773,11 +779,11 @@ static void *worker_main(void *arg) {
   else
     snprintf(name, sizeof name, "worker %d", w->index);
   /* Lane order: by queue, then worker (index < 1024). Keys stay below 2^30,
-   * where other threads' lanes start (trace.c), and never overflow: the
+   * where other threads' lanes start (session.c), and never overflow: the
    * queues made after the first 2^20 - 2 share the last queue number. */
   int seq = q->seq > 0 && q->seq < (1 << 20) - 1 ? q->seq : (1 << 20) - 1;
   int key = seq * 1024 + w->index + 1;
-  jq_trace_name_thread(name, key);
+  jq_session_name_thread(name, key);
 #ifdef JQ_TESTING
   lua_State *L = jq_test_newstate(); /* the specs' allocation-failure hook */
 #else

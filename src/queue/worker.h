@@ -7,7 +7,7 @@
  * recording it; the caller's share of the work when a queue has no workers;
  * waiting for jobs (jq_wait: block the thread, or await in a job).
  * Must not: let a lua_State or Lua value cross threads except through
- * marshal.c; raise while holding q->mu or malloc'd memory.
+ * codec.c; raise while holding q->mu or malloc'd memory.
  */
 #ifndef JQ_WORKER_H
 #define JQ_WORKER_H

@@ -19,6 +19,7 @@
 
 #include "common/digits.h"
 #include "common/file_replace.h"
+#include "record/events.h"
 #include "record/spans.h"
 
 #if !defined(JQ_WRITE_BUFFER)
@@ -483,7 +484,8 @@ static char *put_error(char *p, const jq_event *t) {
   return p;
 }
 
-static const char *const copy_names[4] = {"copy", "copy in", "copy out", "copy result"};
+static const char *const copy_names[4] = {"copy", JQ_NAME_COPY_IN, JQ_NAME_COPY_OUT,
+                                                  JQ_NAME_COPY_RESULT};
 
 /* One lane being written: its events' common part between ts and the name
  * (",\"pid\":1,\"tid\":N,\"name\":\""), made once. */
@@ -554,7 +556,7 @@ static void put_submit(const lane_out *o, const jq_event *e) {
   p = put_span_head(p, o, e);
   p = LIT(p, "submit ");
   p = put_cat(p, o->c, e->cat);
-  p = LIT(p, "\",\"cat\":\"submit\",\"args\":{\"job\":");
+  p = LIT(p, "\",\"cat\":\"" JQ_CAT_SUBMIT "\",\"args\":{\"job\":");
   p = jq_put_i64(p, e->arg);
   p = LIT(p, "}");
   p = put_bind(p, (uint64_t)e->arg * 2, 1);
@@ -604,7 +606,7 @@ static void put_after_ends(const lane_out *o, const jq_event *e) {
     uint64_t units = start.frac + step;
     char *p = wbuf_room(o->b, EVENT_MAX);
     p = put_point_at(p, o, (us_time){start.whole + units / 2048, (unsigned)(units % 2048)});
-    p = LIT(p, "after\",\"cat\":\"flow\",\"args\":{\"job\":");
+    p = LIT(p, "after\",\"cat\":\"" JQ_CAT_FLOW "\",\"args\":{\"job\":");
     p = jq_put_i64(p, e->arg);
     p = LIT(p, ",\"after\":");
     p = jq_put_u64(p, c->deps[k].dep);
@@ -621,7 +623,7 @@ static void put_dep(const lane_out *o, const jq_event *e) {
   const context *c = o->c;
   char *p = wbuf_room(o->b, EVENT_MAX);
   p = put_point_head(p, o, e->t0);
-  p = LIT(p, "dependency done\",\"cat\":\"flow\",\"args\":{\"job\":");
+  p = LIT(p, JQ_NAME_DEP_DONE "\",\"cat\":\"" JQ_CAT_FLOW "\",\"args\":{\"job\":");
   p = jq_put_u64(p, e->t1);
   p = LIT(p, ",\"dependant\":");
   p = jq_put_i64(p, e->arg);
@@ -640,7 +642,7 @@ static void put_slice(const lane_out *o, const jq_event *e, uint64_t i) {
   char *p = wbuf_room(o->b, EVENT_MAX + cat_len(c, e->cat) + ERROR_MAX);
   p = put_span_head(p, o, e);
   p = put_cat(p, c, e->cat);
-  p = LIT(p, "\",\"cat\":\"job\",\"args\":{\"job\":");
+  p = LIT(p, "\",\"cat\":\"" JQ_CAT_JOB "\",\"args\":{\"job\":");
   p = jq_put_i64(p, e->arg);
   if (e->flags & JQ_SLICE_FAILED)
     p = put_failed(p, o, i, e->arg);
@@ -659,7 +661,7 @@ static void put_copy(const lane_out *o, const jq_event *e, uint64_t i) {
   p = put_span_head(p, o, e);
   const char *name = copy_names[e->flags & JQ_COPY_KIND];
   p = put_lit(p, name, strlen(name));
-  p = LIT(p, "\",\"cat\":\"copy\",\"args\":{\"job\":");
+  p = LIT(p, "\",\"cat\":\"" JQ_CAT_COPY "\",\"args\":{\"job\":");
   p = jq_put_i64(p, e->arg);
   p = LIT(p, ",\"bytes\":");
   p = jq_put_u64(p, e->id);
@@ -685,7 +687,7 @@ static void put_cancel(const lane_out *o, const jq_event *e) {
 static void put_flow(const lane_out *o, const jq_event *e) {
   char *p = wbuf_room(o->b, EVENT_MAX);
   p = put_point_head(p, o, e->t0);
-  p = LIT(p, "wake job\",\"cat\":\"flow\",\"args\":{\"job\":");
+  p = LIT(p, JQ_NAME_WAKE_JOB "\",\"cat\":\"" JQ_CAT_FLOW "\",\"args\":{\"job\":");
   p = jq_put_i64(p, e->arg);
   p = LIT(p, "}");
   p = put_bind(p, (uint64_t)e->id * 2 + 1, 1);
@@ -729,11 +731,11 @@ static void put_wait(const lane_out *o, const jq_event *e) {
   char *p = wbuf_room(o->b, EVENT_MAX);
   p = put_span_head(p, o, e);
   if (e->arg) {
-    p = LIT(p, "wait\",\"cat\":\"wait\",\"args\":{\"job\":");
+    p = LIT(p, "wait\",\"cat\":\"" JQ_CAT_WAIT "\",\"args\":{\"job\":");
     p = jq_put_i64(p, e->arg);
     p = LIT(p, "}}");
   } else {
-    p = LIT(p, "wait all\",\"cat\":\"wait\"}");
+    p = LIT(p, "wait all\",\"cat\":\"" JQ_CAT_WAIT "\"}");
   }
   o->b->p = p;
 }
@@ -906,7 +908,7 @@ static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane,
 
 static void put_profile(wbuf *b, const context *ctx) {
   const jq_save_view *v = ctx->v;
-  PUT_LIT(b, "\n],\n\"jobqueProfile\":{\"version\":1,\"clock\":");
+  PUT_LIT(b, "\n],\n\"" JQ_KEY_PROFILE "\":{\"version\":1,\"clock\":");
   put_string(b, v->clock, strlen(v->clock));
   PUT_LIT(b, ",\"pid\":");
   put_number(b, v->pid);
@@ -932,7 +934,7 @@ static void put_profile(wbuf *b, const context *ctx) {
     put_number(b, i + 1);
     PUT_LIT(b, ",\"name\":");
     put_string(b, l->name, strlen(l->name));
-    /* Its role (trace.c): names alone are ambiguous, a queue may be named
+    /* Its role (session.c): names alone are ambiguous, a queue may be named
      * "thread" or "caller". */
     PUT_LIT(b, ",\"role\":");
     put_string(b, l->role, strlen(l->role));
@@ -976,7 +978,7 @@ static void put_profile(wbuf *b, const context *ctx) {
 
 static void write_trace(wbuf *b, const context *c) {
   const jq_save_view *v = c->v;
-  PUT_LIT(b, "{\"traceEvents\":[\n"
+  PUT_LIT(b, "{\"" JQ_KEY_EVENTS "\":[\n"
              "{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":\"jobque_profile\"}}");
   for (int i = 0; i < v->nlanes; i++)
     put_lane_meta(b, &v->lanes[i], i + 1);

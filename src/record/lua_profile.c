@@ -1,7 +1,7 @@
 /*
- * lua_trace.c - Lua bindings of the trace session (the seed page's API).
+ * lua_profile.c - Lua bindings of the recording session (the seed page's API).
  *
- * Validates every argument before any side effect and maps trace.c's error
+ * Validates every argument before any side effect and maps session.c's error
  * codes to Lua: bad arguments raise through luaL_arg*, a full registry or
  * exhausted memory raises luaL_error, and a save that cannot happen returns
  * false, message (and errno when the file system said no).
@@ -55,7 +55,7 @@ static int registry_error(lua_State *L, const char *fn, int rc, const char *what
 }
 
 /* profile_start([events_per_lane = 65536])
- * Out of memory raises, with tracing off and the last session kept for
+ * Out of memory raises, with recording off and the last session kept for
  * profile_save (the ring is allocated before the session is replaced). */
 static int l_profile_start(lua_State *L) {
   lua_Integer n = luaL_optinteger(L, 1, DEFAULT_EVENTS_PER_LANE);
@@ -65,7 +65,7 @@ static int l_profile_start(lua_State *L) {
   if ((uint64_t)n > SIZE_MAX / sizeof(jq_event) / 2)
     luaL_argerror(L, 1, lua_pushfstring(L, "events_per_lane %I is too large to allocate",
                                         (LUAI_UACINT)n));
-  if (jq_trace_start((uint64_t)n) != 0)
+  if (jq_session_start((uint64_t)n) != 0)
     return luaL_error(L,
                       "profile_start: cannot allocate %I events per lane (%I MiB a lane): "
                       "out of memory; pass a smaller events_per_lane",
@@ -75,7 +75,7 @@ static int l_profile_start(lua_State *L) {
 
 static int l_profile_stop(lua_State *L) {
   (void)L;
-  jq_trace_stop();
+  jq_session_stop();
   return 0;
 }
 
@@ -89,7 +89,7 @@ static int l_profile_save(lua_State *L) {
   luaL_argcheck(L, strlen(path) == len, 1, "path contains a zero byte");
   char err[2 * PATH_MAX + 512]; /* the path, and a link of its chain (file_replace.h) */
   int errnum;
-  int rc = jq_trace_save(path, err, sizeof err, &errnum);
+  int rc = jq_session_save(path, err, sizeof err, &errnum);
   if (rc == JQ_SAVE_OK) {
     lua_pushboolean(L, 1);
     return 1;
@@ -161,10 +161,10 @@ static uint32_t intern_marker(lua_State *L, int arg, const char *fn) {
 }
 
 /* profile_marker(id_or_name [, arg = 0])
- * With tracing off this returns before reading its arguments: the Lua
- * counterpart of compiling the call away, and what keeps an untraced call
+ * With recording off this returns before reading its arguments: the Lua
+ * counterpart of compiling the call away, and what keeps an unrecorded call
  * within a few percent of an empty C call. Arguments are checked whenever
- * tracing is on. */
+ * recording is on. */
 static int l_profile_marker(lua_State *L) {
   if (JQ_LIKELY(!jq_ring_armed()))
     return 0;
@@ -231,7 +231,7 @@ static uint16_t span_category(lua_State *L, const char *fn) {
   return (uint16_t)id;
 }
 
-/* Opens a span of the category at argument 1. Tracing off, it only counts
+/* Opens a span of the category at argument 1. Recording off, it only counts
  * (so that a profile_end later knows something is open). */
 static void span_begin(lua_State *L, const char *fn) {
   jq_thread *self = &jq_self;
@@ -264,7 +264,7 @@ static int l_profile_begin(lua_State *L) {
   return 0;
 }
 
-/* profile_end(): raises while tracing when no span is open. */
+/* profile_end(): raises while recording when no span is open. */
 static int l_profile_end(lua_State *L) {
   if (JQ_UNLIKELY(!span_end(L)) && jq_ring_armed())
     return luaL_error(L, "profile_end: no span is open here (each profile_end needs a "
@@ -301,8 +301,8 @@ static int l_profile_zone(lua_State *L) {
 
 /* The zone's __close(zone [, err]): ends the zone's span and puts the zone
  * in the free list. Closing a closed zone touches no span: it raises while
- * tracing, unless an error is closing it (raising then would hide that
- * error), and does nothing while tracing is off (as profile_end). */
+ * recording, unless an error is closing it (raising then would hide that
+ * error), and does nothing while recording is off (as profile_end). */
 static int l_zone_close(lua_State *L) {
   int for_error = !lua_isnoneornil(L, 2);
   if (JQ_UNLIKELY(!lua_getmetatable(L, 1) || !lua_rawequal(L, -1, lua_upvalueindex(2))))
@@ -339,7 +339,7 @@ static int l_profile_span(lua_State *L) {
   return span_done(L, status, 1);
 }
 
-/* profile_counter(name, value): tracing off, returns before reading them.
+/* profile_counter(name, value): recording off, returns before reading them.
  * The name must be a string and the value a number: Lua would convert
  * others (a number name to a new string: an allocation on every call). */
 static int l_profile_counter(lua_State *L) {

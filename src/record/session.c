@@ -1,5 +1,5 @@
 /*
- * trace.c - the process-wide session: lanes, start/stop/save, registries.
+ * session.c - the process-wide session: lanes, start/stop/save, registries.
  *
  * No Lua API and no formatting. Allocates only at start, on a thread's first
  * event in a session (its ring), on registration, and at save.
@@ -31,6 +31,7 @@
 #endif
 
 #include "record/json_writer.h"
+#include "record/snapshot.h"
 
 const uint32_t jq_palette[JQ_PALETTE_SIZE] = {
     0x5e96de, 0x43b08a, 0xac82e4, 0xc39536, 0xe08563, 0x4fc3d0,
@@ -74,7 +75,7 @@ typedef struct jq_category {
 
 #define MARKER_SLOTS (2 * JQ_MAX_MARKERS)
 
-/* Lane sort keys: the threads named with jq_trace_name_thread (a queue's
+/* Lane sort keys: the threads named with jq_session_name_thread (a queue's
  * workers) sort below LANE_UNNAMED, other threads from there on in the
  * order they joined, the caller last. */
 #define LANE_UNNAMED (1 << 30)
@@ -122,7 +123,7 @@ static void init(void) {
   initialized = 1;
 }
 
-void jq_trace_init(void) {
+void jq_session_init(void) {
   pthread_once(&init_once, init);
 }
 
@@ -245,8 +246,8 @@ static void stop_locked(void) {
   session_stop = jq_clock_ticks();
 }
 
-int jq_trace_start(uint64_t events_per_lane) {
-  jq_trace_init();
+int jq_session_start(uint64_t events_per_lane) {
+  jq_session_init();
   pthread_mutex_lock(&control_mu);
   /* Allocate first: a start that fails leaves the last session to be saved.
    * Only this thread and a start (control_mu) change the caller's ring. */
@@ -255,7 +256,7 @@ int jq_trace_start(uint64_t events_per_lane) {
   if (!self || !self->events || self->cap != events_per_lane) {
     ring = malloc((size_t)events_per_lane * sizeof(jq_event));
     if (!ring) {
-      stop_locked(); /* as documented: tracing is off after a failed start */
+      stop_locked(); /* as documented: recording is off after a failed start */
       pthread_mutex_unlock(&control_mu);
       return ENOMEM;
     }
@@ -308,27 +309,27 @@ int jq_trace_start(uint64_t events_per_lane) {
   return 0;
 }
 
-void jq_trace_stop(void) {
-  jq_trace_init();
+void jq_session_stop(void) {
+  jq_session_init();
   pthread_mutex_lock(&control_mu);
   stop_locked();
   pthread_mutex_unlock(&control_mu);
 }
 
-void jq_trace_name_thread(const char *name, int sort_key) {
+void jq_session_name_thread(const char *name, int sort_key) {
   snprintf(jq_self.name, sizeof jq_self.name, "%s", name);
   jq_self.sort_key = sort_key > 0 ? sort_key : 1;
 }
 
 #ifdef JQ_TESTING
-int jq_trace_lane_structs(void) {
+int jq_session_lane_structs(void) {
   pthread_mutex_lock(&lanes_mu);
   int n = all_count;
   pthread_mutex_unlock(&lanes_mu);
   return n;
 }
 
-void jq_trace_test_lanes_full(int on) {
+void jq_session_test_lanes_full(int on) {
   pthread_mutex_lock(&lanes_mu);
   test_lanes_full = on;
   pthread_mutex_unlock(&lanes_mu);
@@ -529,7 +530,7 @@ static int snapshot_registries(jq_save_view *v, void **block) {
 }
 
 /* What a lane is, from its sort key: only a queue's worker threads are
- * named (jq_trace_name_thread), and get keys below LANE_UNNAMED. */
+ * named (jq_session_name_thread), and get keys below LANE_UNNAMED. */
 static const char *lane_role(int sort_key) {
   if (sort_key == LANE_CALLER)
     return "caller";
@@ -547,9 +548,9 @@ static void snapshot_lane(jq_save_lane *s, const jq_lane *l) {
   memcpy(s->name, l->name, sizeof s->name);
 }
 
-int jq_trace_save(const char *path, char *err, size_t errlen, int *errnum) {
+int jq_session_save(const char *path, char *err, size_t errlen, int *errnum) {
   static jq_save_lane lanes[JQ_MAX_LANES]; /* control_mu held while in use */
-  jq_trace_init();
+  jq_session_init();
   *errnum = 0;
   jq_save_view v;
   memset(&v, 0, sizeof v);

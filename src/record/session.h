@@ -1,18 +1,19 @@
 /*
- * trace.h - the one trace session of the process.
+ * session.h - the one recording session of the process.
  *
  * Owns: arming and disarming (start/stop), the lanes of every thread that
  * records, the category and marker registries (which outlive sessions), and
- * the snapshot that save hands to the writer.
- * Must not: call Lua (lua_trace.c is the binding) or format output
+ * the snapshot that save hands to the writer (its type is in snapshot.h,
+ * so that the writer sees neither the session nor the record path).
+ * Must not: call Lua (lua_profile.c is the binding) or format output
  * (json_writer.c does).
  * Thread safety: every function here may be called from any thread at any
  * time, including while other threads record. Start, stop and save are
  * serialised by one control mutex; registries by another; the record path
  * (ring.h) takes neither.
  */
-#ifndef JQ_TRACE_H
-#define JQ_TRACE_H
+#ifndef JQ_SESSION_H
+#define JQ_SESSION_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -35,21 +36,21 @@
 extern const uint32_t jq_palette[JQ_PALETTE_SIZE];
 
 /* Once per process; every entry point below calls it. */
-void jq_trace_init(void);
+void jq_session_init(void);
 
 /* Arms a fresh session with rings of `events_per_lane` events; stops the
  * current one first. The calling thread becomes the "caller" lane.
  * Returns 0, or ENOMEM when the caller's ring cannot be allocated: it is
  * allocated first, so the last session (stopped, if it was running) is
- * still there for jq_trace_save. */
-int jq_trace_start(uint64_t events_per_lane);
-void jq_trace_stop(void);
+ * still there for jq_session_save. */
+int jq_session_start(uint64_t events_per_lane);
+void jq_session_stop(void);
 /* Whether a session is armed: jq_ring_armed (ring.h). */
 
 /* Names the calling thread's lane in this and later sessions ("worker 0"),
  * placed by sort_key (smaller first; unnamed threads follow, the caller
  * comes last). */
-void jq_trace_name_thread(const char *name, int sort_key);
+void jq_session_name_thread(const char *name, int sort_key);
 
 /* The color a name gets when none is given: a stable hash into the palette. */
 uint32_t jq_palette_color(const char *name, size_t len);
@@ -71,14 +72,14 @@ enum { JQ_SAVE_OK = 0, JQ_SAVE_ARMED, JQ_SAVE_EMPTY, JQ_SAVE_IO };
 
 /* Writes the last session to `path` (atomically). On failure fills `err`
  * and, for JQ_SAVE_IO, `*errnum`. */
-int jq_trace_save(const char *path, char *err, size_t errlen, int *errnum);
+int jq_session_save(const char *path, char *err, size_t errlen, int *errnum);
 
 #ifdef JQ_TESTING
 /* Number of lanes ever created (for the thread-reuse spec). */
-int jq_trace_lane_structs(void);
+int jq_session_lane_structs(void);
 /* While on, a thread without a lane gets none, as when JQ_MAX_LANES are
  * taken: its events are lost (and counted). */
-void jq_trace_test_lanes_full(int on);
+void jq_session_test_lanes_full(int on);
 #endif
 
 #endif

@@ -119,7 +119,7 @@ static void push_span(builder *b, const item *it) {
 
 /* The end `it` closes the innermost span its coroutine opened (the
  * innermost of all when its coroutine has none open among the SCAN_MAX
- * innermost: one opened while tracing was off, or in another coroutine), at t, on `lane` after
+ * innermost: one opened while recording was off, or in another coroutine), at t, on `lane` after
  * `anchor` (outside jobs, `job` 0: each after its own begin). The spans opened above it (by other coroutines of the job,
  * e.g. a generator's that yielded) are cut there and continue from t, so
  * that the pieces still nest. */

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "record/json_writer.h"
+#include "record/snapshot.h"
 
 typedef struct jq_piece {
   uint64_t t0, t1;  /* ticks */

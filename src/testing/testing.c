@@ -2,7 +2,7 @@
  * testing.c - helpers for the specs only (built with -DJQ_TESTING).
  *
  * Starts native threads that each own a lua_State, so that multi-lane and
- * multi-state behaviour of the trace session is tested before the job queue
+ * multi-state behaviour of the recording session is tested before the job queue
  * exists. Each thread runs a chunk of Lua with jobque.core preloaded from
  * this very library (no second copy, no second session).
  * Thread safety: the stop flag is atomic; a handle is used by its creator.
@@ -28,6 +28,12 @@
 #define HANDLE "jobque.test.threads"
 
 static _Atomic int stop_flag;
+
+/* The specs' gates: stop() and mark() broadcast under gate_mu, so that
+ * wait_stop() and wait_marks() sleep instead of spinning (a spinning thread
+ * starves the others under valgrind, which runs one thread at a time). */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
 
 typedef struct worker {
   pthread_t thread;
@@ -154,7 +160,21 @@ static int l_gc(lua_State *L) {
 }
 
 static int l_stop(lua_State *L) {
-  atomic_store(&stop_flag, lua_toboolean(L, 1) || lua_isnone(L, 1));
+  int on = lua_toboolean(L, 1) || lua_isnone(L, 1);
+  pthread_mutex_lock(&gate_mu);
+  atomic_store(&stop_flag, on);
+  pthread_cond_broadcast(&gate_cv);
+  pthread_mutex_unlock(&gate_mu);
+  return 0;
+}
+
+/* wait_stop(): sleeps until stop() (or stop(true)) is called. */
+static int l_wait_stop(lua_State *L) {
+  (void)L;
+  pthread_mutex_lock(&gate_mu);
+  while (!atomic_load(&stop_flag))
+    pthread_cond_wait(&gate_cv, &gate_mu);
+  pthread_mutex_unlock(&gate_mu);
   return 0;
 }
 
@@ -174,8 +194,21 @@ static int l_parked(lua_State *L) {
 }
 
 static int l_mark(lua_State *L) {
-  atomic_fetch_add(&jq_test_marks, 1);
   (void)L;
+  pthread_mutex_lock(&gate_mu);
+  atomic_fetch_add(&jq_test_marks, 1);
+  pthread_cond_broadcast(&gate_cv);
+  pthread_mutex_unlock(&gate_mu);
+  return 0;
+}
+
+/* wait_marks(n): sleeps until mark() was called n times in all. */
+static int l_wait_marks(lua_State *L) {
+  long n = (long)luaL_checkinteger(L, 1);
+  pthread_mutex_lock(&gate_mu);
+  while (atomic_load(&jq_test_marks) < n)
+    pthread_cond_wait(&gate_cv, &gate_mu);
+  pthread_mutex_unlock(&gate_mu);
   return 0;
 }
 
@@ -195,7 +228,7 @@ static int l_holding(lua_State *L) {
 }
 
 static int l_lane_structs(lua_State *L) {
-  lua_pushinteger(L, jq_trace_lane_structs());
+  lua_pushinteger(L, jq_session_lane_structs());
   return 1;
 }
 
@@ -236,7 +269,7 @@ static int l_replace_without_tmpfile(lua_State *L) {
 
 /* lanes_full(on): threads without a lane get none, as if every lane were taken. */
 static int l_lanes_full(lua_State *L) {
-  jq_trace_test_lanes_full(lua_toboolean(L, 1));
+  jq_session_test_lanes_full(lua_toboolean(L, 1));
   return 0;
 }
 
@@ -405,6 +438,7 @@ void jq_open_testing(lua_State *L, lua_CFunction open_core) {
   lua_pop(L, 1);
   static const luaL_Reg funcs[] = {{"stop", l_stop},
                                    {"stopping", l_stopping},
+                                   {"wait_stop", l_wait_stop},
                                    {"lane_structs", l_lane_structs},
                                    {"live_queues", l_live_queues},
                                    {"double_finishes", l_double_finishes},
@@ -420,6 +454,7 @@ void jq_open_testing(lua_State *L, lua_CFunction open_core) {
                                    {"parked", l_parked},
                                    {"mark", l_mark},
                                    {"marks", l_marks},
+                                   {"wait_marks", l_wait_marks},
                                    {"hold_takes", l_hold_takes},
                                    {"holding", l_holding},
                                    {"fail_alloc", l_fail_alloc},

@@ -1,7 +1,7 @@
 /*
  * testing_codec.c - the codec's own test binding (built with -DJQ_TESTING).
  *
- * Round-trips values through marshal.c between two fresh lua_States, with
+ * Round-trips values through codec.c between two fresh lua_States, with
  * no queue: one state makes the values, a second one gets them and checks
  * them. Handles are "boxes", reference-counted C objects of this file, so
  * the handle interface is tested without job handles.

@@ -1,0 +1,58 @@
+/*
+ * snapshot.h - the session's snapshot: what save hands to the writer.
+ *
+ * Owns: the types of the snapshot (jq_save_view, its lanes and names),
+ * which session.c fills from the stopped session and json_writer.c and
+ * spans.c read. A header of its own so that the writer sees the events
+ * and this view, never the session or the record path.
+ * Must not: declare functions or hold state.
+ * Thread safety: a view is read-only once built. Its lanes point into the
+ * session's rings, which stay quiescent while jq_session_save holds the
+ * session's control mutex, as it does until the writer returns; its names
+ * are copies or never freed.
+ */
+#ifndef JQ_SNAPSHOT_H
+#define JQ_SNAPSHOT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "record/clock.h"
+#include "record/events.h"
+
+typedef struct jq_save_lane {
+  const jq_event *events;
+  uint64_t count;
+  uint64_t dropped;
+  uint64_t full_at; /* ticks */
+  int no_ring;      /* the lane's ring could not be allocated */
+  char name[40];
+  int sort_key;
+  const char *role; /* "worker", "caller" or "other" (a static string) */
+} jq_save_lane;
+
+typedef struct jq_save_name {
+  uint32_t id;
+  uint32_t color; /* 0xRRGGBB (categories only) */
+  const char *name;
+  size_t len;
+} jq_save_name;
+
+typedef struct jq_save_view {
+  const jq_save_lane *lanes; /* in file order */
+  int nlanes;
+  const jq_save_name *categories; /* by id */
+  int ncategories;
+  const jq_save_name *markers; /* markers[i] has id i + 1 */
+  int nmarkers;
+  const jq_save_name *counters; /* counters[i] has id i + 1 */
+  int ncounters;
+  jq_clock_scale scale;      /* zero = session start */
+  uint64_t stop_ticks;
+  uint64_t events_per_lane;
+  uint64_t lost;             /* events from threads that got no lane */
+  long pid;
+  const char *clock;
+} jq_save_view;
+
+#endif
