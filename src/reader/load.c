@@ -43,10 +43,10 @@ typedef struct src {
   const char *err;   /* NULL: no error */
   size_t release_at; /* where release is due next */
   int mapped;
-  int inexact; /* an integer literal met that a double would not give back as JSON writes it (number) */
 } src;
 
 #define RELEASE_STEP ((size_t)1 << 24)
+#define NONE ((size_t)-1) /* no place in the text */
 
 /* Eight bytes read as one word: the scans below test eight at a time. */
 #define ONES 0x0101010101010101ULL
@@ -216,6 +216,11 @@ static size_t put_utf8(char *out, unsigned cp) {
   return 4;
 }
 
+/* The byte a backslash escape stands for, by its letter e (not u). */
+static char unescaped(char e) {
+  return e == 'b' ? '\b' : e == 'f' ? '\f' : e == 'n' ? '\n' : e == 'r' ? '\r' : e == 't' ? '\t' : e;
+}
+
 /* Pushes the string s[i..end) (quotes included, checked by str_end). */
 static void push_str(lua_State *L, src *t, size_t i, size_t end, int esc) {
   if (!esc) {
@@ -239,8 +244,7 @@ static void push_str(lua_State *L, src *t, size_t i, size_t end, int esc) {
       luaL_addlstring(&b, u, put_utf8(u, cp));
       continue;
     }
-    luaL_addchar(&b, e == 'b' ? '\b' : e == 'f' ? '\f' : e == 'n' ? '\n' : e == 'r' ? '\r'
-                     : e == 't' ? '\t' : e);
+    luaL_addchar(&b, unescaped(e));
     k += 2;
   }
   luaL_pushresult(&b);
@@ -260,15 +264,8 @@ static const uint64_t POW5[] = {1ull, 5ull, 25ull, 125ull, 625ull, 3125ull, 1562
                                 59604644775390625ull, 298023223876953125ull, 1490116119384765625ull,
                                 7450580596923828125ull};
 
-/* From here up, an integer read as a double (lua-cjson's way) is written
- * in another form than the integer's (14 significant digits, then an
- * exponent), and from 2^53 on it may be rounded: the cjson path reads a
- * text holding one (or a -0, which a double keeps as -0.0) with json_decode. */
-#define INEXACT_FROM 100000000000000u /* 1e14 */
-
 /* The number at s[i]: one past it, or 0 and an error. *isint with *iv
- * when it is an integer literal that fits 64 bits, else *dv (t->inexact
- * set for an integer of INEXACT_FROM or more, or -0). */
+ * when it is an integer literal that fits 64 bits, else *dv. */
 static size_t number(src *t, size_t i, int *isint, int64_t *iv, double *dv) {
   const char *s = t->s, *p = s + i, *e = s + t->n;
   int neg = p < e && *p == '-', has_frac = 0, has_exp = 0, dropped = 0, digits = 0, scale = 0;
@@ -316,8 +313,6 @@ static size_t number(src *t, size_t i, int *isint, int64_t *iv, double *dv) {
   *isint = !has_frac && !has_exp && !over;
   if (*isint) {
     *iv = neg ? (m == (uint64_t)1 << 63 ? INT64_MIN : -(int64_t)m) : (int64_t)m;
-    if (m >= INEXACT_FROM || (neg && m == 0))
-      t->inexact = 1;
     return k;
   }
   /* m and 10^|e| (|e| <= 22: 5^22 < 2^53) are exact doubles, and one IEEE
@@ -848,7 +843,8 @@ typedef struct loader {
   cells marker[MARKER_COLS]; /* ts kind arg pid tid */
   cells extra;               /* extra_ts */
   uint32_t *order;           /* time_order's */
-  int native;                /* columns with no item in Lua stay native at the end */
+  size_t events_at;          /* the events array's '[' */
+  int chain_tags;            /* the seed format's chain tags handed to Lua (chain_tags) */
 } loader;
 
 static void nomem(lua_State *L) {
@@ -1272,17 +1268,15 @@ static void note_time(loader *ld, double ts, double stop) {
 enum { K_JOB = 1, K_SUBMIT, K_WAIT, K_COPY, K_SLICE };
 
 /* What a complete event is (trace.lua's classify): its kind, and its
- * category's string in *cat; 0 when only the generic path reads it right
- * (a copy whose args the model keeps as a table among them), -1 for a seed
- * trace's chained slice. */
+ * category's string in *cat; 0 when only the generic path reads it right:
+ * a copy whose args the model keeps as a table among them, or a seed
+ * trace's chained slice (trace.lua's read_complete knows its chain's tag). */
 static int classify(loader *ld, const ev *e, uint32_t *cat) {
   src *t = &ld->t;
   int plain_args = (e->amask & ~A_JOB) == 0 && (e->job.kind == V_NONE || e->job.kind == V_INT);
-  if (e->cat.kind == V_NONE && e->name.esc)
-    return 0; /* (is it a seed trace's?) */
-  if (e->cat.kind == V_NONE && e->args.kind == V_OBJ &&
-      (is_str(t, &e->name, "publish") || is_str(t, &e->name, "chunk") || is_str(t, &e->name, "stage_wait")))
-    return -1;
+  if (e->cat.kind == V_NONE && (e->name.esc || (e->args.kind == V_OBJ && (is_str(t, &e->name, "publish") ||
+                                   is_str(t, &e->name, "chunk") || is_str(t, &e->name, "stage_wait")))))
+    return 0; /* a seed trace's chained slice, or (an escaped name) maybe one */
   if ((e->cat.kind != V_NONE && e->cat.kind != V_STR) || (e->cat.kind == V_STR && e->cat.esc))
     return 0;
   if (ld->ours && is_str(t, &e->cat, "copy")) {
@@ -1321,7 +1315,7 @@ static void lane_dirty(loader *ld, uint32_t k) {
 }
 
 /* A complete event straight into its lane's columns: 1, or 0 when the
- * generic path must read it, -1 for a seed trace (the cjson path's). */
+ * generic path must read it. */
 static int fast_slice(loader *ld, const ev *e) {
   lua_State *L = ld->L;
   if (e->odd || !time_ok(&e->ts) || !id_ok(&e->pid) || !id_ok(&e->tid) ||
@@ -1332,8 +1326,8 @@ static int fast_slice(loader *ld, const ev *e) {
   double ts = e->ts.d, dur = e->dur.kind == V_NONE ? 0 : e->dur.d;
   uint32_t cat = 0;
   int kind = classify(ld, e, &cat);
-  if (kind <= 0)
-    return kind;
+  if (!kind)
+    return 0;
   uint32_t li = use_lane(ld, e);
   if (cat != ld->lastcat) {
     ld->lastcat = cat;
@@ -1777,7 +1771,7 @@ static void flush_all(loader *ld, int last) {
                                           "copy_name", "copy_job", "copy_bytes"};
   static const char *const marker_cols[] = {"marker_ts", "marker_kind", "marker_arg", "marker_pid", "marker_tid"};
   lua_State *L = ld->L;
-  int native = last && ld->native;
+  int native = last;
   if (native)
     native_strings(ld);
   for (size_t d = 0; d < ld->ndirty_lanes; d++) {
@@ -1898,12 +1892,73 @@ static int touches_no_column(const src *t, const ev *e) {
   return 0;
 }
 
+/* Whether the event (not odd: its keys read) has the seed format's shape
+ * (trace.lua's read_complete and seed_chain_tags: ph "X", no cat, args an
+ * object, a name among `names`, which are NUL-separated); an escaped ph or
+ * name, or an odd event, may have it. */
+static int seed_shape(const src *t, const ev *e, const char *names) {
+  if (e->odd)
+    return 1;
+  if (e->ph.kind != V_STR || e->cat.kind != V_NONE || e->args.kind != V_OBJ || e->name.kind != V_STR)
+    return 0;
+  if (!e->ph.esc && !is_str(t, &e->ph, "X"))
+    return 0;
+  if (e->name.esc)
+    return 1;
+  for (const char *w = names; *w; w += strlen(w) + 1)
+    if (is_str_n(t, &e->name, w, strlen(w)))
+      return 1;
+  return 0;
+}
+
+#define CHAINED_NAMES "publish\0chunk\0stage_wait\0"
+
+/* The seed format's chain tags, before the first event that may be a
+ * chained slice is read: every event of the array that may be a publish
+ * decoded and handed to hooks.chain_tags(st, list), which sets st's. 1, or
+ * 0 and an error (the JSON; the one pass reads a text not yet checked). */
+static int chain_tags(loader *ld) {
+  lua_State *L = ld->L;
+  src *t = &ld->t;
+  size_t release_at = t->release_at, i = ws(t, ld->events_at + 1);
+  t->release_at = NONE; /* the pages given back are read again: none given back on this account */
+  lua_getfield(L, S_HOOKS, "chain_tags");
+  lua_pushvalue(L, S_ST);
+  lua_newtable(L);
+  lua_Integer n = 0;
+  while (i < t->n && t->s[i] != ']') {
+    ev e;
+    size_t end = t->s[i] == '{' ? read_event(t, i, &e) : skip_value(t, i, EVENT_DEPTH - 1);
+    if (end && t->s[i] == '{' && seed_shape(t, &e, "publish\0")) {
+      if (!push_value(L, t, i, S_NULL, EVENT_DEPTH - 1))
+        end = 0;
+      else
+        lua_rawseti(L, -2, ++n);
+    }
+    i = end ? ws(t, end) : t->n;
+    if (i < t->n && t->s[i] == ',')
+      i = ws(t, i + 1);
+    else if (i < t->n && t->s[i] != ']')
+      i = t->n; /* (the reading says what is wrong) */
+  }
+  t->release_at = release_at;
+  if (i >= t->n) {
+    lua_pop(L, 3);
+    return (int)fail(t, i, "unexpected end of the text (a value expected)");
+  }
+  lua_call(L, 2, 0);
+  ld->chain_tags = 1;
+  return 1;
+}
+
 /* Any other event: decoded into a table, read by hooks.rare(st, e, index)
  * (trace.lua's own code). One past it, or 0: an error (the JSON), or the
  * hook said no (*said_no; its two results stay on the stack). */
 static size_t rare(loader *ld, size_t at, lua_Integer index, const ev *e, int *said_no) {
   lua_State *L = ld->L;
   int top = lua_gettop(L);
+  if (e && !ld->chain_tags && seed_shape(&ld->t, e, CHAINED_NAMES) && !chain_tags(ld))
+    return 0;
   int flush = !touches_no_column(&ld->t, e);
   if (flush)
     flush_all(ld, 0);
@@ -1917,7 +1972,7 @@ static size_t rare(loader *ld, size_t at, lua_Integer index, const ev *e, int *s
   }
   lua_pushinteger(L, index);
   lua_call(L, 3, 2);
-  if (lua_toboolean(L, -2) && lua_type(L, -2) != LUA_TSTRING) {
+  if (lua_toboolean(L, -2)) {
     lua_settop(L, top);
     sync_counts(ld, 0);
     if (flush) { /* its copies are in the list now */
@@ -1956,9 +2011,8 @@ static void ns_time(val *v) {
 }
 
 /* One element of the events array, at s[i]: one past it; 0 and an error
- * (JSON); 0 with *said_no (the hook's answer on the stack); 0 with
- * *fallback. */
-static size_t one_event(loader *ld, size_t i, lua_Integer index, int *said_no, int *fallback) {
+ * (JSON); 0 with *said_no (the hook's answer on the stack). */
+static size_t one_event(loader *ld, size_t i, lua_Integer index, int *said_no) {
   src *t = &ld->t;
   ev e;
   if (t->s[i] != '{')
@@ -1988,10 +2042,6 @@ static size_t one_event(loader *ld, size_t i, lua_Integer index, int *said_no, i
       break;
     }
   }
-  if (done < 0) {
-    *fallback = 1;
-    return 0;
-  }
   if (done)
     return end;
   return rare(ld, i, index, &e, said_no) ? end : 0;
@@ -1999,11 +2049,12 @@ static size_t one_event(loader *ld, size_t i, lua_Integer index, int *said_no, i
 
 /* The events array at s[i] ('['), every element read in order: one past
  * it, or 0 (an error of the JSON in t, else *said_no with the hook's two
- * results on the stack, else *fallback). */
-static size_t read_events(loader *ld, size_t i, int *said_no, int *fallback) {
+ * results on the stack). */
+static size_t read_events(loader *ld, size_t i, int *said_no) {
   src *t = &ld->t;
   lua_Integer index = 0;
   size_t next_progress = PROGRESS_STEP;
+  ld->events_at = i;
   i = ws(t, i + 1);
   if (i < t->n && t->s[i] == ']')
     return i + 1;
@@ -2011,7 +2062,7 @@ static size_t read_events(loader *ld, size_t i, int *said_no, int *fallback) {
     i = ws(t, i);
     if (i >= t->n)
       return fail(t, i, "unexpected end of the text (a value expected)");
-    if (!(i = one_event(ld, i, ++index, said_no, fallback)))
+    if (!(i = one_event(ld, i, ++index, said_no)))
       return 0;
     if (i >= next_progress) {
       next_progress = i + PROGRESS_STEP;
@@ -2030,15 +2081,38 @@ static size_t read_events(loader *ld, size_t i, int *said_no, int *fallback) {
   }
 }
 
-#define NONE ((size_t)-1)
+/* The key s[i..end) (its quotes included, checked by str_end) is `word`
+ * (len bytes) once its escapes are decoded. */
+static int key_is(src *t, size_t i, size_t end, int esc, const char *word, size_t len) {
+  if (!esc)
+    return end - i - 2 == len && memcmp(t->s + i + 1, word, len) == 0;
+  size_t w = 0;
+  for (size_t k = i + 1; k < end - 1;) {
+    char u[4];
+    size_t n = 1;
+    if (t->s[k] != '\\') {
+      u[0] = t->s[k++];
+    } else if (t->s[k + 1] == 'u') {
+      unsigned cp = 0;
+      k = u_escape(t, k, &cp); /* checked already: never 0 here */
+      n = put_utf8(u, cp);
+    } else {
+      u[0] = unescaped(t->s[k + 1]);
+      k += 2;
+    }
+    if (n > len - w || memcmp(word + w, u, n) != 0)
+      return 0;
+    w += n;
+  }
+  return w == len;
+}
 
 /* Pass 1 of the checked path: the text is one JSON value and nothing else;
- * for an object, the values of its "traceEvents" and "jobqueProfile" keys
- * (NONE: none; a key with escapes in it sets *odd). 1, or 0 and an error. */
-static int outline(src *t, size_t *events, size_t *meta, int *odd) {
+ * for an object, the values of its last "traceEvents" and "jobqueProfile"
+ * keys, escapes decoded (NONE: none). 1, or 0 and an error. */
+static int outline(src *t, size_t *events, size_t *meta) {
   size_t i = ws(t, 0);
   *events = *meta = NONE;
-  *odd = 0;
   if (i < t->n && t->s[i] == '{') {
     i = ws(t, i + 1);
     while (i < t->n && t->s[i] != '}') {
@@ -2046,12 +2120,9 @@ static int outline(src *t, size_t *events, size_t *meta, int *odd) {
       size_t end = t->s[i] == '"' ? str_end(t, i, &esc) : fail(t, i, "expected a string key");
       if (!end)
         return 0;
-      size_t len = end - i - 2, *slot = NULL;
-      *odd |= esc;
-      if (!esc && len == 11 && memcmp(t->s + i + 1, "traceEvents", 11) == 0)
-        slot = events;
-      if (!esc && len == 13 && memcmp(t->s + i + 1, "jobqueProfile", 13) == 0)
-        slot = meta;
+      size_t *slot = key_is(t, i, end, esc, "traceEvents", 11)     ? events
+                   : key_is(t, i, end, esc, "jobqueProfile", 13) ? meta
+                                                                 : NULL;
       i = ws(t, end);
       if (i >= t->n || t->s[i] != ':')
         return (int)fail(t, i, "expected ':' after a key");
@@ -2081,11 +2152,14 @@ static int outline(src *t, size_t *events, size_t *meta, int *odd) {
   return 1;
 }
 
-/* ---- the binding ---- */
+/* ---- the file ---- */
 
+/* The text of a load when it is a file's: mapped (a regular file), else
+ * read into memory of its own (a pipe, a terminal, a directory's error). */
 typedef struct mapping {
-  void *addr;
+  void *addr; /* the mapping, or NULL */
   size_t len;
+  char *heap; /* the bytes read, or NULL */
 } mapping;
 
 static int mapping_gc(lua_State *L) {
@@ -2093,15 +2167,53 @@ static int mapping_gc(lua_State *L) {
   if (m->addr)
     munmap(m->addr, m->len);
   m->addr = NULL;
+  free(m->heap);
+  m->heap = NULL;
   return 0;
 }
 
-/* Maps the file at `path` (its userdata at S_BOX): 1, or 0 with an error
- * message pushed (-1: not a regular file, which the caller reads another way). */
-static int map_file(lua_State *L, const char *path, src *t) {
+/* The file open at fd read to its end into m->heap, exactly as long as
+ * what was read (fd closed): 1, or 0 with a message pushed. */
+static int read_all(lua_State *L, int fd, const char *path, mapping *m, src *t) {
+  size_t n = 0, cap = 0;
+  for (;;) {
+    if (n == cap) {
+      size_t grown = cap ? cap * 2 : (size_t)1 << 16;
+      char *p = grown > cap ? realloc(m->heap, grown) : NULL;
+      if (!p) {
+        close(fd);
+        nomem(L);
+      }
+      m->heap = p;
+      cap = grown;
+    }
+    ssize_t got = read(fd, m->heap + n, cap - n);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0) {
+      int err = errno;
+      close(fd);
+      lua_pushfstring(L, "cannot read %s: %s", path, strerror(err));
+      return 0;
+    }
+    if (got == 0)
+      break;
+    n += (size_t)got;
+  }
+  close(fd);
+  char *exact = realloc(m->heap, n ? n : 1); /* no byte after the text: ASan watches it */
+  if (exact)
+    m->heap = exact;
+  t->s = m->heap;
+  t->n = n;
+  return 1;
+}
+
+/* The file at `path` as the text (its userdata at S_BOX): mapped, else
+ * read. 1, or 0 with a message pushed. */
+static int open_file(lua_State *L, const char *path, src *t) {
   mapping *m = lua_newuserdatauv(L, sizeof *m, 0);
-  m->addr = NULL;
-  m->len = 0;
+  memset(m, 0, sizeof *m);
   lua_createtable(L, 0, 1);
   lua_pushcfunction(L, mapping_gc);
   lua_setfield(L, -2, "__gc");
@@ -2116,14 +2228,16 @@ static int map_file(lua_State *L, const char *path, src *t) {
     lua_pushfstring(L, "cannot open %s: %s", path, strerror(err));
     return 0;
   }
-  if (!S_ISREG(st.st_mode) || st.st_size == 0) {
+  t->s = "";
+  t->n = 0;
+  if (S_ISREG(st.st_mode) && st.st_size == 0) {
     close(fd);
-    return -1;
+    return 1;
   }
-  void *addr = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-  close(fd);
+  void *addr = S_ISREG(st.st_mode) ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
   if (addr == MAP_FAILED)
-    return -1;
+    return read_all(L, fd, path, m, t);
+  close(fd);
   madvise(addr, (size_t)st.st_size, MADV_SEQUENTIAL);
   m->addr = addr;
   m->len = (size_t)st.st_size;
@@ -2132,6 +2246,8 @@ static int map_file(lua_State *L, const char *path, src *t) {
   t->mapped = 1;
   return 1;
 }
+
+/* ---- the reading ---- */
 
 /* The loader's state made anew (its strings, lanes and tracks; the text
  * kept), as before a first reading. */
@@ -2160,9 +2276,9 @@ static void fresh_state(loader *ld) {
   ld->s_q = intern(ld, "?", 1);
 }
 
-/* hooks.begin(meta, is_array) -> st | nil, message | "fallback"; then the
- * model at S_MODEL. 1, or 0 (the results on the stack; nothing when the
- * meta's JSON is bad). */
+/* hooks.begin(meta, is_array) -> st | nil, message; then the model at
+ * S_MODEL. 1, or 0 (the results on the stack; nothing when the meta's JSON
+ * is bad). */
 static int begin(loader *ld, size_t meta, int is_array) {
   lua_State *L = ld->L;
   lua_getfield(L, S_HOOKS, "begin");
@@ -2185,9 +2301,6 @@ static int begin(loader *ld, size_t meta, int is_array) {
   lua_getfield(L, S_ST, "ours");
   ld->ours = lua_toboolean(L, -1);
   lua_pop(L, 1);
-  lua_getfield(L, S_HOOKS, "lists"); /* the specs': every column a Lua list */
-  ld->native = !lua_toboolean(L, -1);
-  lua_pop(L, 1);
   lua_getfield(L, S_ST, "model");
   luaL_checktype(L, -1, LUA_TTABLE);
   lua_replace(L, S_MODEL);
@@ -2195,14 +2308,14 @@ static int begin(loader *ld, size_t meta, int is_array) {
   return 1;
 }
 
-/* The slots a load keeps; then the text: the string given, else the file
- * mapped. 1, or 0 with what to return pushed (nil, message | "fallback"). */
+/* The slots a load keeps; then the text: the string given, else the
+ * file's. 1, or 0 with what to return pushed (nil, message, "file"). */
 static int setup(lua_State *L, loader **ldp) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 3);
   luaL_checkstack(L, S_TOP + 20, "load_trace");
-  lua_pushnil(L); /* S_BOX */
-  lua_getfield(L, S_HOOKS, "null");
+  lua_pushnil(L);                /* S_BOX */
+  lua_pushlightuserdata(L, NULL); /* S_NULL: JSON's null, the value lua-cjson's cjson.null is */
   while (lua_gettop(L) < S_TOP)
     lua_pushnil(L);
   loader *ld = lua_newuserdatauv(L, sizeof *ld, 0);
@@ -2216,26 +2329,13 @@ static int setup(lua_State *L, loader **ldp) {
   *ldp = ld;
   if (lua_type(L, S_TEXT) == LUA_TSTRING) {
     ld->t.s = lua_tolstring(L, S_TEXT, &ld->t.n);
-    lua_getfield(L, S_HOOKS, "exact");
-    if (lua_toboolean(L, -1)) { /* the specs': a copy with no byte after it, for ASan to watch */
-      char *copy = lua_newuserdatauv(L, ld->t.n ? ld->t.n : 1, 0);
-      memcpy(copy, ld->t.s, ld->t.n);
-      ld->t.s = copy;
-      lua_replace(L, S_BOX);
-    }
-    lua_pop(L, 1);
     return 1;
   }
-  const char *path = luaL_checkstring(L, S_PATH);
-  int r = map_file(L, path, &ld->t);
-  if (r == 1)
+  if (open_file(L, luaL_checkstring(L, S_PATH), &ld->t))
     return 1;
-  if (r == 0) {
-    luaL_pushfail(L);
-    lua_insert(L, -2);
-  } else {
-    lua_pushliteral(L, "fallback");
-  }
+  luaL_pushfail(L);
+  lua_insert(L, -2);
+  lua_pushliteral(L, "file");
   return 0;
 }
 
@@ -2292,9 +2392,9 @@ static size_t guess_meta(src *t, size_t from) {
  * array), its "jobqueProfile" (which our writer puts last) found first by a
  * guess. Pass 2 of the checked path checks the JSON as it reads, and this
  * checks the rest of the text: the model, or -1 when anything is not so
- * (bad JSON, a guess that was wrong, an event the hooks refused or the
- * cjson path's): the checked path then reads the text anew, and says
- * what it says in the order it says it. */
+ * (bad JSON, a guess that was wrong, an event the hooks refused, another
+ * shape): the checked path then reads the text anew, and says what it
+ * says in the order it says it. */
 static int load_fast(loader *ld) {
   src *t = &ld->t;
   size_t i = ws(t, 0), events = NONE, meta = NONE, guess = NONE;
@@ -2325,8 +2425,8 @@ static int load_fast(loader *ld) {
   }
   if (events >= t->n || t->s[events] != '[' || !begin(ld, guess != NONE ? guess : meta, is_array))
     return -1;
-  int said_no = 0, fallback = 0;
-  if (!(i = read_events(ld, events, &said_no, &fallback)))
+  int said_no = 0;
+  if (!(i = read_events(ld, events, &said_no)))
     return -1;
   if (!is_array) { /* the keys after the events */
     for (;;) {
@@ -2352,50 +2452,81 @@ static int load_fast(loader *ld) {
   return finish_load(ld);
 }
 
+/* What the JSON value at s[i] is, in a message's words. */
+static const char *json_type(const src *t, size_t i) {
+  switch (t->s[i]) {
+  case '{':
+    return "object";
+  case '[':
+    return "array";
+  case '"':
+    return "string";
+  case 'n':
+    return "null";
+  case 't':
+  case 'f':
+    return "boolean";
+  default:
+    return "number";
+  }
+}
+
+/* A checked text whose top value (at s[top]) is no array: 1 when it is an
+ * object whose "traceEvents" (at `events`) is an array or an empty object
+ * (no events), else 0 with nil and the message pushed. */
+static int object_shape(loader *ld, size_t top, size_t events) {
+  const src *t = &ld->t;
+  lua_State *L = ld->L;
+  char c = events != NONE ? t->s[events] : 0;
+  if (t->s[top] == '{' && (c == '[' || (c == '{' && t->s[ws(t, events + 1)] == '}')))
+    return 1;
+  luaL_pushfail(L);
+  if (t->s[top] != '{')
+    lua_pushfstring(L, "not a trace: the JSON is a %s, not an object with a \"traceEvents\" array",
+                    json_type(t, top));
+  else if (events == NONE)
+    lua_pushliteral(L, "not a trace: no \"traceEvents\" array");
+  else
+    lua_pushfstring(L, "not a trace: \"traceEvents\" is not an array (it is %s%s)",
+                    c == 'n' ? "" : c == '{' ? "an " : "a ", json_type(t, events));
+  return 0;
+}
+
+/* nil, "offset N: why", "json": what load_trace returns for bad JSON. */
+static int json_error(loader *ld) {
+  luaL_pushfail(ld->L);
+  lua_pushfstring(ld->L, "offset %I: %s", (LUAI_UACINT)ld->t.err_at, ld->t.err);
+  lua_pushliteral(ld->L, "json");
+  return 3;
+}
+
 /* The checked reading: the whole text checked first (pass 1), then read
  * (pass 2). What load_trace returns, on the stack: its count. */
 static int load_checked(loader *ld) {
-  lua_State *L = ld->L;
   size_t events, meta;
-  int odd, said_no = 0, fallback = 0;
-  if (!outline(&ld->t, &events, &meta, &odd)) {
-    luaL_pushfail(L);
-    lua_pushfstring(L, "offset %I: %s", (LUAI_UACINT)ld->t.err_at, ld->t.err);
-    lua_pushliteral(L, "json");
-    return 3;
-  }
+  int said_no = 0;
+  if (!outline(&ld->t, &events, &meta))
+    return json_error(ld);
   size_t top = ws(&ld->t, 0);
   int is_array = ld->t.s[top] == '[';
   if (is_array)
     events = top;
-  if (odd || events == NONE || ld->t.s[events] != '[') {
-    lua_pushliteral(L, "fallback");
-    return 1;
-  }
+  else if (!object_shape(ld, top, events))
+    return 2;
   if (!begin(ld, meta, is_array))
     return 2;
-  if (!read_events(ld, events, &said_no, &fallback)) {
-    if (fallback) {
-      lua_pushliteral(L, "fallback");
-      return 1;
-    }
-    if (said_no)
-      return 2;
-    luaL_pushfail(L);
-    lua_pushfstring(L, "offset %I: %s", (LUAI_UACINT)ld->t.err_at, ld->t.err);
-    lua_pushliteral(L, "json");
-    return 3;
-  }
+  if (ld->t.s[events] == '[' && !read_events(ld, events, &said_no))
+    return said_no ? 2 : json_error(ld);
   return finish_load(ld);
 }
 
-/* load_trace(hooks, path [, text]) -> st | nil, message [, "json"] | "fallback" */
+/* load_trace(hooks, path [, text]) -> st | nil, message [, "json" | "file"] */
 static int l_load_trace(lua_State *L) {
   loader *ld;
   if (!setup(L, &ld))
     return lua_gettop(L) - S_TOP;
   int n;
-  if (ws(&ld->t, 0) == ld->t.n) { /* the cjson path's words, for the same file */
+  if (ws(&ld->t, 0) == ld->t.n) {
     luaL_pushfail(L);
     lua_pushstring(L, ld->t.n ? "not a trace: the file is empty (only white space)" : "not a trace: the file is empty");
     n = 2;
@@ -2407,239 +2538,16 @@ static int l_load_trace(lua_State *L) {
     }
   }
   loader_free(ld);
-  if (ld->t.mapped) { /* the model holds copies of what it needs: the file can go now */
-    lua_pushcfunction(L, mapping_gc);
-    lua_pushvalue(L, S_BOX);
+  lua_pushcfunction(L, mapping_gc); /* the model holds copies of what it needs: the file can go now */
+  lua_pushvalue(L, S_BOX);
+  if (lua_type(L, -1) == LUA_TUSERDATA)
     lua_call(L, 1, 0);
-  }
+  else
+    lua_pop(L, 2);
   return n;
 }
 
-/* ---- sort_columns ---- */
-
-typedef struct keyed {
-  double ts;
-  lua_Integer i; /* 1-based */
-} keyed;
-
-/* Sorts a[0..n) by ts, ties by i (a merge sort: stable, n log n, no
- * recursion), through tmp. */
-static void merge_sort(keyed *a, keyed *tmp, size_t n) {
-  for (size_t w = 1; w < n; w *= 2) {
-    for (size_t lo = 0; lo < n - w; lo += 2 * w) {
-      size_t mid = lo + w, hi = mid + w < n ? mid + w : n, x = lo, y = mid, k = lo;
-      while (x < mid && y < hi)
-        tmp[k++] = a[y].ts < a[x].ts ? a[y++] : a[x++];
-      while (x < mid)
-        tmp[k++] = a[x++];
-      while (y < hi)
-        tmp[k++] = a[y++];
-      memcpy(a + lo, tmp + lo, (hi - lo) * sizeof *a);
-    }
-  }
-}
-
-/* sort_columns(t, fields, n): the columns t[fields[k]][1..n] put in the
- * order of the first one's numbers (ties: as they were), each a new table;
- * nothing done when they are in order already (trace.lua's sort_columns). */
-static int l_sort_columns(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
-  luaL_checktype(L, 2, LUA_TTABLE);
-  lua_Integer n = luaL_checkinteger(L, 3);
-  luaL_argcheck(L, n >= 0 && (lua_Unsigned)n < ((size_t)-1 / 2) / sizeof(keyed), 3, "count out of range");
-  lua_rawgeti(L, 2, 1);
-  lua_pushvalue(L, 4);
-  if (lua_gettable(L, 1) != LUA_TTABLE) /* 5: the first column */
-    return luaL_error(L, "sort_columns: no column %s", luaL_tolstring(L, 4, NULL));
-  int sorted = 1;
-  double prev = 0;
-  for (lua_Integer i = 1; i <= n; i++) { /* in order already (the loader sees to it, mostly): nothing made */
-    lua_rawgeti(L, 5, i);
-    int ok;
-    double ts = lua_tonumberx(L, -1, &ok);
-    lua_pop(L, 1);
-    if (!ok)
-      return luaL_error(L, "sort_columns: item %I is not a number", (LUAI_UACINT)i);
-    if (i > 1 && ts < prev)
-      sorted = 0;
-    prev = ts;
-  }
-  if (sorted)
-    return 0;
-  keyed *a = lua_newuserdatauv(L, (size_t)(n ? n : 1) * 2 * sizeof *a, 0);
-  for (lua_Integer i = 1; i <= n; i++) {
-    lua_rawgeti(L, 5, i);
-    a[i - 1].ts = lua_tonumber(L, -1);
-    a[i - 1].i = i;
-    lua_pop(L, 1);
-  }
-  merge_sort(a, a + n, (size_t)n);
-  lua_Integer nf = (lua_Integer)lua_rawlen(L, 2);
-  for (lua_Integer f = 1; f <= nf; f++) {
-    lua_rawgeti(L, 2, f); /* 7: the field's name */
-    lua_pushvalue(L, -1);
-    if (lua_gettable(L, 1) != LUA_TTABLE) /* 8: the old column */
-      return luaL_error(L, "sort_columns: no column %s", luaL_tolstring(L, 7, NULL));
-    lua_createtable(L, (int)(n < INT32_MAX ? n : INT32_MAX), 0);
-    for (lua_Integer k = 0; k < n; k++) {
-      lua_rawgeti(L, 8, a[k].i);
-      lua_rawseti(L, -2, k + 1);
-    }
-    lua_pushvalue(L, 7);
-    lua_pushvalue(L, 9);
-    lua_rawset(L, 1); /* t[name] = the new one */
-    lua_settop(L, 6);
-  }
-  return 0;
-}
-
-/* ---- sort_jobs ---- */
-
-/* *out = the number at the top of the stack, popped; 0 when it is not a
- * number a double holds exactly (an integer beyond 2^53, or NaN). */
-static int exact_number(lua_State *L, double *out) {
-  int ok = 0;
-  if (lua_isinteger(L, -1)) {
-    lua_Integer x = lua_tointeger(L, -1);
-    ok = x <= ((lua_Integer)1 << 53) && x >= -((lua_Integer)1 << 53);
-    *out = (double)x;
-  } else if (lua_type(L, -1) == LUA_TNUMBER) {
-    *out = (double)lua_tonumber(L, -1);
-    ok = *out == *out;
-  }
-  lua_pop(L, 1);
-  return ok;
-}
-
-/* The list at index 1 (n items) rearranged: item k+1 becomes the item
- * a[k].i was (through a copy, popped). */
-static void put_in_order(lua_State *L, const keyed *a, size_t n) {
-  lua_createtable(L, (int)n, 0); /* the items as they were */
-  int old = lua_gettop(L);
-  for (size_t k = 1; k <= n; k++) {
-    lua_rawgeti(L, 1, (lua_Integer)k);
-    lua_rawseti(L, old, (lua_Integer)k);
-  }
-  for (size_t k = 0; k < n; k++) {
-    lua_rawgeti(L, old, a[k].i);
-    lua_rawseti(L, 1, (lua_Integer)k + 1);
-  }
-  lua_pop(L, 1);
-}
-
-/* sort_jobs(list, field) -> true: the tables list[1..#list] put in the
- * order of their numbers t[field], ties by their t.id (graph.lua's
- * sort_jobs); nothing (the list untouched) when an item is not a table or
- * its value or id not a number exact as a double: the Lua sort does those. */
-static int l_sort_jobs(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
-  const char *field = luaL_checkstring(L, 2);
-  lua_Unsigned un = lua_rawlen(L, 1);
-  luaL_argcheck(L, un < ((size_t)-1 / 4) / sizeof(keyed) && un < INT32_MAX, 1, "list too long");
-  size_t n = (size_t)un;
-  keyed *a = lua_newuserdatauv(L, (n ? n : 1) * 3 * sizeof *a, 0); /* 3 */
-  keyed *tmp = a + n, *v = tmp + n; /* v[k].ts: item k+1's value */
-  for (size_t k = 0; k < n; k++) {
-    if (lua_rawgeti(L, 1, (lua_Integer)k + 1) != LUA_TTABLE)
-      return 0;
-    lua_getfield(L, -1, "id");
-    int ok = exact_number(L, &a[k].ts);
-    lua_getfield(L, -1, field);
-    ok = ok && exact_number(L, &v[k].ts);
-    lua_pop(L, 1);
-    if (!ok)
-      return 0;
-    a[k].i = (lua_Integer)k + 1;
-  }
-  merge_sort(a, tmp, n); /* by id, then (stable) by value: ties by id */
-  for (size_t k = 0; k < n; k++)
-    a[k].ts = v[a[k].i - 1].ts;
-  merge_sort(a, tmp, n);
-  put_in_order(L, a, n);
-  lua_pushboolean(L, 1);
-  return 1;
-}
-
-/* sort_numbers(list) -> true: the numbers list[1..#list] in ascending
- * order (equal ones stay as they were: 3 and 3.0 are equal); nothing (the
- * list untouched) when one is not a number exact as a double. */
-static int l_sort_numbers(lua_State *L) {
-  luaL_checktype(L, 1, LUA_TTABLE);
-  lua_Unsigned un = lua_rawlen(L, 1);
-  luaL_argcheck(L, un < ((size_t)-1 / 4) / sizeof(keyed) && un < INT32_MAX, 1, "list too long");
-  size_t n = (size_t)un;
-  keyed *a = lua_newuserdatauv(L, (n ? n : 1) * 2 * sizeof *a, 0); /* 2 */
-  int sorted = 1;
-  for (size_t k = 0; k < n; k++) {
-    lua_rawgeti(L, 1, (lua_Integer)k + 1);
-    if (!exact_number(L, &a[k].ts))
-      return 0;
-    a[k].i = (lua_Integer)k + 1;
-    if (k > 0 && a[k].ts < a[k - 1].ts)
-      sorted = 0;
-  }
-  lua_pushboolean(L, 1);
-  if (sorted)
-    return 1;
-  merge_sort(a, a + n, n);
-  put_in_order(L, a, n);
-  lua_pushvalue(L, 3);
-  return 1;
-}
-
-/* ---- json_check, json_decode: the cjson path's check and exact reading ---- */
-
-/* The string at index 1 as a text to read (no page released: not mapped). */
-static src text_arg(lua_State *L) {
-  src t;
-  memset(&t, 0, sizeof t);
-  t.s = luaL_checklstring(L, 1, &t.n);
-  t.release_at = NONE;
-  return t;
-}
-
-/* json_check(text) -> true, inexact | fail, message: the text is one JSON
- * value and nothing else, checked as load_trace checks it (its message,
- * "offset N: why"); inexact: it holds an integer literal a double would not
- * give back (json_decode reads it exactly). */
-static int l_json_check(lua_State *L) {
-  src t = text_arg(L);
-  size_t events, meta;
-  int odd;
-  if (!outline(&t, &events, &meta, &odd)) {
-    luaL_pushfail(L);
-    lua_pushfstring(L, "offset %I: %s", (LUAI_UACINT)t.err_at, t.err);
-    return 2;
-  }
-  lua_pushboolean(L, 1);
-  lua_pushboolean(L, t.inexact);
-  return 2;
-}
-
-/* json_decode(text, null) -> value | fail, message: the text (checked by
- * json_check) decoded as lua-cjson decodes it (null as `null`, as deep as
- * json_check lets it be), but with integers exact. */
-static int l_json_decode(lua_State *L) {
-  src t = text_arg(L);
-  luaL_checkany(L, 2);
-  lua_settop(L, 2);
-  size_t i = ws(&t, 0);
-  /* outline does not count the top object among the open containers */
-  size_t end = i < t.n ? push_value(L, &t, i, 2, t.s[i] == '{' ? -1 : 0) : 0;
-  if (!end || ws(&t, end) != t.n) {
-    lua_settop(L, 2);
-    luaL_pushfail(L);
-    lua_pushfstring(L, "offset %I: %s", (LUAI_UACINT)(end ? ws(&t, end) : t.err_at),
-                    end ? "text after the JSON value" : t.err ? t.err : "no value");
-    return 2;
-  }
-  return 1;
-}
-
 void jq_open_load(lua_State *L) {
-  static const luaL_Reg fns[] = {
-      {"load_trace", l_load_trace}, {"sort_columns", l_sort_columns}, {"sort_jobs", l_sort_jobs},
-      {"sort_numbers", l_sort_numbers}, {"json_check", l_json_check}, {"json_decode", l_json_decode},
-      {NULL, NULL}};
+  static const luaL_Reg fns[] = {{"load_trace", l_load_trace}, {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
 }
