@@ -5,7 +5,7 @@
 # seed's example, a demo trace and every *.json in DIR: the load's message,
 # `report` (whole and a range), `report --json` and the page
 # (spec/same_output.lua); and a saved file recorded on the caller alone,
-# its times masked. Prints the files that differ; exit 0 when none do.
+# its times masked. The page's own files are this checkout's on both sides. Prints the files that differ; exit 0 when none do.
 set -eu
 rev=${1:?usage: spec/same_output.sh REV [DIR]}
 corpus=${2:-}
@@ -13,6 +13,14 @@ top=$(pwd)
 tmp=$(mktemp -d)
 trap 'git -C "$top" worktree remove --force "$tmp/old" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
 git worktree add -q --detach "$tmp/old" "$rev"
+# The page's own files (HTML, CSS, JavaScript: their diff shows their
+# changes) are this checkout's on both sides: what is compared is what the
+# reading half writes into the page.
+for f in page.html page.css page.js hooks.js; do
+  for d in page timeline; do
+    [ -f "$tmp/old/lua/jobque_profile/$d/$f" ] && cp lua/jobque_profile/page/$f "$tmp/old/lua/jobque_profile/$d/$f"
+  done
+done
 for side in old new; do
   dir=$top; [ "$side" = old ] && dir=$tmp/old
   (cd "$dir" && cmake -S . -B "$tmp/build-$side" -DJOBQUE_TESTING=ON >/dev/null && cmake --build "$tmp/build-$side" -j2 >/dev/null)
@@ -54,7 +62,7 @@ for side in old new; do
   dir=$top; [ "$side" = old ] && dir=$tmp/old
   (cd "$dir" && LUA_PATH="lua/?.lua;;" LUA_CPATH="$tmp/build-$side/?.so;;" \
     lua5.4 "$tmp/record.lua" "$tmp/out-$side/recorded.json" 2>&1 | head -5)
-  sed -E 's/"(ts|dur|fullAtUs|startUs|stopUs|at)":-?[0-9.e+-]+/"\1":T/g; s/"(heap|value|KB)":[0-9.e+-]+/"\1":N/g' \
+  sed -E 's/"(ts|dur|fullAtUs|startUs|stopUs|durationUs|at)":-?[0-9.e+-]+/"\1":T/g; s/"clock":"([a-z]+)","pid":[0-9]+/"clock":"\1","pid":P/; s/"(heap|value|KB)":[0-9.e+-]+/"\1":N/g' \
     "$tmp/out-$side/recorded.json" >"$tmp/out-$side/recorded.masked" && rm "$tmp/out-$side/recorded.json"
   (cd "$dir" && LUA_PATH="lua/?.lua;spec/?.lua;;" LUA_CPATH="$tmp/build-$side/?.so;;" \
     lua5.4 "$top/spec/same_output.lua" "$tmp/out-$side" "$tmp"/in/*.json)
