@@ -252,6 +252,39 @@ describe("the native trace loader", function()
     same_model(S.read(S.demo_trace()), "demo")
   end)
 
+  it("reads every shape itself: empty files, top values that are no trace, escaped keys, events as {}", function()
+    local cases = {
+      {"", "t.json: not a trace: the file is empty"},
+      {" \n", "t.json: not a trace: the file is empty (only white space)"},
+      {"5", 't.json: not a trace: the JSON is a number, not an object with a "traceEvents" array'},
+      {'"x"', 't.json: not a trace: the JSON is a string, not an object with a "traceEvents" array'},
+      {"null", 't.json: not a trace: the JSON is a null, not an object with a "traceEvents" array'},
+      {"false", 't.json: not a trace: the JSON is a boolean, not an object with a "traceEvents" array'},
+      {'{"events":[]}', 't.json: not a trace: no "traceEvents" array'},
+      {'{"traceEvents":null}', 't.json: not a trace: "traceEvents" is not an array (it is null)'},
+      {'{"traceEvents":{"a":1}}', 't.json: not a trace: "traceEvents" is not an array (it is an object)'},
+      {'{"traceEvents":"[]"}', 't.json: not a trace: "traceEvents" is not an array (it is a string)'},
+      {'{"traceEvents":7}', 't.json: not a trace: "traceEvents" is not an array (it is a number)'},
+      {'{"traceEvents":true}', 't.json: not a trace: "traceEvents" is not an array (it is a boolean)'},
+      -- the last "traceEvents" counts, its key escaped or not
+      {'{"trace\\u0045vents":[],"traceEvents":5}', 't.json: not a trace: "traceEvents" is not an array (it is a number)'},
+    }
+    for _, c in ipairs(cases) do
+      local model, err = trace.decode(c[1], "t.json")
+      assert.is_nil(model, c[1])
+      assert.are.equal(c[2], err)
+    end
+    local path = S.tmpfile("empty.json")
+    S.write(path, "")
+    assert.are.same({nil, path .. ": not a trace: the file is empty"}, {trace.load(path)})
+    assert.are.same({nil, "cannot read /: Is a directory"}, {trace.load("/")})
+    local m = assert(trace.decode('{"traceEvents":{}}', "t.json")) -- an empty object: no events
+    assert.are.same({0, 0, "chrome"}, {m.nevents, #m.lanes, m.format})
+    m = assert(trace.decode('{"traceEvents":[],"trace\\u0045vents":[{"ph":"X","ts":2,"dur":3,"name":"a"}],'
+                            .. '"jobque\\u0050rofile":{"startUs":0,"stopUs":9}}', "t.json"))
+    assert.are.same({1, "jobque", 0, 9, "a"}, {m.nevents, m.format, m.t0, m.t1, m.lanes[1].sname[1]})
+  end)
+
   it("refuses JSON that is not JSON with the byte offset of the problem (from 0)", function()
     local cases = {
       {'{"traceEvents":[{"ph":"X",}]}', 26},
