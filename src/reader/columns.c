@@ -1,5 +1,5 @@
 /*
- * columns.c - the model's native columns (issue 12): cells owned by a
+ * columns.c - the model's native columns: cells owned by a
  * userdata, made a Lua list when Lua first reads them (see columns.h).
  *
  * An owner table with native columns has its own metatable: __index (a

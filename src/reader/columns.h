@@ -1,8 +1,8 @@
 /*
- * columns.h - the model's native columns (issue 12): a column the loader
+ * columns.h - the model's native columns: a column the loader
  * built in C stays C cells, owned by a userdata, until Lua reads it.
  *
- * The loader (trace_load.c) hands a column to its owner table (a lane, a
+ * The loader (load_cells.c) hands a column to its owner table (a lane, a
  * counter track, the model) with jq_column_attach: the owner's raw field
  * is cleared and its metatable's __index makes the Lua list on the first
  * read of the field (rawset into the owner: once), its __newindex sets a
