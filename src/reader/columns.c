@@ -1,6 +1,7 @@
 /*
- * columns.c - the model's native columns: cells owned by a
- * userdata, made a Lua list when Lua first reads them (see columns.h).
+ * columns.c - the model's native columns: cells owned by a userdata,
+ * made a Lua list when Lua first reads them; and jq_col_open, the C
+ * readers' way in (see columns.h).
  *
  * An owner table with native columns has its own metatable: __index (a
  * field missing from the table: its column made a list, rawset into the
@@ -297,6 +298,42 @@ int jq_column_field(lua_State *L, int owner, const char *field) {
 }
 
 /* column_native(owner, field) -> the column's userdata, or nil. */
+int jq_col_open(lua_State *L, int idx, jq_col *col) {
+  idx = lua_absindex(L, idx);
+  col->c = jq_column_test(L, idx);
+  if (col->c) {
+    lua_pushvalue(L, idx);
+    col->n = (lua_Integer)col->c->n;
+  } else if (lua_type(L, idx) != LUA_TTABLE) {
+    return 0;
+  } else if (!lua_getmetatable(L, idx)) {
+    lua_pushvalue(L, idx);
+    col->n = (lua_Integer)lua_rawlen(L, idx);
+  } else { /* read as Lua reads it, once, into a plain copy */
+    lua_pop(L, 1);
+    lua_Integer n = luaL_len(L, idx);
+    lua_createtable(L, n > 0 && n < (1 << 24) ? (int)n : 0, 0);
+    for (lua_Integer i = 1; i <= n; i++) {
+      lua_geti(L, idx, i);
+      lua_rawseti(L, -2, i);
+    }
+    col->n = n < 0 ? 0 : n;
+  }
+  col->idx = lua_gettop(L);
+  return 1;
+}
+
+int jq_col_field(lua_State *L, int owner, const char *field, jq_col *col) {
+  jq_column_field(L, owner, field);
+  if (!jq_col_open(L, -1, col)) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  lua_remove(L, -2);
+  col->idx = lua_gettop(L);
+  return 1;
+}
+
 static int l_column_native(lua_State *L) {
   luaL_checkstring(L, 2);
   if (jq_column_get(L, 1, lua_tostring(L, 2))) {

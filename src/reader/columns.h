@@ -1,14 +1,16 @@
 /*
- * columns.h - the model's native columns: a column the loader
- * built in C stays C cells, owned by a userdata, until Lua reads it.
+ * columns.h - the model's native columns: a column the loader built in C
+ * stays C cells, owned by a userdata, until Lua reads it; and the one
+ * reader C code has for a column, native cells or a Lua list (jq_col).
  *
  * The loader (load_cells.c) hands a column to its owner table (a lane, a
  * counter track, the model) with jq_column_attach: the owner's raw field
  * is cleared and its metatable's __index makes the Lua list on the first
  * read of the field (rawset into the owner: once), its __newindex sets a
- * field raw and drops its column, its __pairs makes them all first. C readers (stats.c, graph.c, page.c) ask jq_column_get or
- * jq_column_field and read the cells directly; a column already made a
- * list is read as a list.
+ * field raw and drops its column, its __pairs makes them all first. C readers (stats.c, graph.c, page.c)
+ * open a column with jq_col_open or jq_col_field and read its items with
+ * jq_col_push, jq_col_num and jq_col_str: the cells directly, a column
+ * already made a list (or a list a caller built) as a list.
  * Owns: the cells (freed by the column's __gc). Must not: be used by the
  * record path. Thread safety: one lua_State per call.
  */
@@ -20,6 +22,8 @@
 #include <string.h>
 
 #include <lua.h>
+
+#include "reader/number.h"
 
 /* A cell's kind (the loader's tags). */
 enum { JQ_C_NUM, JQ_C_INT, JQ_C_STR, JQ_C_FALSE, JQ_C_NIL, JQ_C_LANE };
@@ -103,6 +107,84 @@ void jq_column_push(lua_State *L, int idx, size_t k);
 
 /* Pushes the Lua list of the column at idx (a new table). */
 void jq_column_list(lua_State *L, int idx);
+
+/* ---- for C readers: one column, native cells or a Lua list ---- */
+
+/* An open column. Items are 1-based; a native column's items past its
+ * cells, and a list's past its end, are nil. */
+typedef struct jq_col {
+  const jq_column *c; /* the native column, or NULL: a Lua list, read raw */
+  int idx;            /* the stack index of the column's userdata or the list */
+  lua_Integer n;      /* its length: the cells, or #list */
+} jq_col;
+
+/* Opens the value at idx as a column and pushes exactly one value for it
+ * (keep it on the stack while the column is read): the native column's
+ * userdata, a list without a metatable itself, or, for a table with a
+ * metatable, a plain copy of t[1 .. #t] read as Lua reads them (its
+ * __index and __len run once here; what they raise is raised). Returns 1;
+ * 0 (nothing pushed) when the value is neither a column nor a table. */
+int jq_col_open(lua_State *L, int idx, jq_col *col);
+
+/* jq_col_open of owner[field] (a native column not yet made a list, else
+ * the field as Lua reads it): 1 and one value pushed, or 0 and nothing. */
+int jq_col_field(lua_State *L, int owner, const char *field, jq_col *col);
+
+/* Pushes item i; returns its type. */
+static inline int jq_col_push(lua_State *L, const jq_col *col, lua_Integer i) {
+  const jq_column *c = col->c;
+  if (!c)
+    return lua_rawgeti(L, col->idx, i);
+  if (i < 1 || (lua_Unsigned)i > c->n) {
+    lua_pushnil(L);
+    return LUA_TNIL;
+  }
+  int tag = jq_cell_tag(c, (size_t)i - 1);
+  if (tag == JQ_C_NUM)
+    lua_pushnumber(L, jq_cell_num(c, (size_t)i - 1));
+  else if (tag == JQ_C_INT)
+    lua_pushinteger(L, (lua_Integer)jq_cell_int(c, (size_t)i - 1));
+  else
+    jq_column_push(L, col->idx, (size_t)i - 1);
+  return lua_type(L, -1);
+}
+
+/* Cell k (0-based) of a native column as a number (NIL: not a number). */
+static inline jq_num jq_cell_number(const jq_column *c, size_t k) {
+  int t = jq_cell_tag(c, k);
+  if (t == JQ_C_NUM)
+    return jq_num_flt(jq_cell_num(c, k));
+  if (t == JQ_C_INT)
+    return jq_num_int((lua_Integer)jq_cell_int(c, k));
+  return jq_num_nil();
+}
+
+/* Item i as a number (NIL when it is not one); nothing left pushed. */
+static inline jq_num jq_col_num(lua_State *L, const jq_col *col, lua_Integer i) {
+  const jq_column *c = col->c;
+  if (c)
+    return i < 1 || (lua_Unsigned)i > c->n ? jq_num_nil() : jq_cell_number(c, (size_t)i - 1);
+  lua_rawgeti(L, col->idx, i);
+  jq_num x = jq_num_at(L, -1);
+  lua_pop(L, 1);
+  return x;
+}
+
+/* The bytes of item i and their length when it is a string, else NULL;
+ * nothing left pushed. The bytes stay put while the column is open (the
+ * column's strings or the list hold the string): their address can key a
+ * cache. */
+static inline const char *jq_col_str(lua_State *L, const jq_col *col, lua_Integer i, size_t *len) {
+  const jq_column *c = col->c;
+  if (c) {
+    if (i < 1 || (lua_Unsigned)i > c->n || jq_cell_tag(c, (size_t)i - 1) != JQ_C_STR)
+      return NULL;
+    return jq_column_str(c, c->v[i - 1], len);
+  }
+  const char *p = lua_rawgeti(L, col->idx, i) == LUA_TSTRING ? lua_tolstring(L, -1, len) : NULL;
+  lua_pop(L, 1);
+  return p;
+}
 
 /* Sets column_native(owner, field) -> the native column's userdata (not
  * yet made a list), or nil, in the table on top. */

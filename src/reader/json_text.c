@@ -1,13 +1,13 @@
 /*
  * json_text.c - core.json_text(v): a Lua value as JSON text, the same bytes
  * as jobque_profile.util's json (report --json, the page's args), in C: the
- * figures of a big trace are millions of values (issue 12).
+ * figures of a big trace are millions of values.
  *
  * The rules are util.json's: a string quoted with \" \\ \b \f \n \r \t and
  * \u00XX for the other control bytes, each sequence of bytes that is not
- * UTF-8 as U+FFFD; an integer in decimal; a float to 14
- * significant digits, or 17 when 14 do not read back as it; NaN and the
- * infinities null; a table with nothing in it or with a [1] a list of
+ * UTF-8 as U+FFFD; a number as number_text.h's jq_json_number writes it
+ * (an integer in decimal; a float to 14 significant digits, or 17 when 14
+ * do not read back as it; NaN and the infinities null); a table with nothing in it or with a [1] a list of
  * 1 .. #t; any other table an object of its string keys in Lua's order of
  * strings; anything else null. Tables are read as Lua reads them (__len,
  * __index); one with a __pairs, or nesting deeper than JQ_JSON_MAX_DEPTH,
@@ -23,47 +23,23 @@
 
 #include <lauxlib.h>
 
+#include "reader/number_text.h"
 #include "reader/reader.h"
+#include "reader/scratch.h"
 
 #if !defined(JQ_JSON_MAX_DEPTH)
 #define JQ_JSON_MAX_DEPTH 64 /* deeper: util.json, which has no C stack to mind */
 #endif
 
-/* The text being written: malloc'd memory owned by a userdata (its __gc
- * frees it), not a luaL_Buffer, whose stack discipline the walk below,
- * pushing keys and values as it goes, could not keep. */
-#define JBUF_MT "jobque.json_text"
-
+/* The text being written: a jq_vec in a scratch userdata (its __gc frees
+ * it when an error is raised), not a luaL_Buffer, whose stack discipline
+ * the walk below, pushing keys and values as it goes, could not keep. */
 typedef struct jbuf {
   lua_State *L;
-  char *p;
-  size_t n, cap;
+  jq_vec *v;
 } jbuf;
 
-static int jbuf_gc(lua_State *L) {
-  jbuf *b = luaL_checkudata(L, 1, JBUF_MT);
-  free(b->p);
-  b->p = NULL;
-  b->n = b->cap = 0;
-  return 0;
-}
-
-static void jb_add(jbuf *b, const char *s, size_t len) {
-  if (b->cap - b->n < len) {
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap - b->n < len) {
-      if (cap > ((size_t)-1) / 2)
-        luaL_error(b->L, "not enough memory");
-      cap *= 2;
-    }
-    char *p = realloc(b->p, cap);
-    if (!p)
-      luaL_error(b->L, "not enough memory");
-    b->p = p, b->cap = cap;
-  }
-  memcpy(b->p + b->n, s, len);
-  b->n += len;
-}
+static void jb_add(jbuf *b, const char *s, size_t len) { jq_scratch_add(b->L, b->v, s, len); }
 
 static void jb_char(jbuf *b, char c) { jb_add(b, &c, 1); }
 
@@ -140,22 +116,10 @@ static void add_quoted(jbuf *b, const char *s, size_t len) {
   jb_char(b, '"');
 }
 
-/* Appends the number at idx. */
+/* Appends the number at idx (number_text.h's report --json rule). */
 static void add_number(lua_State *L, jbuf *b, int idx) {
-  char text[40];
-  if (lua_isinteger(L, idx)) {
-    snprintf(text, sizeof text, LUA_INTEGER_FMT, (LUAI_UACINT)lua_tointeger(L, idx));
-  } else {
-    double v = (double)lua_tonumber(L, idx);
-    if (isnan(v) || isinf(v)) {
-      jb_str(b, "null");
-      return;
-    }
-    snprintf(text, sizeof text, "%.14g", v);
-    if (strtod(text, NULL) != v) /* times since 1970 need more digits */
-      snprintf(text, sizeof text, "%.17g", v);
-  }
-  jb_str(b, text);
+  char text[JQ_NUMBER_TEXT];
+  jb_add(b, text, jq_json_number(text, jq_num_at(L, idx)));
 }
 
 static int add_value(lua_State *L, jbuf *b, int idx, int depth);
@@ -264,27 +228,19 @@ static int add_value(lua_State *L, jbuf *b, int idx, int depth) {
 static int l_json_text(lua_State *L) {
   luaL_checkany(L, 1);
   lua_settop(L, 1);
-  jbuf *b = lua_newuserdatauv(L, sizeof *b, 0); /* 2 */
-  memset(b, 0, sizeof *b);
-  b->L = L;
-  luaL_setmetatable(L, JBUF_MT);
-  if (!add_value(L, b, 1, 0)) {
+  jq_scratch *s = jq_scratch_new(L, 1); /* 2 */
+  jbuf b = {L, &s->b[0]};
+  if (!add_value(L, &b, 1, 0)) {
+    jq_scratch_free(s);
     lua_pushnil(L);
     return 1;
   }
-  lua_pushlstring(L, b->p ? b->p : "", b->n);
-  free(b->p); /* now, not at the next collection: it can be a hundred MB */
-  b->p = NULL;
-  b->n = b->cap = 0;
+  lua_pushlstring(L, b.v->p ? b.v->p : "", b.v->n);
+  jq_scratch_free(s); /* now, not at the next collection: it can be a hundred MB */
   return 1;
 }
 
 void jq_open_json_text(lua_State *L) {
-  if (luaL_newmetatable(L, JBUF_MT)) {
-    lua_pushcfunction(L, jbuf_gc);
-    lua_setfield(L, -2, "__gc");
-  }
-  lua_pop(L, 1);
   lua_pushcfunction(L, l_json_text);
   lua_setfield(L, -2, "json_text");
 }

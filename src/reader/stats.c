@@ -23,218 +23,42 @@
 #include <lauxlib.h>
 
 #include "reader/columns.h"
+#include "reader/number.h"
+#include "reader/scratch.h"
+#include "reader/sort.h"
 #include "reader/reader.h"
 
-/* ---- numbers as Lua has them ---- */
-
-enum { T_NIL = 0, T_INT = 1, T_FLT = 2 };
-
-typedef union word {
-  lua_Integer i;
-  lua_Number f;
-} word;
-
-typedef struct num {
-  word v;
-  int t; /* T_NIL, T_INT or T_FLT */
-} num;
-
-static inline num inum(lua_Integer i) {
-  num x;
-  x.v.i = i;
-  x.t = T_INT;
-  return x;
-}
-
-static inline num fnum(lua_Number f) {
-  num x;
-  x.v.f = f;
-  x.t = T_FLT;
-  return x;
-}
-
-static inline lua_Number tof(num x) { return x.t == T_INT ? (lua_Number)x.v.i : x.v.f; }
-
-/* x + y and x - y: integers wrap, anything else is a float sum. */
-static inline num add(num x, num y) {
-  if (x.t == T_FLT && y.t == T_FLT)
-    return fnum(x.v.f + y.v.f);
-  if (x.t == T_INT && y.t == T_INT)
-    return inum((lua_Integer)((lua_Unsigned)x.v.i + (lua_Unsigned)y.v.i));
-  return fnum(tof(x) + tof(y));
-}
-
-static inline num sub(num x, num y) {
-  if (x.t == T_FLT && y.t == T_FLT)
-    return fnum(x.v.f - y.v.f);
-  if (x.t == T_INT && y.t == T_INT)
-    return inum((lua_Integer)((lua_Unsigned)x.v.i - (lua_Unsigned)y.v.i));
-  return fnum(tof(x) - tof(y));
-}
-
-/* Whether an integer is a float exactly (|i| <= 2^53). */
-#define FITS_FLOAT(i) ((lua_Unsigned)(i) + ((lua_Unsigned)1 << 53) <= ((lua_Unsigned)1 << 54))
-
-/* i < f and i <= f, exactly (false when f is NaN). */
-static int lt_int_flt(lua_Integer i, lua_Number f) {
-  if (FITS_FLOAT(i))
-    return (lua_Number)i < f;
-  if (f != f)
-    return 0;
-  if (f >= 0x1p63)
-    return 1;
-  if (f < -0x1p63)
-    return 0;
-  return i < (lua_Integer)ceil(f);
-}
-
-static int le_int_flt(lua_Integer i, lua_Number f) {
-  if (FITS_FLOAT(i))
-    return (lua_Number)i <= f;
-  if (f != f)
-    return 0;
-  if (f >= 0x1p63)
-    return 1;
-  if (f < -0x1p63)
-    return 0;
-  return i <= (lua_Integer)floor(f);
-}
-
-/* x < y and x <= y as Lua compares numbers. */
-static inline int lt(num x, num y) {
-  if (x.t == T_FLT && y.t == T_FLT) /* times: floats mostly */
-    return x.v.f < y.v.f;
-  if (x.t == T_INT && y.t == T_INT)
-    return x.v.i < y.v.i;
-  if (x.t == T_INT)
-    return lt_int_flt(x.v.i, y.v.f);
-  return x.v.f == x.v.f && !le_int_flt(y.v.i, x.v.f);
-}
-
-static inline int le(num x, num y) {
-  if (x.t == T_FLT && y.t == T_FLT)
-    return x.v.f <= y.v.f;
-  if (x.t == T_INT && y.t == T_INT)
-    return x.v.i <= y.v.i;
-  if (x.t == T_INT)
-    return le_int_flt(x.v.i, y.v.f);
-  return x.v.f == x.v.f && !lt_int_flt(y.v.i, x.v.f);
-}
-
-static void push_num(lua_State *L, num x) {
-  if (x.t == T_INT)
-    lua_pushinteger(L, x.v.i);
-  else if (x.t == T_FLT)
-    lua_pushnumber(L, x.v.f);
-  else
-    lua_pushnil(L);
-}
-
-/* The value on top (popped) as a num: T_NIL when it is not a number. */
-static inline num pop_num(lua_State *L, int type) {
-  num x;
-  x.t = T_NIL;
-  if (type == LUA_TNUMBER) {
-    if (lua_isinteger(L, -1))
-      x = inum(lua_tointeger(L, -1));
-    else
-      x = fnum(lua_tonumber(L, -1));
-  }
+/* The value on top (popped) as a number (NIL: not a number). */
+static inline jq_num pop_num(lua_State *L) {
+  jq_num x = jq_num_at(L, -1);
   lua_pop(L, 1);
   return x;
 }
 
-/* The argument at idx as a num (T_NIL: not a number). */
-static num arg_num(lua_State *L, int idx) {
-  lua_pushvalue(L, idx);
-  return pop_num(L, lua_type(L, -1));
-}
-
 /* ---- columns: a Lua list, or the loader's native cells (columns.h) ---- */
 
-/* Cell k (0-based) of a native column as a num (T_NIL: not a number). */
-static inline num cell_num(const jq_column *c, size_t k) {
-  int t = jq_cell_tag(c, k);
-  if (t == JQ_C_NUM)
-    return fnum(jq_cell_num(c, k));
-  if (t == JQ_C_INT)
-    return inum((lua_Integer)jq_cell_int(c, k));
-  num x;
-  x.v.i = 0;
-  x.t = T_NIL;
-  return x;
-}
-
-/* Item i of the column at t (a list, or a native column's userdata). */
-static inline num geti_num(lua_State *L, int t, lua_Integer i) {
-  if (lua_type(L, t) == LUA_TUSERDATA) {
-    const jq_column *c = lua_touserdata(L, t);
-    if (i < 1 || (lua_Unsigned)i > c->n) {
-      num x = {{0}, T_NIL};
-      return x;
-    }
-    return cell_num(c, (size_t)i - 1);
-  }
-  return pop_num(L, lua_rawgeti(L, t, i));
-}
-
-/* Pushes item i of the column at t: its type. */
-static inline int push_item(lua_State *L, int t, lua_Integer i) {
-  if (lua_type(L, t) == LUA_TUSERDATA) {
-    const jq_column *c = lua_touserdata(L, t);
-    if (i < 1 || (lua_Unsigned)i > c->n) {
-      lua_pushnil(L);
-      return LUA_TNIL;
-    }
-    jq_column_push(L, t, (size_t)i - 1);
-    return lua_type(L, -1);
-  }
-  return lua_rawgeti(L, t, i);
-}
-
-/* The length of the column at t (#t of a list). */
-static inline lua_Integer col_len(lua_State *L, int t) {
-  if (lua_type(L, t) == LUA_TUSERDATA)
-    return (lua_Integer)((const jq_column *)lua_touserdata(L, t))->n;
-  return (lua_Integer)lua_rawlen(L, t);
-}
-
-/* The value at idx (of type `type`) as a num: T_NIL when it is not a number. */
-static inline num num_at(lua_State *L, int idx, int type) {
-  num x;
-  x.t = T_NIL;
-  if (type == LUA_TNUMBER) {
-    if (lua_isinteger(L, idx))
-      x = inum(lua_tointeger(L, idx));
-    else
-      x = fnum(lua_tonumber(L, idx));
-  }
-  return x;
-}
-
-/* The same for a column of times, floats mostly: a number with a fraction
- * is a float, and one call tells. */
-static inline num time_at(lua_State *L, int idx, int type) {
+/* The value at idx as a time, floats mostly: a number with a fraction is
+ * a float, and one call tells. */
+static inline jq_num time_at(lua_State *L, int idx, int type) {
   if (type == LUA_TNUMBER) {
     lua_Number d = lua_tonumber(L, idx);
     if (fabs(d) < 0x1p52 && (lua_Number)(lua_Integer)d != d)
-      return fnum(d);
+      return jq_num_flt(d);
   }
-  return num_at(L, idx, type);
+  return type == LUA_TNUMBER ? jq_num_at(L, idx) : jq_num_nil();
 }
 
 /* Columns are read BATCH rows at a time: pushing a value and popping it
  * one by one costs twice as much as pushing a batch and dropping it at
  * once (lua_settop is no cheap call). */
 #define BATCH 16
-#define MAX_COLS 4
 
 /* Pushes the rows i .. i + m - 1 of the columns cols[0 .. ncols - 1], row
  * by row; their types in types[]. */
-static void push_rows(lua_State *L, const int *cols, int ncols, lua_Integer i, int m, int *types) {
+static void push_rows(lua_State *L, const jq_col *const *cols, int ncols, lua_Integer i, int m, int *types) {
   for (int r = 0; r < m; r++)
     for (int c = 0; c < ncols; c++)
-      types[r * ncols + c] = push_item(L, cols[c], i + r);
+      types[r * ncols + c] = jq_col_push(L, cols[c], i + r);
 }
 
 static inline int batch_rows(lua_Integer i, lua_Integer last) {
@@ -243,23 +67,7 @@ static inline int batch_rows(lua_Integer i, lua_Integer last) {
 
 /* ---- reading the model ---- */
 
-/* t[field] pushed when it is a native column (its userdata) or a table
- * without a metatable (its columns are read raw): its stack index; else
- * 0, nothing pushed. */
-static int get_column(lua_State *L, int t, const char *field) {
-  int type = jq_column_field(L, t, field);
-  if (type == LUA_TUSERDATA && jq_column_test(L, -1))
-    return lua_gettop(L);
-  if (type == LUA_TTABLE) {
-    if (!lua_getmetatable(L, -1))
-      return lua_gettop(L);
-    lua_pop(L, 1);
-  }
-  lua_pop(L, 1);
-  return 0;
-}
-
-/* The same of the value at idx (kept on the stack either way). */
+/* Whether the value at idx is a table without a metatable. */
 static int plain_table(lua_State *L, int idx) {
   if (lua_type(L, idx) != LUA_TTABLE)
     return 0;
@@ -268,6 +76,23 @@ static int plain_table(lua_State *L, int idx) {
     return 0;
   }
   return 1;
+}
+
+/* The value at idx opened as a column (one value pushed) when it is a
+ * native column or a table without a metatable: 1; else 0, nothing pushed. */
+static int open_column(lua_State *L, int idx, jq_col *col) {
+  if (!jq_column_test(L, idx) && !plain_table(L, idx))
+    return 0;
+  return jq_col_open(L, idx, col);
+}
+
+/* t[field] opened as open_column does: 1 (one value pushed), or 0. */
+static int get_column(lua_State *L, int t, const char *field, jq_col *col) {
+  jq_column_field(L, t, field);
+  int ok = open_column(L, -1, col);
+  lua_remove(L, ok ? -2 : -1);
+  col->idx = lua_gettop(L);
+  return ok;
 }
 
 /* t[field] as an integer (1), or 0 when it is not one. */
@@ -279,70 +104,27 @@ static int get_int_field(lua_State *L, int t, const char *field, lua_Integer *ou
   return ok;
 }
 
-/* ---- scratch memory of a call ---- */
+/* ---- scratch memory of a call: jq_scratch (scratch.h) ---- */
 
-#define SCRATCH_MT "jobque.stats_scratch"
 #define NSCRATCH 6
 
-typedef struct scratch {
-  void *p[NSCRATCH];
-  size_t size[NSCRATCH];
-} scratch;
-
-static void scratch_free(scratch *s) {
-  for (int k = 0; k < NSCRATCH; k++) {
-    free(s->p[k]);
-    s->p[k] = NULL;
-    s->size[k] = 0;
-  }
-}
-
-static int l_scratch_gc(lua_State *L) {
-  scratch_free(lua_touserdata(L, 1));
-  return 0;
-}
-
-/* A new scratch (pushed): buffers freed by scratch_free, or by __gc when
- * an error is raised before. */
-static scratch *new_scratch(lua_State *L) {
-  scratch *s = lua_newuserdatauv(L, sizeof *s, 0);
-  memset(s, 0, sizeof *s);
-  if (luaL_newmetatable(L, SCRATCH_MT)) {
-    lua_pushcfunction(L, l_scratch_gc);
-    lua_setfield(L, -2, "__gc");
-  }
-  lua_setmetatable(L, -2);
-  return s;
-}
-
-/* Buffer k of s with room for count items of size bytes (its contents kept). */
-static void *scratch_get(lua_State *L, scratch *s, int k, size_t count, size_t size) {
-  if (count > ((size_t)-1 / 2) / size)
-    luaL_error(L, "not enough memory");
-  size_t want = count * size;
-  if (want > s->size[k]) {
-    size_t grown = s->size[k] * 2 > want ? s->size[k] * 2 : want;
-    void *p = realloc(s->p[k], grown ? grown : 1);
-    if (!p)
-      luaL_error(L, "not enough memory");
-    s->p[k] = p;
-    s->size[k] = grown;
-  }
-  return s->p[k];
+/* Buffer k of s as room for count items of size bytes (contents kept). */
+static inline void *scratch_get(lua_State *L, jq_scratch *s, int k, size_t count, size_t size) {
+  return jq_scratch_room(L, &s->b[k], count, size);
 }
 
 /* ---- count_sorted, count_in ---- */
 
 /* The index of the first number of list[1..len] >= x (> x when strict);
  * -1 when one it compares is not a number. */
-static lua_Integer first_at_least(lua_State *L, int list, lua_Integer len, num x, int strict) {
+static lua_Integer first_at_least(lua_State *L, const jq_col *list, lua_Integer len, jq_num x, int strict) {
   lua_Integer lo = 1, hi = len + 1;
   while (lo < hi) {
     lua_Integer mid = lo + (hi - lo) / 2;
-    num t = geti_num(L, list, mid);
-    if (t.t == T_NIL)
+    jq_num t = jq_col_num(L, list, mid);
+    if (t.t == JQ_NUM_NIL)
       return -1;
-    if (strict ? le(t, x) : lt(t, x))
+    if (strict ? jq_num_le(t, x) : jq_num_lt(t, x))
       lo = mid + 1;
     else
       hi = mid;
@@ -352,14 +134,16 @@ static lua_Integer first_at_least(lua_State *L, int list, lua_Integer len, num x
 
 /* How many of the sorted times in the table at idx lie in [a, b] (false
  * or nil: an empty list, when `none` allows it). */
-static int count_sorted(lua_State *L, int idx, int none, num a, num b, lua_Integer *out) {
+static int count_sorted(lua_State *L, int idx, int none, jq_num a, jq_num b, lua_Integer *out) {
   *out = 0;
   if (none && !lua_toboolean(L, idx))
     return 1;
-  if (!jq_column_test(L, idx) && !plain_table(L, idx))
+  jq_col col;
+  if (!open_column(L, idx, &col))
     return 0;
-  lua_Integer len = col_len(L, idx);
-  lua_Integer hi = first_at_least(L, idx, len, b, 1), lo = first_at_least(L, idx, len, a, 0);
+  lua_Integer len = col.n;
+  lua_Integer hi = first_at_least(L, &col, len, b, 1), lo = first_at_least(L, &col, len, a, 0);
+  lua_pop(L, 1);
   if (hi < 0 || lo < 0)
     return 0;
   *out = hi - lo;
@@ -367,7 +151,7 @@ static int count_sorted(lua_State *L, int idx, int none, num a, num b, lua_Integ
 }
 
 /* How many of the items {ts} of the list at idx (up to the first nil) have ts in [a, b]. */
-static int count_in(lua_State *L, int idx, num a, num b, lua_Integer *out) {
+static int count_in(lua_State *L, int idx, jq_num a, jq_num b, lua_Integer *out) {
   *out = 0;
   if (!plain_table(L, idx))
     return 0;
@@ -381,11 +165,12 @@ static int count_in(lua_State *L, int idx, num a, num b, lua_Integer *out) {
       lua_pop(L, 1);
       return 0;
     }
-    num ts = pop_num(L, lua_getfield(L, -1, "ts"));
+    lua_getfield(L, -1, "ts");
+    jq_num ts = pop_num(L);
     lua_pop(L, 1);
-    if (ts.t == T_NIL)
+    if (ts.t == JQ_NUM_NIL)
       return 0;
-    if (le(a, ts) && le(ts, b))
+    if (jq_num_le(a, ts) && jq_num_le(ts, b))
       (*out)++;
   }
 }
@@ -402,13 +187,13 @@ static int count_in(lua_State *L, int idx, num a, num b, lua_Integer *out) {
 typedef struct units {
   size_t n;
   int floats; /* every from[] a float */
-  word *from;
+  jq_word *from;
   lua_Integer *idx;
   unsigned char *from_t;
 } units;
 
-static inline num unit_from(const units *u, size_t j) {
-  num x;
+static inline jq_num unit_from(const units *u, size_t j) {
+  jq_num x;
   x.v = u->from[j - 1];
   x.t = u->from_t[j - 1];
   return x;
@@ -419,9 +204,9 @@ static units *new_units(lua_State *L, size_t n) {
   if (n > ((size_t)1 << 40))
     return NULL;
   size_t cells = (n + 1) + n; /* words */
-  size_t size = sizeof(units) + cells * sizeof(word) + (n + 1);
+  size_t size = sizeof(units) + cells * sizeof(jq_word) + (n + 1);
   units *u = lua_newuserdatauv(L, size, 2);
-  word *w = (word *)(u + 1);
+  jq_word *w = (jq_word *)(u + 1);
   u->n = n;
   u->from = w;
   u->idx = (lua_Integer *)(w + n + 1);
@@ -434,20 +219,20 @@ static units *new_units(lua_State *L, size_t n) {
  * lanes one after the other, each lane's in time order; a lane's pieces
  * are disjoint, so their starts and their ends both ascend. */
 typedef struct piece {
-  word x, y;
+  jq_word x, y;
   uint32_t c;
   unsigned char xt, yt;
 } piece;
 
-static inline num piece_x(const piece *p) {
-  num v;
+static inline jq_num piece_x(const piece *p) {
+  jq_num v;
   v.v = p->x;
   v.t = p->xt;
   return v;
 }
 
-static inline num piece_y(const piece *p) {
-  num v;
+static inline jq_num piece_y(const piece *p) {
+  jq_num v;
   v.v = p->y;
   v.t = p->yt;
   return v;
@@ -464,7 +249,7 @@ typedef struct pieces {
   uint32_t gen;
   size_t *lane; /* lane l's pieces: p[lane[l] .. lane[l + 1]), the lanes that have any */
   piece *p;
-  word *sum;
+  jq_word *sum;
   uint32_t *seen, *touched, *tmp; /* tmp: the merge sort's */
   unsigned char *sum_t;
 } pieces;
@@ -475,13 +260,13 @@ static pieces *new_pieces(lua_State *L, size_t n, size_t nlanes, size_t ncat) {
   size_t max = (size_t)1 << 40;
   if (n > max || nlanes > max || ncat > UINT32_MAX)
     return NULL;
-  size_t size = sizeof(pieces) + n * sizeof(piece) + (nlanes + 1) * sizeof(size_t) + ncat * sizeof(word) +
+  size_t size = sizeof(pieces) + n * sizeof(piece) + (nlanes + 1) * sizeof(size_t) + ncat * sizeof(jq_word) +
                 3 * ncat * sizeof(uint32_t) + ncat;
   pieces *pc = lua_newuserdatauv(L, size, 0);
   pc->n = n, pc->nlanes = nlanes, pc->ncat = ncat, pc->gen = 0;
   pc->p = (piece *)(pc + 1);
   pc->lane = (size_t *)(pc->p + n);
-  pc->sum = (word *)(pc->lane + nlanes + 1);
+  pc->sum = (jq_word *)(pc->lane + nlanes + 1);
   pc->seen = (uint32_t *)(pc->sum + ncat);
   pc->touched = pc->seen + ncat;
   pc->tmp = pc->touched + ncat;
@@ -497,7 +282,7 @@ static pieces *new_pieces(lua_State *L, size_t n, size_t nlanes, size_t ncat) {
  * same bits. The categories set are touched[0 .. returned count), in the
  * order first met. */
 static size_t unit_sums(pieces *pc, const units *u, size_t j) {
-  num f = unit_from(u, j), t = unit_from(u, j + 1);
+  jq_num f = unit_from(u, j), t = unit_from(u, j + 1);
   if (++pc->gen == 0) { /* wrapped: no category is current */
     memset(pc->seen, 0, pc->ncat * sizeof(uint32_t));
     pc->gen = 1;
@@ -507,30 +292,30 @@ static size_t unit_sums(pieces *pc, const units *u, size_t j) {
     size_t lo = pc->lane[l], hi = pc->lane[l + 1], last = hi;
     while (lo < hi) { /* the first piece ending after f */
       size_t mid = lo + (hi - lo) / 2;
-      if (lt(f, piece_y(&pc->p[mid])))
+      if (jq_num_lt(f, piece_y(&pc->p[mid])))
         hi = mid;
       else
         lo = mid + 1;
     }
     for (size_t i = lo; i < last; i++) {
       const piece *p = &pc->p[i];
-      num x = piece_x(p), y = piece_y(p);
-      if (le(t, x))
+      jq_num x = piece_x(p), y = piece_y(p);
+      if (jq_num_le(t, x))
         break;
-      num s = lt(f, x) ? x : f, e = lt(y, t) ? y : t;
-      if (!lt(s, e))
+      jq_num s = jq_num_lt(f, x) ? x : f, e = jq_num_lt(y, t) ? y : t;
+      if (!jq_num_lt(s, e))
         continue;
       size_t c = p->c - 1;
-      num sum;
+      jq_num sum;
       if (pc->seen[c] != pc->gen) {
         pc->seen[c] = pc->gen;
         pc->touched[m++] = p->c;
-        sum = inum(0);
+        sum = jq_num_int(0);
       } else {
         sum.v = pc->sum[c];
         sum.t = pc->sum_t[c];
       }
-      sum = add(sum, sub(e, s));
+      sum = jq_num_add(sum, jq_num_sub(e, s));
       pc->sum[c] = sum.v;
       pc->sum_t[c] = (unsigned char)sum.t;
     }
@@ -544,29 +329,29 @@ static int cmp_u32(const void *a, const void *b) {
 }
 
 /* Category c's sum. */
-static inline num num_of(const pieces *pc, uint32_t c) {
-  num x;
+static inline jq_num num_of(const pieces *pc, uint32_t c) {
+  jq_num x;
   x.v = pc->sum[c - 1];
   x.t = pc->sum_t[c - 1];
   return x;
 }
 
 /* Whether Lua's x ~= y holds for two numbers (NaN differs from everything). */
-static int ne_num(num x, num y) {
-  if ((x.t == T_FLT && x.v.f != x.v.f) || (y.t == T_FLT && y.v.f != y.v.f))
+static int ne_num(jq_num x, jq_num y) {
+  if ((x.t == JQ_NUM_FLT && x.v.f != x.v.f) || (y.t == JQ_NUM_FLT && y.v.f != y.v.f))
     return 1;
-  return lt(x, y) || lt(y, x);
+  return jq_num_lt(x, y) || jq_num_lt(y, x);
 }
 
 /* Whether category c comes before category d in a unit's list (stats.lua's
  * by_busy: more busy time first, then the name in Lua's order); the
  * category names at the stack index names. */
 static int busier(lua_State *L, const pieces *pc, int names, uint32_t c, uint32_t d) {
-  num x, y;
+  jq_num x, y;
   x.v = pc->sum[c - 1], x.t = pc->sum_t[c - 1];
   y.v = pc->sum[d - 1], y.t = pc->sum_t[d - 1];
   if (ne_num(x, y))
-    return lt(y, x);
+    return jq_num_lt(y, x);
   lua_rawgeti(L, names, (lua_Integer)c);
   lua_rawgeti(L, names, (lua_Integer)d);
   int before = lua_compare(L, -2, -1, LUA_OPLT);
@@ -580,42 +365,42 @@ static units *push_unit_head(lua_State *L, lua_Integer j) {
   units *u = luaL_checkudata(L, lua_upvalueindex(1), UNITS_MT);
   luaL_argcheck(L, j >= 1 && (lua_Unsigned)j <= u->n, 1, "no such unit");
   lua_getiuservalue(L, lua_upvalueindex(1), 1);
-  push_item(L, lua_gettop(L), u->idx[j - 1]);
+  jq_col arg;
+  if (!jq_col_open(L, -1, &arg))
+    luaL_error(L, "the units' marker_arg is no column");
+  jq_col_push(L, &arg, u->idx[j - 1]);
+  lua_replace(L, -3);
+  lua_pop(L, 1);
   lua_replace(L, -2);
-  push_num(L, unit_from(u, (size_t)j));
-  push_num(L, unit_from(u, (size_t)j + 1));
+  jq_num_push(L, unit_from(u, (size_t)j));
+  jq_num_push(L, unit_from(u, (size_t)j + 1));
   return u;
 }
 
 /* Sets by[k] = { name, busy } of category c (the list on top of the stack,
  * the names below it). */
 static void push_entry(lua_State *L, const pieces *pc, uint32_t c, lua_Integer k) {
-  num time;
+  jq_num time;
   time.v = pc->sum[c - 1];
   time.t = pc->sum_t[c - 1];
   lua_createtable(L, 0, 3);
   lua_rawgeti(L, -3, (lua_Integer)c);
   lua_setfield(L, -2, "name");
-  push_num(L, time);
+  jq_num_push(L, time);
   lua_setfield(L, -2, "busy");
   lua_rawseti(L, -2, k);
 }
 
-/* Sorts c[0 .. n) by busier (a merge sort, bottom up, through tmp). */
-static void sort_busier(lua_State *L, const pieces *pc, int names, uint32_t *c, uint32_t *tmp, size_t n) {
-  for (size_t w = 1; w < n; w *= 2) {
-    for (size_t lo = 0; lo < n; lo += 2 * w) {
-      size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
-      size_t i = lo, j = mid, k = lo;
-      while (i < mid && j < hi)
-        tmp[k++] = busier(L, pc, names, c[j], c[i]) ? c[j++] : c[i++];
-      while (i < mid)
-        tmp[k++] = c[i++];
-      while (j < hi)
-        tmp[k++] = c[j++];
-    }
-    memcpy(c, tmp, n * sizeof *c);
-  }
+/* busier as jq_sort_stable's comparator. */
+typedef struct busier_ctx {
+  lua_State *L;
+  const pieces *pc;
+  int names;
+} busier_ctx;
+
+static int busier_less(void *ctx, uint32_t c, uint32_t d) {
+  const busier_ctx *x = ctx;
+  return busier(x->L, x->pc, x->names, c, d);
 }
 
 /* row(j) -> arg, from, to, by, busy: unit j's marker arg and bounds, its
@@ -629,29 +414,30 @@ static int l_unit_row(lua_State *L) {
   pieces *pc = luaL_checkudata(L, lua_upvalueindex(2), PIECES_MT);
   size_t m = unit_sums(pc, u, (size_t)j);
   qsort(pc->touched, m, sizeof *pc->touched, cmp_u32);
-  num busy = inum(0);
+  jq_num busy = jq_num_int(0);
   for (size_t k = 0; k < m; k++) {
-    num x;
+    jq_num x;
     x.v = pc->sum[pc->touched[k] - 1], x.t = pc->sum_t[pc->touched[k] - 1];
-    busy = add(busy, x);
+    busy = jq_num_add(busy, x);
   }
   lua_getiuservalue(L, lua_upvalueindex(1), 2); /* names */
   int names = lua_gettop(L);
-  sort_busier(L, pc, names, pc->touched, pc->tmp, m);
-  int positive = lt(inum(0), busy);
+  busier_ctx ctx = {L, pc, names};
+  jq_sort_stable(pc->touched, pc->tmp, m, busier_less, &ctx);
+  int positive = jq_num_lt(jq_num_int(0), busy);
   lua_createtable(L, m < INT32_MAX ? (int)m : 0, 0);
   for (size_t k = 0; k < m; k++) {
     push_entry(L, pc, pc->touched[k], (lua_Integer)k + 1);
     lua_rawgeti(L, -1, (lua_Integer)k + 1);
     if (positive)
-      lua_pushnumber(L, tof(num_of(pc, pc->touched[k])) / tof(busy));
+      lua_pushnumber(L, jq_num_tof(num_of(pc, pc->touched[k])) / jq_num_tof(busy));
     else
       lua_pushinteger(L, 0);
     lua_setfield(L, -2, "share");
     lua_pop(L, 1);
   }
   lua_remove(L, names);
-  push_num(L, busy);
+  jq_num_push(L, busy);
   return 5;
 }
 
@@ -753,18 +539,18 @@ static int l_unit_top(lua_State *L) {
     }                                                                                                             \
   }
 
-ORDER_STATS(nums, num, lt)
+ORDER_STATS(nums, jq_num, jq_num_lt)
 ORDER_STATS(floats, lua_Number, LT_FLOAT)
 
 /* Sets count, min, median, p95, max and slowest of the n units of u in the
  * table on top (stats.lua's order_stats and largest over their durations). */
-static void unit_figures(lua_State *L, scratch *s, const units *u, lua_Integer top) {
+static void unit_figures(lua_State *L, jq_scratch *s, const units *u, lua_Integer top) {
   lua_Integer n = (lua_Integer)u->n, m;
   lua_pushinteger(L, n);
   lua_setfield(L, -2, "count");
   lua_Integer room = top < n ? top : n;
   lua_Integer *slots = scratch_get(L, s, 2, room > 0 ? (size_t)room : 1, sizeof *slots);
-  num stat[4]; /* min, median, p95, max */
+  jq_num stat[4]; /* min, median, p95, max */
   lua_Integer km = (lua_Integer)ceil(0.5 * (lua_Number)n), kp = (lua_Integer)ceil(0.95 * (lua_Number)n);
   km = km < 1 ? 1 : km;
   kp = kp < 1 ? 1 : kp;
@@ -776,14 +562,14 @@ static void unit_figures(lua_State *L, scratch *s, const units *u, lua_Integer t
     if (n > 0) {
       lua_Number min, max;
       floats_extent(d, n, &min, &max);
-      stat[0] = fnum(min), stat[3] = fnum(max);
-      stat[1] = fnum(floats_select_kth(d, km, 1, n));
-      stat[2] = fnum(floats_select_kth(d, kp, km, n)); /* d[km + 1 ..] holds everything above the median */
+      stat[0] = jq_num_flt(min), stat[3] = jq_num_flt(max);
+      stat[1] = jq_num_flt(floats_select_kth(d, km, 1, n));
+      stat[2] = jq_num_flt(floats_select_kth(d, kp, km, n)); /* d[km + 1 ..] holds everything above the median */
     }
   } else {
-    num *d = scratch_get(L, s, 1, u->n ? u->n : 1, sizeof *d);
+    jq_num *d = scratch_get(L, s, 1, u->n ? u->n : 1, sizeof *d);
     for (size_t j = 1; j <= u->n; j++)
-      d[j - 1] = sub(unit_from(u, j + 1), unit_from(u, j));
+      d[j - 1] = jq_num_sub(unit_from(u, j + 1), unit_from(u, j));
     m = nums_largest(d, n, top, slots);
     if (n > 0) {
       nums_extent(d, n, &stat[0], &stat[3]);
@@ -801,7 +587,7 @@ static void unit_figures(lua_State *L, scratch *s, const units *u, lua_Integer t
     return;
   static const char *const field[4] = {"min", "median", "p95", "max"};
   for (int k = 0; k < 4; k++) {
-    push_num(L, stat[k]);
+    jq_num_push(L, stat[k]);
     lua_setfield(L, -2, field[k]);
   }
 }
@@ -817,7 +603,7 @@ typedef struct cache {
 static inline int cache_slot(const char *p) { return (int)(((uintptr_t)p >> 4) & (CACHE - 1)); }
 
 typedef struct marker { /* a marker in range, 16 bytes */
-  word ts;
+  jq_word ts;
   uint32_t i;    /* its index in model.marker_* */
   uint16_t kind; /* 1-based */
   unsigned char ts_t;
@@ -827,7 +613,7 @@ typedef struct marker { /* a marker in range, 16 bytes */
  * ({ count, min, median, p95, max, slowest, row } per kind; row the units'
  * userdata until lanes_in_c makes it their function), and in *nout how many
  * kinds have units. 0 when left to Lua. */
-static int marker_units(lua_State *L, int model, scratch *s, num a, num b, lua_Integer top, int names,
+static int marker_units(lua_State *L, int model, jq_scratch *s, jq_num a, jq_num b, lua_Integer top, int names,
                         int markers, size_t *nout) {
   int base = lua_gettop(L);
   if (lua_getfield(L, model, "marker_kinds") != LUA_TTABLE) /* base + 1 */
@@ -848,13 +634,13 @@ static int marker_units(lua_State *L, int model, scratch *s, num a, num b, lua_I
     lua_pushinteger(L, ++nkinds);
     lua_rawset(L, kind_of);
   }
-  int mts = 0, mkind = 0, marg = 0;
+  jq_col mts, mkind, marg;
   lua_Integer nm = 0;
   if (nkinds > 0) {
-    if (!(mts = get_column(L, model, "marker_ts")) || !(mkind = get_column(L, model, "marker_kind")) ||
-        !(marg = get_column(L, model, "marker_arg")))
+    if (!get_column(L, model, "marker_ts", &mts) || !get_column(L, model, "marker_kind", &mkind) ||
+        !get_column(L, model, "marker_arg", &marg))
       return 0;
-    nm = col_len(L, mts);
+    nm = mts.n;
     if ((lua_Unsigned)nm >= UINT32_MAX)
       return 0;
   }
@@ -865,9 +651,9 @@ static int marker_units(lua_State *L, int model, scratch *s, num a, num b, lua_I
   size_t nin = 0;
   cache kc;
   memset(kc.key, 0, sizeof kc.key);
-  const int cols[2] = {mkind, mts};
+  const jq_col *cols[2] = {&mkind, &mts};
   int types[BATCH * 2], rows = lua_gettop(L);
-  const jq_column *ck = nm > 0 ? jq_column_test(L, mkind) : NULL, *ct = nm > 0 ? jq_column_test(L, mts) : NULL;
+  const jq_column *ck = nm > 0 ? mkind.c : NULL, *ct = nm > 0 ? mts.c : NULL;
   if (ck && ct && ck->n >= (size_t)nm) { /* native: the cells read directly */
     for (size_t i = 0; i < (size_t)nm; i++) {
       if (jq_cell_tag(ck, i) != JQ_C_STR)
@@ -877,17 +663,17 @@ static int marker_units(lua_State *L, int model, scratch *s, num a, num b, lua_I
       if (kc.key[h] == p) {
         k = kc.val[h];
       } else {
-        jq_column_push(L, mkind, i);
+        jq_column_push(L, mkind.idx, i);
         k = lua_rawget(L, kind_of) == LUA_TNUMBER ? (int)lua_tointeger(L, -1) : 0;
         lua_pop(L, 1);
         kc.key[h] = p, kc.val[h] = k;
       }
       if (k == 0)
         continue;
-      num t = cell_num(ct, i);
-      if (t.t == T_NIL)
+      jq_num t = jq_cell_number(ct, i);
+      if (t.t == JQ_NUM_NIL)
         return 0;
-      if (le(a, t) && lt(t, b)) {
+      if (jq_num_le(a, t) && jq_num_lt(t, b)) {
         in[nin].ts = t.v, in[nin].ts_t = (unsigned char)t.t;
         in[nin].i = (uint32_t)(i + 1), in[nin].kind = (uint16_t)k;
         nin++;
@@ -915,10 +701,10 @@ static int marker_units(lua_State *L, int model, scratch *s, num a, num b, lua_I
       }
       if (k == 0)
         continue;
-      num t = time_at(L, at + 1, types[2 * r + 1]);
-      if (t.t == T_NIL)
+      jq_num t = time_at(L, at + 1, types[2 * r + 1]);
+      if (t.t == JQ_NUM_NIL)
         return 0;
-      if (le(a, t) && lt(t, b)) {
+      if (jq_num_le(a, t) && jq_num_lt(t, b)) {
         in[nin].ts = t.v, in[nin].ts_t = (unsigned char)t.t;
         in[nin].i = (uint32_t)(i0 + r), in[nin].kind = (uint16_t)k;
         nin++;
@@ -933,7 +719,7 @@ static int marker_units(lua_State *L, int model, scratch *s, num a, num b, lua_I
     units *x = new_units(L, count[k]);
     if (!x)
       return 0;
-    lua_pushvalue(L, marg);
+    lua_pushvalue(L, marg.idx);
     lua_setiuservalue(L, -2, 1);
     lua_pushvalue(L, names);
     lua_setiuservalue(L, -2, 2);
@@ -958,7 +744,7 @@ static int marker_units(lua_State *L, int model, scratch *s, num a, num b, lua_I
     x->from_t[x->n] = (unsigned char)b.t;
     x->floats = 1;
     for (size_t j = 0; j <= x->n; j++)
-      x->floats = x->floats && x->from_t[j] == T_FLT;
+      x->floats = x->floats && x->from_t[j] == JQ_NUM_FLT;
     lua_rawgeti(L, markers, k);
     unit_figures(L, s, x, top);
     lua_pop(L, 1);
@@ -973,10 +759,10 @@ static int marker_units(lua_State *L, int model, scratch *s, num a, num b, lua_I
 /* ---- the lane sweeps ---- */
 
 typedef struct sweep {
-  num a, b;
+  jq_num a, b;
   int cat_index, slot_of, slot_names; /* stack indices */
   lua_Integer nslots;
-  scratch *s; /* buffer 0: the categories' busy time (num per slot); 4: the pieces */
+  jq_scratch *s; /* buffer 0: the categories' busy time (jq_num per slot); 4: the pieces */
   size_t ntr, ncat; /* ntr: the kinds with units (0: no pieces kept) */
   size_t npieces;
   cache cc; /* a category's string -> its entry in ent */
@@ -1002,8 +788,8 @@ static int category_of(lua_State *L, sweep *w, int idx, int *slot, int *c) {
         if (w->nslots >= INT32_MAX - 1)
           return 0;
         sl = (int)++w->nslots;
-        num *acc = scratch_get(L, w->s, 0, (size_t)sl, sizeof *acc);
-        acc[sl - 1].t = T_NIL;
+        jq_num *acc = scratch_get(L, w->s, 0, (size_t)sl, sizeof *acc);
+        acc[sl - 1].t = JQ_NUM_NIL;
         lua_pushvalue(L, idx);
         lua_pushinteger(L, sl);
         lua_rawset(L, w->slot_of);
@@ -1032,24 +818,24 @@ static int category_of(lua_State *L, sweep *w, int idx, int *slot, int *c) {
 
 /* A lane's sums as its sweep goes. */
 typedef struct sums {
-  num busy, wait, busy_end, wait_end;
+  jq_num busy, wait, busy_end, wait_end;
 } sums;
 
 /* The slice [s, e) of a category (category_of's slot and c) into the
  * lane's sums, and its busy piece kept for the units. 0 when left to Lua. */
-static int take(lua_State *L, sweep *w, sums *z, num s, num e, int slot, int c) {
-  num a = w->a, b = w->b;
-  num x = lt(s, a) ? a : s, y = lt(b, e) ? b : e;
+static int take(lua_State *L, sweep *w, sums *z, jq_num s, jq_num e, int slot, int c) {
+  jq_num a = w->a, b = w->b;
+  jq_num x = jq_num_lt(s, a) ? a : s, y = jq_num_lt(b, e) ? b : e;
   if (slot == 0) { /* a wait */
-    if (lt(z->wait_end, y)) {
-      z->wait = sub(add(z->wait, y), lt(z->wait_end, x) ? x : z->wait_end);
+    if (jq_num_lt(z->wait_end, y)) {
+      z->wait = jq_num_sub(jq_num_add(z->wait, y), jq_num_lt(z->wait_end, x) ? x : z->wait_end);
       z->wait_end = y;
     }
-  } else if (lt(z->busy_end, y)) {
-    num start = lt(z->busy_end, x) ? x : z->busy_end;
-    z->busy = sub(add(z->busy, y), start);
-    num *sum = (num *)w->s->p[0] + (slot - 1); /* category_of may have moved it */
-    *sum = add(sum->t == T_NIL ? inum(0) : *sum, sub(y, start));
+  } else if (jq_num_lt(z->busy_end, y)) {
+    jq_num start = jq_num_lt(z->busy_end, x) ? x : z->busy_end;
+    z->busy = jq_num_sub(jq_num_add(z->busy, y), start);
+    jq_num *sum = (jq_num *)w->s->b[0].p + (slot - 1); /* category_of may have moved it */
+    *sum = jq_num_add(sum->t == JQ_NUM_NIL ? jq_num_int(0) : *sum, jq_num_sub(y, start));
     if (w->ntr > 0) { /* the piece kept for the units (unit_sums) */
       if (c == 0)
         return 0; /* a category stats.lua has no number for */
@@ -1082,59 +868,58 @@ static int category_of_cell(lua_State *L, sweep *w, int col, const jq_column *c,
 
 /* stats.lua's sweep_lane over the lane at idx, and its count of events
  * (slices, instants and its markers in range). 0 when left to Lua. */
-static int sweep_lane(lua_State *L, sweep *w, int lane, num *busy_out, num *wait_out, lua_Integer *events_out) {
+static int sweep_lane(lua_State *L, sweep *w, int lane, jq_num *busy_out, jq_num *wait_out, lua_Integer *events_out) {
   int base = lua_gettop(L);
-  num a = w->a, b = w->b;
+  jq_num a = w->a, b = w->b;
   lua_Integer n;
   if (!get_int_field(L, lane, "n", &n))
     return 0;
   lua_getfield(L, lane, "maxdur");
-  num maxdur = pop_num(L, lua_type(L, -1));
-  if (maxdur.t == T_NIL)
+  jq_num maxdur = pop_num(L);
+  if (maxdur.t == JQ_NUM_NIL)
     return 0;
-  num busy = inum(0), wait = inum(0);
+  jq_num busy = jq_num_int(0), wait = jq_num_int(0);
   lua_Integer events = 0;
   if (n > 0) {
-    int ts = get_column(L, lane, "ts"), dur = get_column(L, lane, "dur");
-    int cat = get_column(L, lane, "cat"), kind = get_column(L, lane, "kind");
-    if (!ts || !dur || !cat || !kind)
+    jq_col ts, dur, cat, kind;
+    if (!get_column(L, lane, "ts", &ts) || !get_column(L, lane, "dur", &dur) || !get_column(L, lane, "cat", &cat) ||
+        !get_column(L, lane, "kind", &kind))
       return 0;
-    num from = sub(a, maxdur);
+    jq_num from = jq_num_sub(a, maxdur);
     lua_Integer lo = 1, hi = n + 1;
     while (lo < hi) {
       lua_Integer mid = lo + (hi - lo) / 2;
-      num t = geti_num(L, ts, mid);
-      if (t.t == T_NIL)
+      jq_num t = jq_col_num(L, &ts, mid);
+      if (t.t == JQ_NUM_NIL)
         return 0;
-      if (lt(t, from))
+      if (jq_num_lt(t, from))
         lo = mid + 1;
       else
         hi = mid;
     }
     sums z;
-    z.busy = busy, z.wait = wait, z.busy_end = fnum(-HUGE_VAL), z.wait_end = z.busy_end;
-    const int cols[4] = {ts, dur, kind, cat};
+    z.busy = busy, z.wait = wait, z.busy_end = jq_num_flt(-HUGE_VAL), z.wait_end = z.busy_end;
+    const jq_col *cols[4] = {&ts, &dur, &kind, &cat};
     int types[BATCH * 4], rows = lua_gettop(L), done = 0;
-    const jq_column *cts = jq_column_test(L, ts), *cdur = jq_column_test(L, dur);
-    const jq_column *ckind = jq_column_test(L, kind), *ccat = jq_column_test(L, cat);
+    const jq_column *cts = ts.c, *cdur = dur.c, *ckind = kind.c, *ccat = cat.c;
     if (cts && cdur && ckind && ccat && cts->n >= (size_t)n && cdur->n >= (size_t)n && ckind->n >= (size_t)n &&
         ccat->n >= (size_t)n) { /* native: the cells read directly */
       for (size_t k = (size_t)lo - 1; k < (size_t)n; k++) {
-        num s = cell_num(cts, k);
-        if (s.t == T_NIL)
+        jq_num s = jq_cell_number(cts, k);
+        if (s.t == JQ_NUM_NIL)
           return 0;
-        if (lt(b, s))
+        if (jq_num_lt(b, s))
           break;
-        if (le(a, s))
+        if (jq_num_le(a, s))
           events++;
-        num d = cell_num(cdur, k);
-        if (d.t == T_NIL)
+        jq_num d = jq_cell_number(cdur, k);
+        if (d.t == JQ_NUM_NIL)
           return 0;
-        num e = add(s, d);
-        if (!lt(a, e) || !lt(s, b) || JQ_CELL_IS(ckind, k, "span"))
+        jq_num e = jq_num_add(s, d);
+        if (!jq_num_lt(a, e) || !jq_num_lt(s, b) || JQ_CELL_IS(ckind, k, "span"))
           continue;
         int slot, c;
-        if (jq_cell_tag(ccat, k) != JQ_C_STR || !category_of_cell(L, w, cat, ccat, k, &slot, &c) ||
+        if (jq_cell_tag(ccat, k) != JQ_C_STR || !category_of_cell(L, w, cat.idx, ccat, k, &slot, &c) ||
             !take(L, w, &z, s, e, slot, c))
           return 0;
       }
@@ -1146,20 +931,20 @@ static int sweep_lane(lua_State *L, sweep *w, int lane, num *busy_out, num *wait
       for (int r = 0; r < m; r++) {
         int at = rows + 1 + 4 * r; /* ts, dur, kind, cat */
         const int *ty = types + 4 * r;
-        num s = time_at(L, at, ty[0]);
-        if (s.t == T_NIL)
+        jq_num s = time_at(L, at, ty[0]);
+        if (s.t == JQ_NUM_NIL)
           return 0;
-        if (lt(b, s)) {
+        if (jq_num_lt(b, s)) {
           done = 1;
           break;
         }
-        if (le(a, s))
+        if (jq_num_le(a, s))
           events++;
-        num d = time_at(L, at + 1, ty[1]);
-        if (d.t == T_NIL)
+        jq_num d = time_at(L, at + 1, ty[1]);
+        if (d.t == JQ_NUM_NIL)
           return 0;
-        num e = add(s, d);
-        if (!lt(a, e) || !lt(s, b))
+        jq_num e = jq_num_add(s, d);
+        if (!jq_num_lt(a, e) || !jq_num_lt(s, b))
           continue;
         if (ty[2] == LUA_TSTRING) {
           size_t len;
@@ -1193,9 +978,9 @@ static int sweep_lane(lua_State *L, sweep *w, int lane, num *busy_out, num *wait
 /* The stack values of stats_lanes' arguments. */
 enum { A_MODEL = 1, A_FROM, A_TO, A_TOP, A_CAT_INDEX, A_NAMES };
 
-static int lanes_in_c(lua_State *L, scratch *s) {
-  num a = arg_num(L, A_FROM), b = arg_num(L, A_TO);
-  if (a.t == T_NIL || b.t == T_NIL || !lua_isinteger(L, A_TOP) || !plain_table(L, A_CAT_INDEX) ||
+static int lanes_in_c(lua_State *L, jq_scratch *s) {
+  jq_num a = jq_num_at(L, A_FROM), b = jq_num_at(L, A_TO);
+  if (a.t == JQ_NUM_NIL || b.t == JQ_NUM_NIL || !lua_isinteger(L, A_TOP) || !plain_table(L, A_CAT_INDEX) ||
       !plain_table(L, A_NAMES))
     return 0;
   lua_Integer top = lua_tointeger(L, A_TOP);
@@ -1216,7 +1001,7 @@ static int lanes_in_c(lua_State *L, scratch *s) {
   w.slot_of = lua_gettop(L); /* 10 */
   lua_newtable(L);
   w.slot_names = lua_gettop(L); /* 11 */
-  scratch_get(L, s, 0, 1, sizeof(num));
+  scratch_get(L, s, 0, 1, sizeof(jq_num));
   lua_newtable(L); /* 12: lanes */
   int lanes_out = lua_gettop(L);
   if (lua_getfield(L, A_MODEL, "lanes") != LUA_TTABLE) /* 13 */
@@ -1229,7 +1014,7 @@ static int lanes_in_c(lua_State *L, scratch *s) {
       break;
     if (type != LUA_TTABLE)
       return 0;
-    num busy, wait;
+    jq_num busy, wait;
     lua_Integer events;
     size_t first = w.npieces;
     if (!sweep_lane(L, &w, lanes + 1, &busy, &wait, &events))
@@ -1240,9 +1025,9 @@ static int lanes_in_c(lua_State *L, scratch *s) {
     }
     lua_pop(L, 1);
     lua_createtable(L, 0, 3);
-    push_num(L, busy);
+    jq_num_push(L, busy);
     lua_setfield(L, -2, "busy");
-    push_num(L, wait);
+    jq_num_push(L, wait);
     lua_setfield(L, -2, "wait");
     lua_pushinteger(L, events);
     lua_setfield(L, -2, "events");
@@ -1255,9 +1040,9 @@ static int lanes_in_c(lua_State *L, scratch *s) {
   if (!pc)
     return 0;
   if (w.npieces > 0)
-    memcpy(pc->p, s->p[4], w.npieces * sizeof(piece));
+    memcpy(pc->p, s->b[4].p, w.npieces * sizeof(piece));
   if (nlanes > 0)
-    memcpy(pc->lane, s->p[5], nlanes * sizeof(size_t));
+    memcpy(pc->lane, s->b[5].p, nlanes * sizeof(size_t));
   pc->lane[nlanes] = w.npieces;
   int pieces_at = lua_gettop(L);
   for (lua_Integer k = 1; lua_rawgeti(L, result + 1, k) == LUA_TTABLE; k++) {
@@ -1274,12 +1059,12 @@ static int lanes_in_c(lua_State *L, scratch *s) {
   lua_settop(L, pieces_at - 1);
   /* acc: name -> busy of the categories that had a piece */
   lua_newtable(L);
-  const num *acc = s->p[0];
+  const jq_num *acc = (const jq_num *)s->b[0].p;
   for (lua_Integer k = 1; k <= w.nslots; k++) {
-    if (acc[k - 1].t == T_NIL)
+    if (acc[k - 1].t == JQ_NUM_NIL)
       continue;
     lua_rawgeti(L, w.slot_names, k);
-    push_num(L, acc[k - 1]);
+    jq_num_push(L, acc[k - 1]);
     lua_rawset(L, -3);
   }
   lua_setfield(L, result, "acc");
@@ -1310,10 +1095,10 @@ static int lanes_in_c(lua_State *L, scratch *s) {
 static int l_stats_lanes(lua_State *L) {
   luaL_checktype(L, A_MODEL, LUA_TTABLE);
   lua_settop(L, A_NAMES);
-  luaL_checkstack(L, BATCH * MAX_COLS + 40, "stats_lanes");
-  scratch *s = new_scratch(L); /* 7 */
+  luaL_checkstack(L, BATCH * 4 + 40, "stats_lanes");
+  jq_scratch *s = jq_scratch_new(L, NSCRATCH); /* 7 */
   int ok = lanes_in_c(L, s);
-  scratch_free(s);
+  jq_scratch_free(s);
   if (!ok)
     lua_pushnil(L);
   return 1;
@@ -1321,7 +1106,7 @@ static int l_stats_lanes(lua_State *L) {
 
 /* ---- counter_stats ---- */
 
-static int counters_in_c(lua_State *L, scratch *s, num a, num b) {
+static int counters_in_c(lua_State *L, jq_scratch *s, jq_num a, jq_num b) {
   lua_newtable(L); /* 5: out */
   int out = lua_gettop(L);
   lua_Integer nout = 0;
@@ -1339,14 +1124,15 @@ static int counters_in_c(lua_State *L, scratch *s, num a, num b) {
     if (type != LUA_TTABLE)
       return 0;
     lua_Integer n;
-    int ts = get_column(L, track, "ts"), value = get_column(L, track, "value");
-    if (!ts || !value || !get_int_field(L, track, "n", &n))
+    jq_col ts, value;
+    if (!get_column(L, track, "ts", &ts) || !get_column(L, track, "value", &value) ||
+        !get_int_field(L, track, "n", &n))
       return 0;
     if (n <= 0) {
       lua_settop(L, track - 1);
       continue;
     }
-    if (n > col_len(L, ts) || (lua_Unsigned)n >= ((size_t)-1 / 4) / (2 * sizeof(lua_Number)))
+    if (n > ts.n || (lua_Unsigned)n >= ((size_t)-1 / 4) / (2 * sizeof(lua_Number)))
       return 0; /* samples with no time: stats.lua's to meet */
     /* Pass 1 as the columns are read (sample i when ts[i + 1] is); each
      * sample in range keeps its time held and its value for pass 2, as
@@ -1354,9 +1140,9 @@ static int counters_in_c(lua_State *L, scratch *s, num a, num b) {
      * an integer held as a float). */
     lua_Number *kept = scratch_get(L, s, 0, 2 * (size_t)n, sizeof *kept);
     size_t nkept = 0;
-    num min = {{0}, T_NIL}, max = min, covered = inum(0), zero = inum(0), s0 = zero, x = min;
+    jq_num min = jq_num_nil(), max = min, covered = jq_num_int(0), zero = jq_num_int(0), s0 = zero, x = min;
     lua_Integer count = 0;
-    const int cols[2] = {ts, value};
+    const jq_col *cols[2] = {&ts, &value};
     int types[BATCH * 2], rows = lua_gettop(L);
     for (lua_Integer i0 = 1; i0 <= n + 1; i0 += BATCH) {
       int m = batch_rows(i0, n + 1);
@@ -1364,34 +1150,34 @@ static int counters_in_c(lua_State *L, scratch *s, num a, num b) {
       for (int r = 0; r < m; r++) {
         lua_Integer i = i0 + r;
         int at = rows + 1 + 2 * r, ty = types[2 * r];
-        num e;
+        jq_num e;
         if (i > 1 && (ty == LUA_TNIL || (ty == LUA_TBOOLEAN && !lua_toboolean(L, at))))
           e = b; /* ts[i] or b */
-        else if ((e = time_at(L, at, ty)).t == T_NIL)
+        else if ((e = time_at(L, at, ty)).t == JQ_NUM_NIL)
           return 0;
-        if (i > 1 && le(s0, b) && (lt(a, e) || le(a, s0))) { /* sample i - 1: x, from s0 to e */
-          if (x.t == T_NIL)
+        if (i > 1 && jq_num_le(s0, b) && (jq_num_lt(a, e) || jq_num_le(a, s0))) { /* sample i - 1: x, from s0 to e */
+          if (x.t == JQ_NUM_NIL)
             return 0;
-          if (min.t == T_NIL || lt(x, min))
+          if (min.t == JQ_NUM_NIL || jq_num_lt(x, min))
             min = x;
-          if (max.t == T_NIL || lt(max, x))
+          if (max.t == JQ_NUM_NIL || jq_num_lt(max, x))
             max = x;
-          num held = sub(lt(b, e) ? b : e, lt(s0, a) ? a : s0);
+          jq_num held = jq_num_sub(jq_num_lt(b, e) ? b : e, jq_num_lt(s0, a) ? a : s0);
           count++;
-          covered = lt(zero, held) ? add(covered, held) : covered;
-          kept[2 * nkept] = tof(held), kept[2 * nkept + 1] = tof(x);
+          covered = jq_num_lt(zero, held) ? jq_num_add(covered, held) : covered;
+          kept[2 * nkept] = jq_num_tof(held), kept[2 * nkept + 1] = jq_num_tof(x);
           nkept++;
         }
         s0 = e;
         if (i <= n)
-          x = num_at(L, at + 1, types[2 * r + 1]);
+          x = jq_num_at(L, at + 1);
       }
       lua_settop(L, rows);
     }
     if (count > 0) {
       /* mean starts as the integer 0: 0 + a float is 0.0 + it */
-      lua_Number mean = 0.0, all = tof(covered), each = 1.0 / (lua_Number)count;
-      int timed = lt(zero, covered);
+      lua_Number mean = 0.0, all = jq_num_tof(covered), each = 1.0 / (lua_Number)count;
+      int timed = jq_num_lt(zero, covered);
       for (size_t k = 0; k < nkept; k++) {
         lua_Number held = kept[2 * k], v = kept[2 * k + 1];
         if (timed) {
@@ -1408,9 +1194,9 @@ static int counters_in_c(lua_State *L, scratch *s, num a, num b) {
       lua_setfield(L, -2, "pid");
       lua_pushinteger(L, count);
       lua_setfield(L, -2, "samples");
-      push_num(L, min);
+      jq_num_push(L, min);
       lua_setfield(L, -2, "min");
-      push_num(L, max);
+      jq_num_push(L, max);
       lua_setfield(L, -2, "max");
       lua_pushnumber(L, mean);
       lua_setfield(L, -2, "mean");
@@ -1424,16 +1210,16 @@ static int counters_in_c(lua_State *L, scratch *s, num a, num b) {
 
 /* The body of stats_counters and stats_copies: fn(model at 1, the range)
  * with a scratch at 4; nil when it leaves the work to Lua. */
-typedef int (*range_fn)(lua_State *L, scratch *s, num a, num b);
+typedef int (*range_fn)(lua_State *L, jq_scratch *s, jq_num a, jq_num b);
 
 static int over_range(lua_State *L, const char *what, range_fn fn) {
   luaL_checktype(L, 1, LUA_TTABLE);
   lua_settop(L, 3);
-  luaL_checkstack(L, BATCH * MAX_COLS + 20, what);
-  num a = arg_num(L, 2), b = arg_num(L, 3);
-  scratch *s = new_scratch(L); /* 4 */
-  int ok = a.t != T_NIL && b.t != T_NIL && fn(L, s, a, b);
-  scratch_free(s);
+  luaL_checkstack(L, BATCH * 4 + 20, what);
+  jq_num a = jq_num_at(L, 2), b = jq_num_at(L, 3);
+  jq_scratch *s = jq_scratch_new(L, NSCRATCH); /* 4 */
+  int ok = a.t != JQ_NUM_NIL && b.t != JQ_NUM_NIL && fn(L, s, a, b);
+  jq_scratch_free(s);
   if (!ok)
     lua_pushnil(L);
   return 1;
@@ -1447,27 +1233,27 @@ static int l_stats_counters(lua_State *L) { return over_range(L, "stats_counters
 
 typedef struct copy_row {
   lua_Integer count;
-  num time, bytes;
+  jq_num time, bytes;
 } copy_row;
 
-static int copies_in_c(lua_State *L, scratch *s, num a, num b) {
+static int copies_in_c(lua_State *L, jq_scratch *s, jq_num a, jq_num b) {
   lua_newtable(L); /* 5: the rows, in order of first appearance */
   lua_newtable(L); /* 6: category -> its row's number */
   int rows = 5, row_of = 6;
-  int cts = 0, cdur = 0, ccat = 0, cbytes = 0;
+  jq_col cts, cdur, ccat, cbytes;
   jq_column_field(L, 1, "copy_ts");
   int none = !lua_toboolean(L, -1);
   lua_pop(L, 1);
   if (none)
     return lua_pushvalue(L, rows), 1;
-  if (!(cts = get_column(L, 1, "copy_ts")) || !(cdur = get_column(L, 1, "copy_dur")) ||
-      !(ccat = get_column(L, 1, "copy_category")) || !(cbytes = get_column(L, 1, "copy_bytes")))
+  if (!get_column(L, 1, "copy_ts", &cts) || !get_column(L, 1, "copy_dur", &cdur) ||
+      !get_column(L, 1, "copy_category", &ccat) || !get_column(L, 1, "copy_bytes", &cbytes))
     return 0;
-  lua_Integer n = col_len(L, cts), nrows = 0;
+  lua_Integer n = cts.n, nrows = 0;
   cache rc;
   memset(rc.key, 0, sizeof rc.key);
-  num zero = inum(0);
-  const int cols[4] = {cts, cdur, ccat, cbytes};
+  jq_num zero = jq_num_int(0);
+  const jq_col *cols[4] = {&cts, &cdur, &ccat, &cbytes};
   int types[BATCH * 4], top = lua_gettop(L);
   for (lua_Integer i0 = 1; i0 <= n; i0 += BATCH) {
     int m = batch_rows(i0, n);
@@ -1475,12 +1261,12 @@ static int copies_in_c(lua_State *L, scratch *s, num a, num b) {
     for (int k = 0; k < m; k++) {
       int at = top + 1 + 4 * k; /* ts, dur, category, bytes */
       const int *ty = types + 4 * k;
-      num ts = time_at(L, at, ty[0]), dur = time_at(L, at + 1, ty[1]);
-      if (ts.t == T_NIL || dur.t == T_NIL)
+      jq_num ts = time_at(L, at, ty[0]), dur = time_at(L, at + 1, ty[1]);
+      if (ts.t == JQ_NUM_NIL || dur.t == JQ_NUM_NIL)
         return 0;
-      num e = add(ts, dur);
-      num x = lt(ts, a) ? a : ts, y = lt(b, e) ? b : e; /* math.max(ts, a), math.min(e, b) */
-      if (!(lt(x, y) || (le(a, ts) && lt(ts, b))))
+      jq_num e = jq_num_add(ts, dur);
+      jq_num x = jq_num_lt(ts, a) ? a : ts, y = jq_num_lt(b, e) ? b : e; /* math.max(ts, a), math.min(e, b) */
+      if (!(jq_num_lt(x, y) || (jq_num_le(a, ts) && jq_num_lt(ts, b))))
         continue;
       if (ty[2] != LUA_TSTRING)
         return 0;
@@ -1507,27 +1293,27 @@ static int copies_in_c(lua_State *L, scratch *s, num a, num b) {
         lua_pop(L, 1);
         rc.key[h] = p, rc.val[h] = r;
       }
-      num bytes = num_at(L, at + 3, ty[3]);
-      if (bytes.t == T_NIL)
+      jq_num bytes = jq_num_at(L, at + 3);
+      if (bytes.t == JQ_NUM_NIL)
         return 0;
-      copy_row *row = (copy_row *)s->p[0] + (r - 1);
-      num d = sub(y, x);
+      copy_row *row = (copy_row *)s->b[0].p + (r - 1);
+      jq_num d = jq_num_sub(y, x);
       row->count++;
-      row->time = add(row->time, lt(zero, d) ? d : zero); /* math.max(0, y - x) */
-      row->bytes = add(row->bytes, bytes);
+      row->time = jq_num_add(row->time, jq_num_lt(zero, d) ? d : zero); /* math.max(0, y - x) */
+      row->bytes = jq_num_add(row->bytes, bytes);
     }
     lua_settop(L, top);
   }
   for (lua_Integer r = 1; r <= nrows; r++) {
-    const copy_row *row = (copy_row *)s->p[0] + (r - 1);
+    const copy_row *row = (copy_row *)s->b[0].p + (r - 1);
     lua_createtable(L, 0, 4);
     lua_rawgeti(L, rows, r);
     lua_setfield(L, -2, "name");
     lua_pushinteger(L, row->count);
     lua_setfield(L, -2, "count");
-    push_num(L, row->time);
+    jq_num_push(L, row->time);
     lua_setfield(L, -2, "time");
-    push_num(L, row->bytes);
+    jq_num_push(L, row->bytes);
     lua_setfield(L, -2, "bytes");
     lua_rawseti(L, rows, r);
   }
