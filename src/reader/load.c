@@ -154,9 +154,9 @@ static int classify(loader *ld, const ev *e, uint32_t *cat) {
 }
 
 static void lane_dirty(loader *ld, uint32_t k) {
-  if (!ld->lanes[k - 1].dirty) {
-    ld->lanes[k - 1].dirty = 1;
-    ld->dirty_lanes[ld->ndirty_lanes++] = k;
+  if (!lane_at(ld, k)->dirty) {
+    lane_at(ld, k)->dirty = 1;
+    note_dirty(ld, &ld->dirty_lanes, k);
   }
 }
 
@@ -179,7 +179,7 @@ static int fast_slice(loader *ld, const ev *e) {
     ld->lastcat = cat;
     note_str(ld, "category", cat);
   }
-  lane_buf *lb = &ld->lanes[li - 1];
+  lane_buf *lb = lane_at(ld, li);
   lane_dirty(ld, li);
   uint32_t kname = kind == K_JOB ? ld->s_job : kind == K_SUBMIT ? ld->s_submit : kind == K_WAIT ? ld->s_wait
                  : kind == K_COPY ? ld->s_copy : ld->s_slice;
@@ -335,11 +335,10 @@ static uint32_t use_track(loader *ld, const ev *e, uint32_t name, const member *
   int fresh;
   uint32_t k = jq_table_index(L, S_TRACKS, S_TRACKIDX, ld->ntracks, &fresh);
   if (fresh) {
-    ld->tracks = jq_room(L, ld->tracks, &ld->tracks_cap, ld->ntracks, sizeof *ld->tracks);
-    uint32_t *d = realloc(ld->dirty_tracks, ld->tracks_cap * sizeof *ld->dirty_tracks);
-    if (!d) /* the old list stays the loader's: freed with it */
+    track_buf empty;
+    memset(&empty, 0, sizeof empty);
+    if (!jq_vec_push(&ld->tracks, &empty, sizeof empty))
       jq_load_nomem(L);
-    ld->dirty_tracks = d;
     ld->ntracks++;
   }
   track_slot *s = &ld->track_map[j];
@@ -374,10 +373,10 @@ static int fast_counter(loader *ld, const ev *e) {
     if (!is_num(v))
       continue;
     uint32_t ti = use_track(ld, e, name, &m[k]);
-    track_buf *tb = &ld->tracks[ti - 1];
+    track_buf *tb = track_at(ld, ti);
     if (!tb->dirty) {
       tb->dirty = 1;
-      ld->dirty_tracks[ld->ndirty_tracks++] = ti;
+      note_dirty(ld, &ld->dirty_tracks, ti);
     }
     put_d(L, &tb->ts, ts);
     if (v->kind == V_FLT && v->d == floor(v->d)) /* |d| < 2^53: counter_members saw to it */
@@ -635,7 +634,7 @@ static size_t read_events(loader *ld, size_t i, int *said_no) {
 typedef struct mapping {
   void *addr; /* the mapping, or NULL */
   size_t len;
-  char *heap; /* the bytes read, or NULL */
+  jq_vec heap; /* the bytes read */
 } mapping;
 
 static int mapping_gc(lua_State *L) {
@@ -643,27 +642,22 @@ static int mapping_gc(lua_State *L) {
   if (m->addr)
     munmap(m->addr, m->len);
   m->addr = NULL;
-  free(m->heap);
-  m->heap = NULL;
+  jq_vec_free(&m->heap);
   return 0;
 }
 
-/* The file open at fd read to its end into m->heap, exactly as long as
+#define READ_STEP ((size_t)1 << 16)
+
+/* The file open at fd read to its end into m->heap, cut to the length of
  * what was read (fd closed): 1, or 0 with a message pushed. */
 static int read_all(lua_State *L, int fd, const char *path, mapping *m, jq_src *t) {
-  size_t n = 0, cap = 0;
+  jq_vec *b = &m->heap;
   for (;;) {
-    if (n == cap) {
-      size_t grown = cap ? cap * 2 : (size_t)1 << 16;
-      char *p = grown > cap ? realloc(m->heap, grown) : NULL;
-      if (!p) {
-        close(fd);
-        jq_load_nomem(L);
-      }
-      m->heap = p;
-      cap = grown;
+    if (jq_vec_reserve(b, READ_STEP) != 0) {
+      close(fd);
+      jq_load_nomem(L);
     }
-    ssize_t got = read(fd, m->heap + n, cap - n);
+    ssize_t got = read(fd, b->p + b->n, b->cap - b->n);
     if (got < 0 && errno == EINTR)
       continue;
     if (got < 0) {
@@ -674,14 +668,16 @@ static int read_all(lua_State *L, int fd, const char *path, mapping *m, jq_src *
     }
     if (got == 0)
       break;
-    n += (size_t)got;
+    b->n += (size_t)got;
   }
   close(fd);
-  char *exact = realloc(m->heap, n ? n : 1); /* no byte after the text: ASan watches it */
-  if (exact)
-    m->heap = exact;
-  t->s = m->heap;
-  t->n = n;
+  char *exact = realloc(b->p, b->n ? b->n : 1); /* no byte after the text: ASan watches it */
+  if (exact) {
+    b->p = exact;
+    b->cap = b->n ? b->n : 1;
+  }
+  t->s = b->p;
+  t->n = b->n;
   return 1;
 }
 

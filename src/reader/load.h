@@ -15,6 +15,7 @@
 
 #include <lua.h>
 
+#include "common/array.h"
 #include "reader/json_scan.h"
 
 #define MAX_US 3e15 /* trace.lua's MAX_US */
@@ -64,11 +65,15 @@ typedef struct ev {
 enum { T_NUM, T_INT, T_STR, T_FALSE, T_NIL, T_LANE };
 
 typedef struct cells {
-  size_t n, cap;
-  uint64_t *v;        /* a double's bits, an integer, a string's or a lane's index */
-  unsigned char *tag; /* NULL while every cell's tag is tag0 */
+  jq_vec v;   /* the cells, 8 bytes each: a double's bits, an integer, a string's or a lane's index */
+  jq_vec tag; /* a tag byte per cell; empty (p NULL) while every cell's tag is tag0 */
+  size_t n;
   unsigned char tag0;
 } cells;
+
+static inline uint64_t *cells_v(const cells *c) { return (uint64_t *)(void *)c->v.p; }
+
+static inline int cell_tag(const cells *c, size_t k) { return c->tag.p ? (unsigned char)c->tag.p[k] : c->tag0; }
 
 #define LANE_COLS 7
 #define COPY_COLS 7
@@ -132,23 +137,20 @@ typedef struct loader {
   str_slot *strs;
   size_t strs_mask, nstrs;
   uint32_t s_job, s_submit, s_wait, s_copy, s_slice, s_q, lastcat, lastkind;
-  /* the lanes and counter tracks, by index - 1 */
-  lane_buf *lanes;
-  size_t nlanes, lanes_cap;
-  track_buf *tracks;
-  size_t ntracks, tracks_cap;
+  /* the lanes and counter tracks, by index - 1 (lane_buf and track_buf items) */
+  jq_vec lanes, tracks;
+  size_t nlanes, ntracks;
   track_slot *track_map;
   size_t track_mask, ntrack_keys;
   lane_key lane_keys[LANE_KEYS];
   uint32_t last_lane;
-  /* the ones holding cells, by index */
-  uint32_t *dirty_lanes, *dirty_tracks;
-  size_t ndirty_lanes, ndirty_tracks;
+  /* the ones holding cells, by index (uint32_t items) */
+  jq_vec dirty_lanes, dirty_tracks;
   /* the model's columns */
   cells copy[COPY_COLS];     /* ts dur lane category name job bytes */
   cells marker[MARKER_COLS]; /* ts kind arg pid tid */
   cells extra;               /* extra_ts */
-  uint32_t *order;           /* time_order's */
+  jq_vec order;              /* time_order's indexes */
   size_t events_at;          /* the events array's '[' */
   int chain_tags;            /* the seed format's chain tags handed to Lua (chain_tags) */
 } loader;
@@ -169,19 +171,18 @@ size_t jq_read_event(jq_src *t, size_t i, ev *e);
 void jq_load_nomem(lua_State *L);
 
 void jq_col_free(cells *c);
-void jq_col_grow(lua_State *L, cells *c);
 void jq_col_mixed(lua_State *L, cells *c);
 
+/* Appends a cell of kind `tag` (T_*). */
 static inline void col_put(lua_State *L, cells *c, int tag, uint64_t bits) {
-  if (c->n == c->cap)
-    jq_col_grow(L, c);
-  if (c->n == 0 && !c->tag)
-    c->tag0 = (unsigned char)tag;
-  else if (!c->tag && tag != c->tag0)
+  unsigned char t = (unsigned char)tag;
+  if (c->n == 0 && !c->tag.p)
+    c->tag0 = t;
+  else if (!c->tag.p && t != c->tag0)
     jq_col_mixed(L, c);
-  if (c->tag)
-    c->tag[c->n] = (unsigned char)tag;
-  c->v[c->n++] = bits;
+  if ((c->tag.p && !jq_vec_push(&c->tag, &t, 1)) || !jq_vec_push(&c->v, &bits, sizeof bits))
+    jq_load_nomem(L);
+  c->n++;
 }
 
 static inline void put_d(lua_State *L, cells *c, double d) {
@@ -198,7 +199,7 @@ static inline void put_i(lua_State *L, cells *c, int64_t i) {
 
 static inline double cell_d(const cells *c, uint32_t k) {
   double d;
-  memcpy(&d, &c->v[k], sizeof d);
+  memcpy(&d, &cells_v(c)[k], sizeof d);
   return d;
 }
 
@@ -214,15 +215,23 @@ void jq_strs_grow(loader *ld);
 uint32_t jq_intern(loader *ld, const char *p, size_t len);
 uint32_t jq_intern_val(loader *ld, const val *v);
 
-/* Room for one more item in a growable array of `size`-byte items. */
-void *jq_room(lua_State *L, void *p, size_t *cap, size_t n, size_t size);
-
 /* The index of the table on top (popped) in the list at `list` (by index)
  * and `index` (table -> index), put there when new; *fresh says it was. */
 uint32_t jq_table_index(lua_State *L, int list, int index, size_t count, int *fresh);
 
 /* The index of the lane on top (popped), made a lane of the loader when new. */
 uint32_t jq_lane_index(loader *ld);
+
+/* Lane k's and counter track k's cells (k from 1). */
+static inline lane_buf *lane_at(loader *ld, uint32_t k) { return (lane_buf *)(void *)ld->lanes.p + (k - 1); }
+
+static inline track_buf *track_at(loader *ld, uint32_t k) { return (track_buf *)(void *)ld->tracks.p + (k - 1); }
+
+/* Puts k (a lane's or a track's index) in the list `dirty`: it holds cells. */
+static inline void note_dirty(loader *ld, jq_vec *dirty, uint32_t k) {
+  if (!jq_vec_push(dirty, &k, sizeof k))
+    jq_load_nomem(ld->L);
+}
 
 /* Every cell into the model's lists (`last`: the load's end, the cells put
  * in time order and their memory freed as each column is done; a column

@@ -19,6 +19,7 @@
 
 #include "reader/columns.h"
 #include "reader/load.h"
+#include "reader/sort.h"
 
 void jq_load_nomem(lua_State *L) {
   lua_pushliteral(L, "not enough memory");
@@ -26,32 +27,18 @@ void jq_load_nomem(lua_State *L) {
 }
 
 void jq_col_free(cells *c) {
-  free(c->v);
-  free(c->tag);
-  memset(c, 0, sizeof *c);
+  jq_vec_free(&c->v);
+  jq_vec_free(&c->tag);
+  c->n = 0;
 }
 
-void jq_col_grow(lua_State *L, cells *c) {
-  size_t cap = c->cap ? c->cap * 2 : 64;
-  if (cap > SIZE_MAX / sizeof *c->v)
-    jq_load_nomem(L);
-  uint64_t *v = realloc(c->v, cap * sizeof *v);
-  if (!v)
-    jq_load_nomem(L);
-  c->v = v;
-  if (c->tag) {
-    unsigned char *tag = realloc(c->tag, cap);
-    if (!tag)
-      jq_load_nomem(L);
-    c->tag = tag;
-  }
-  c->cap = cap;
-}
-
+/* The cells' tags kept one by one from now on (a cell of another kind than
+ * tag0 comes). */
 void jq_col_mixed(lua_State *L, cells *c) {
-  if (!(c->tag = malloc(c->cap)))
+  unsigned char *tag = jq_vec_room(&c->tag, c->n, 1);
+  if (!tag)
     jq_load_nomem(L);
-  memset(c->tag, c->tag0, c->n);
+  memset(tag, c->tag0, c->n);
 }
 
 /* Pushes a cell. */
@@ -92,6 +79,7 @@ static void col_flush(lua_State *L, cells *c, int owner, const char *name, lua_I
     lua_getfield(L, owner, name);
     int old = lua_gettop(L);
     lua_Integer n = (lua_Integer)c->n;
+    const uint64_t *v = cells_v(c);
     int fresh = n >= base && base + n <= INT32_MAX;
     if (fresh) {
       lua_createtable(L, (int)(base + n), 0);
@@ -105,29 +93,29 @@ static void col_flush(lua_State *L, cells *c, int owner, const char *name, lua_I
     }
     if (order) {
       for (lua_Integer k = 0; k < n; k++) {
-        push_cell(L, c->tag ? c->tag[order[k]] : c->tag0, c->v[order[k]]);
+        push_cell(L, cell_tag(c, order[k]), v[order[k]]);
         lua_rawseti(L, -2, base + k + 1);
       }
-    } else if (c->tag) {
+    } else if (c->tag.p) {
       for (lua_Integer k = 0; k < n; k++) {
-        push_cell(L, c->tag[k], c->v[k]);
+        push_cell(L, cell_tag(c, (size_t)k), v[k]);
         lua_rawseti(L, -2, base + k + 1);
       }
     } else if (c->tag0 == T_NUM) {
       for (lua_Integer k = 0; k < n; k++) {
         double d;
-        memcpy(&d, &c->v[k], sizeof d);
+        memcpy(&d, &v[k], sizeof d);
         lua_pushnumber(L, d);
         lua_rawseti(L, -2, base + k + 1);
       }
     } else if (c->tag0 == T_STR) {
       for (lua_Integer k = 0; k < n; k++) {
-        lua_rawgeti(L, S_STRS, (lua_Integer)c->v[k]);
+        lua_rawgeti(L, S_STRS, (lua_Integer)v[k]);
         lua_rawseti(L, -2, base + k + 1);
       }
     } else {
       for (lua_Integer k = 0; k < n; k++) {
-        push_cell(L, c->tag0, c->v[k]);
+        push_cell(L, c->tag0, v[k]);
         lua_rawseti(L, -2, base + k + 1);
       }
     }
@@ -135,42 +123,36 @@ static void col_flush(lua_State *L, cells *c, int owner, const char *name, lua_I
       lua_setfield(L, owner, name);
     lua_settop(L, old - 1);
   }
-  c->n = 0;
-  free(c->tag);
-  c->tag = NULL;
+  c->n = c->v.n = 0;
+  jq_vec_free(&c->tag);
   if (last)
     jq_col_free(c);
 }
 
 void jq_loader_free(loader *ld) {
-  for (size_t k = 0; k < ld->nlanes; k++)
+  for (size_t k = 1; k <= ld->nlanes; k++)
     for (int c = 0; c < LANE_COLS; c++)
-      jq_col_free(&ld->lanes[k].c[c]);
-  for (size_t k = 0; k < ld->ntracks; k++) {
-    jq_col_free(&ld->tracks[k].ts);
-    jq_col_free(&ld->tracks[k].value);
+      jq_col_free(&lane_at(ld, (uint32_t)k)->c[c]);
+  for (size_t k = 1; k <= ld->ntracks; k++) {
+    jq_col_free(&track_at(ld, (uint32_t)k)->ts);
+    jq_col_free(&track_at(ld, (uint32_t)k)->value);
   }
   for (int c = 0; c < COPY_COLS; c++)
     jq_col_free(&ld->copy[c]);
   for (int c = 0; c < MARKER_COLS; c++)
     jq_col_free(&ld->marker[c]);
   jq_col_free(&ld->extra);
-  free(ld->lanes);
-  free(ld->tracks);
+  jq_vec_free(&ld->lanes);
+  jq_vec_free(&ld->tracks);
+  jq_vec_free(&ld->dirty_lanes);
+  jq_vec_free(&ld->dirty_tracks);
+  jq_vec_free(&ld->order);
   free(ld->strs);
   free(ld->track_map);
-  free(ld->dirty_lanes);
-  free(ld->dirty_tracks);
-  free(ld->order);
-  ld->order = NULL;
-  ld->lanes = NULL;
-  ld->tracks = NULL;
   ld->strs = NULL;
   ld->track_map = NULL;
-  ld->dirty_lanes = ld->dirty_tracks = NULL;
-  ld->nlanes = ld->ntracks = ld->lanes_cap = ld->tracks_cap = 0;
+  ld->nlanes = ld->ntracks = 0;
   ld->nstrs = ld->strs_mask = ld->ntrack_keys = ld->track_mask = 0;
-  ld->ndirty_lanes = ld->ndirty_tracks = 0;
 }
 
 int jq_loader_gc(lua_State *L) {
@@ -283,21 +265,6 @@ uint32_t jq_intern_val(loader *ld, const val *v) {
   return idx;
 }
 
-/* Room for one more item in a growable array of `size`-byte items. */
-void *jq_room(lua_State *L, void *p, size_t *cap, size_t n, size_t size) {
-  if (n < *cap)
-    return p;
-  size_t c = *cap ? *cap * 2 : 16;
-  if (c > SIZE_MAX / size / 2)
-    jq_load_nomem(L);
-  void *q = realloc(p, c * size);
-  if (!q)
-    jq_load_nomem(L);
-  memset((char *)q + *cap * size, 0, (c - *cap) * size);
-  *cap = c;
-  return q;
-}
-
 /* The index of the table on top (popped) in the list at `list` (by index)
  * and `index` (table -> index), put there when new; *fresh says it was. */
 uint32_t jq_table_index(lua_State *L, int list, int index, size_t count, int *fresh) {
@@ -326,11 +293,10 @@ uint32_t jq_lane_index(loader *ld) {
   int fresh;
   uint32_t k = jq_table_index(L, S_LANES, S_LANEIDX, ld->nlanes, &fresh);
   if (fresh) {
-    ld->lanes = jq_room(L, ld->lanes, &ld->lanes_cap, ld->nlanes, sizeof *ld->lanes);
-    uint32_t *d = realloc(ld->dirty_lanes, ld->lanes_cap * sizeof *ld->dirty_lanes);
-    if (!d)
+    lane_buf empty;
+    memset(&empty, 0, sizeof empty);
+    if (!jq_vec_push(&ld->lanes, &empty, sizeof empty))
       jq_load_nomem(L);
-    ld->dirty_lanes = d;
     ld->nlanes++;
   }
   return k;
@@ -345,55 +311,31 @@ static lua_Integer int_field(lua_State *L, int idx, const char *k) {
   return v;
 }
 
+/* Whether cell a of the time column (ctx) is earlier than cell b. */
+static int earlier(void *ctx, uint32_t a, uint32_t b) {
+  return cell_d(ctx, a) < cell_d(ctx, b);
+}
+
 /* The order of the cells of ts (times: doubles) by time, ties as they are
- * (a merge sort: stable, no recursion), in ld->order: NULL when they are in
- * it already. trace.lua's sort_columns sorts a whole column the same way,
- * so sorting its last cells first changes nothing but its work. */
+ * (jq_sort_stable), in ld->order: NULL when they are in it already.
+ * trace.lua's sort_columns sorts a whole column the same way, so sorting
+ * its last cells first changes nothing but its work. */
 static const uint32_t *time_order(loader *ld, const cells *ts) {
   size_t n = ts->n;
-  if (n < 2 || ts->tag || ts->tag0 != T_NUM)
+  if (n < 2 || ts->tag.p || ts->tag0 != T_NUM)
     return NULL;
   size_t k = 1;
   while (k < n && !(cell_d(ts, (uint32_t)k) < cell_d(ts, (uint32_t)k - 1)))
     k++;
   if (k == n)
     return NULL;
-  if (n >= UINT32_MAX || n > SIZE_MAX / (3 * sizeof *ld->order))
+  uint32_t *a = n < UINT32_MAX ? jq_vec_room(&ld->order, 2 * n, sizeof *a) : NULL;
+  if (!a)
     jq_load_nomem(ld->L);
-  free(ld->order);
-  if (!(ld->order = malloc(3 * n * sizeof *ld->order)))
-    jq_load_nomem(ld->L);
-  uint32_t *a = ld->order, *tmp = a + n, *run = tmp + n;
-  /* A natural merge sort: the runs already in time order (a counter track
-   * sampled on two threads is two runs, as our writer writes lane by lane)
-   * merged pairwise until one is left. run[r]: where run r begins. */
-  size_t nrun = 0;
-  run[nrun++] = 0;
-  for (k = 0; k < n; k++) {
+  for (k = 0; k < n; k++)
     a[k] = (uint32_t)k;
-    if (k > 0 && cell_d(ts, (uint32_t)k) < cell_d(ts, (uint32_t)k - 1))
-      run[nrun++] = (uint32_t)k;
-  }
-  while (nrun > 1) {
-    size_t out = 0;
-    for (size_t r = 0; r < nrun; r += 2) {
-      size_t lo = run[r], mid = r + 1 < nrun ? run[r + 1] : n, hi = r + 2 < nrun ? run[r + 2] : n;
-      size_t x = lo, y = mid, o = lo;
-      while (x < mid && y < hi) /* the right one only when strictly earlier: stable */
-        tmp[o++] = cell_d(ts, a[y]) < cell_d(ts, a[x]) ? a[y++] : a[x++];
-      while (x < mid)
-        tmp[o++] = a[x++];
-      while (y < hi)
-        tmp[o++] = a[y++];
-      run[out++] = (uint32_t)lo;
-    }
-    nrun = out;
-    uint32_t *t = a;
-    a = tmp, tmp = t;
-  }
-  if (a != ld->order)
-    memcpy(ld->order, a, n * sizeof *a);
-  return ld->order;
+  jq_sort_stable(a, a + n, n, earlier, (void *)ts);
+  return a;
 }
 
 /* ---- native columns: the cells kept as they are (columns.h) ---- */
@@ -410,25 +352,24 @@ static void col_native(loader *ld, cells *c, int owner, const char *name, const 
     if (!(col->v = malloc(n * sizeof *col->v)))
       jq_load_nomem(L);
     for (size_t k = 0; k < n; k++)
-      col->v[k] = c->v[order[k]];
-    if (c->tag) {
+      col->v[k] = cells_v(c)[order[k]];
+    if (c->tag.p) {
       if (!(col->tag = malloc(n)))
         jq_load_nomem(L);
       for (size_t k = 0; k < n; k++)
-        col->tag[k] = c->tag[order[k]];
+        col->tag[k] = (unsigned char)c->tag.p[order[k]];
     }
-    jq_col_free(c);
-  } else { /* its exact size */
-    uint64_t *v = realloc(c->v, n * sizeof *v);
-    col->v = v ? v : c->v;
-    c->v = NULL;
-    if (c->tag) {
-      unsigned char *tag = realloc(c->tag, n);
-      col->tag = tag ? tag : c->tag;
-      c->tag = NULL;
+  } else { /* the cells' own memory, cut to its exact size */
+    uint64_t *v = realloc(c->v.p, n * sizeof *v);
+    col->v = v ? v : cells_v(c);
+    jq_vec_init(&c->v);
+    if (c->tag.p) {
+      unsigned char *tag = realloc(c->tag.p, n);
+      col->tag = tag ? tag : (unsigned char *)c->tag.p;
+      jq_vec_init(&c->tag);
     }
-    jq_col_free(c);
   }
+  jq_col_free(c);
   col->n = n;
   jq_column_attach(L, owner, name);
 }
@@ -452,19 +393,20 @@ static void markers_to_lanes(loader *ld, const uint32_t *order) {
   uint32_t last = 0;
   for (size_t k = 0; k < n; k++) {
     size_t i = order ? order[k] : k;
-    int pt = pid->tag ? pid->tag[i] : pid->tag0, tt = tid->tag ? tid->tag[i] : tid->tag0;
-    if (!(pt == last_pt && tt == last_tt && pid->v[i] == last_p && tid->v[i] == last_t)) {
+    int pt = cell_tag(pid, i), tt = cell_tag(tid, i);
+    uint64_t pv = cells_v(pid)[i], tv = cells_v(tid)[i];
+    if (!(pt == last_pt && tt == last_tt && pv == last_p && tv == last_t)) {
       last = 0;
-      push_cell(L, pt, pid->v[i]);
+      push_cell(L, pt, pv);
       if (lua_type(L, cache) == LUA_TTABLE && lua_rawget(L, cache) == LUA_TTABLE) {
-        push_cell(L, tt, tid->v[i]);
+        push_cell(L, tt, tv);
         if (lua_rawget(L, -2) == LUA_TTABLE)
           last = jq_lane_index(ld);
         else
           lua_pop(L, 1);
       }
       lua_settop(L, cache);
-      last_pt = pt, last_tt = tt, last_p = pid->v[i], last_t = tid->v[i];
+      last_pt = pt, last_tt = tt, last_p = pv, last_t = tv;
     }
     lane[k] = last;
   }
@@ -478,7 +420,7 @@ static void markers_to_lanes(loader *ld, const uint32_t *order) {
   for (size_t l = 1; l <= nl; l++)
     at[l] += at[l - 1];
   for (size_t k = 0; k < n; k++)
-    v[at[lane[k]]++] = ts->v[order ? order[k] : k];
+    v[at[lane[k]]++] = cells_v(ts)[order ? order[k] : k];
   for (size_t l = nl; l > 0; l--) /* at[l]: the start of group l again */
     at[l] = at[l - 1];
   at[0] = 0;
@@ -534,7 +476,7 @@ static void set_maxdur(loader *ld, const cells *dur, int lane) {
   double max = 0;
   int any = 0;
   for (size_t k = 0; k < dur->n; k++) {
-    int tag = dur->tag ? dur->tag[k] : dur->tag0;
+    int tag = cell_tag(dur, k);
     if (tag != T_NUM)
       luaL_error(L, "load_trace: a duration is not a number");
     double d = cell_d(dur, (uint32_t)k);
@@ -560,9 +502,10 @@ void jq_flush_all(loader *ld, int last) {
   int native = last;
   if (native)
     native_strings(ld);
-  for (size_t d = 0; d < ld->ndirty_lanes; d++) {
-    uint32_t k = ld->dirty_lanes[d];
-    lane_buf *lb = &ld->lanes[k - 1];
+  const uint32_t *dirty = (const uint32_t *)(void *)ld->dirty_lanes.p;
+  for (size_t d = 0; d < ld->dirty_lanes.n / sizeof *dirty; d++) {
+    uint32_t k = dirty[d];
+    lane_buf *lb = lane_at(ld, k);
     lua_rawgeti(L, S_LANES, k);
     int lane = lua_gettop(L);
     lua_Integer base = int_field(L, lane, "n"), n = (lua_Integer)lb->c[0].n;
@@ -580,10 +523,11 @@ void jq_flush_all(loader *ld, int last) {
     lua_pop(L, 1);
     lb->dirty = 0;
   }
-  ld->ndirty_lanes = 0;
-  for (size_t d = 0; d < ld->ndirty_tracks; d++) {
-    uint32_t k = ld->dirty_tracks[d];
-    track_buf *tb = &ld->tracks[k - 1];
+  ld->dirty_lanes.n = 0;
+  dirty = (const uint32_t *)(void *)ld->dirty_tracks.p;
+  for (size_t d = 0; d < ld->dirty_tracks.n / sizeof *dirty; d++) {
+    uint32_t k = dirty[d];
+    track_buf *tb = track_at(ld, k);
     lua_rawgeti(L, S_TRACKS, k);
     int track = lua_gettop(L);
     lua_Integer base = int_field(L, track, "n"), n = (lua_Integer)tb->ts.n;
@@ -600,7 +544,7 @@ void jq_flush_all(loader *ld, int last) {
     lua_pop(L, 1);
     tb->dirty = 0;
   }
-  ld->ndirty_tracks = 0;
+  ld->dirty_tracks.n = 0;
   lua_Integer base = ld->ncopies - (lua_Integer)ld->copy[0].n;
   int copies_native = native && base == 0 && ld->copy[0].n > 0;
   for (int c = 0; c < COPY_COLS; c++) {
