@@ -252,6 +252,21 @@ describe("the native trace loader", function()
     same_model(S.read(S.demo_trace()), "demo")
   end)
 
+  it("puts a lane's slices in time order, ties in file order, whether C or trace.lua read them", function()
+    local function x(ts, name, args)
+      return ('{"ph":"X","ts":%d,"dur":1,"pid":1,"tid":1,"name":"%s","args":%s}'):format(ts, name, args or "{}")
+    end
+    -- by C alone: a 5, b 3, d 5 -> b, a, d
+    local m = assert(trace.decode("[" .. x(5, "a") .. "," .. x(3, "b") .. "," .. x(5, "d") .. "]"))
+    assert.is_truthy(C.column_native(m.lanes[1], "ts"))
+    assert.are.same({"b", "a", "d"}, {m.lanes[1].sname[1], m.lanes[1].sname[2], m.lanes[1].sname[3]})
+    -- c's args (a list in them) are trace.lua's to read: the lane's columns are lists, sorted in Lua
+    m = assert(trace.decode("[" .. x(5, "a") .. "," .. x(3, "b") .. "," .. x(5, "c", '{"k":[1]}') .. "]"))
+    assert.is_nil(C.column_native(m.lanes[1], "ts"))
+    assert.are.same({"b", "a", "c"}, {m.lanes[1].sname[1], m.lanes[1].sname[2], m.lanes[1].sname[3]})
+    assert.are.same({3, 5, 5}, {m.lanes[1].ts[1], m.lanes[1].ts[2], m.lanes[1].ts[3]})
+  end)
+
   it("reads every shape itself: empty files, top values that are no trace, escaped keys, events as {}", function()
     local cases = {
       {"", "t.json: not a trace: the file is empty"},

@@ -226,7 +226,7 @@ describe("trace.load", function()
 
   it("reads our times, printed in 2048ths of a microsecond, back to the nanoseconds recorded", function()
     -- A copy from 1,019,705 ns to 1,024,783 ns, its job's slice from there to
-    -- 1,030,000 ns, a marker at 500 ns, a counter at 1 ns, the session stopped
+    -- 1,030,000 ns (and a failed job's after it), a marker at 500 ns, a counter at 1 ns, the session stopped
     -- at 2,000,001 ns: each time the nearest 2048th (1019705 * 2048 / 1000 =
     -- 2088355.84: 2088356/2048 = 1019.705078125), a duration the difference
     -- of its ends' (2098756/2048 - 2088356/2048 = 10400/2048 = 5.078125).
@@ -235,6 +235,7 @@ describe("trace.load", function()
 {"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"worker 0"}},
 {"ph":"X","ts":1019.705078125,"dur":5.078125,"pid":1,"tid":1,"name":"copy in","cat":"copy","args":{"job":1,"bytes":8}},
 {"ph":"X","ts":1024.783203125,"dur":5.216796875,"pid":1,"tid":1,"name":"job","cat":"job","args":{"job":1}},
+{"ph":"X","ts":1030.0009765625,"dur":0.5,"pid":1,"tid":1,"name":"job","cat":"job","args":{"job":2,"failed":true}},
 {"ph":"i","s":"g","ts":0.500,"pid":1,"tid":1,"name":"token","args":{"arg":1}},
 {"ph":"C","ts":0.0009765625,"pid":1,"tid":1,"name":"n","args":{"value":1}}
 ],
@@ -245,6 +246,8 @@ describe("trace.load", function()
       local m = assert(trace.decode(text, "t.json"))
       local lane = m.lanes[1]
       assert.same({1019.705, 5.078, 1024.783, 5.217}, {lane.ts[1], lane.dur[1], lane.ts[2], lane.dur[2]})
+      -- a failed job's slice, read by trace.lua: 1030.0009765625 us is 1,030,000.98 ns, so 1,030,001
+      assert.same({1030.001, 0.5}, {lane.ts[3], lane.dur[3]})
       assert.same({1019.705, 5.078}, {m.copies[1].ts, m.copies[1].dur})
       assert.equal(0.5, m.markers[1].ts)
       assert.equal(0.001, m.counters[1].ts[1])
