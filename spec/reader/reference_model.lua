@@ -201,14 +201,19 @@ local function categories(meta)
   for _, key in ipairs{"categories", "markers"} do
     for _, c in ipairs(type(meta[key]) == "table" and meta[key] or {}) do
       if type(c) ~= "table" or type(c.name) ~= "string" then return nil, "refused: metadata" end
-      local id = key == "categories" and math.tointeger(c.id)
-      if id and not by_id[id] then by_id[id] = c.name end
+      local k = key == "categories" and math.tointeger(c.id)
+      if k and not by_id[k] then by_id[k] = c.name end
     end
   end
   return by_id
 end
 
-local sorted
+local function sorted(s)
+  table.sort(s.markers)
+  for _, l in pairs(s.lanes) do table.sort(l.slices) end
+  for _, c in pairs(s.counters) do table.sort(c) end
+  return s
+end
 
 function R.read(text)
   if long_integer(text) then return nil, "unsupported: integers beyond a double's" end
@@ -244,12 +249,6 @@ function R.read(text)
   return sorted(s)
 end
 
-function sorted(s)
-  table.sort(s.markers)
-  for _, l in pairs(s.lanes) do table.sort(l.slices) end
-  for _, c in pairs(s.counters) do table.sort(c) end
-  return s
-end
 
 function R.summary(model)
   local s = {format = model.format, nevents = model.nevents, t0 = model.t0, t1 = model.t1, skipped = model.skipped,
