@@ -332,15 +332,7 @@ static uint32_t use_track(loader *ld, const ev *e, uint32_t name, const member *
   lua_rawgeti(L, S_STRS, key);
   lua_call(L, 4, 1);
   luaL_checktype(L, -1, LUA_TTABLE);
-  int fresh;
-  uint32_t k = jq_table_index(L, S_TRACKS, S_TRACKIDX, ld->ntracks, &fresh);
-  if (fresh) {
-    track_buf empty;
-    memset(&empty, 0, sizeof empty);
-    if (!jq_vec_push(&ld->tracks, &empty, sizeof empty))
-      jq_load_nomem(L);
-    ld->ntracks++;
-  }
+  uint32_t k = jq_item_index(ld, S_TRACKS, S_TRACKIDX, &ld->tracks, &ld->ntracks, sizeof(track_buf));
   track_slot *s = &ld->track_map[j];
   s->has_pid = has_pid;
   s->pid = pid;

@@ -219,6 +219,11 @@ uint32_t jq_intern_val(loader *ld, const val *v);
  * and `index` (table -> index), put there when new; *fresh says it was. */
 uint32_t jq_table_index(lua_State *L, int list, int index, size_t count, int *fresh);
 
+/* The index of the table on top (popped) in the list at `list` (by index)
+ * and `index` (table -> index); when new, an item of `size` zero bytes is
+ * added to `items` (*count of them) for it. */
+uint32_t jq_item_index(loader *ld, int list, int index, jq_vec *items, size_t *count, size_t size);
+
 /* The index of the lane on top (popped), made a lane of the loader when new. */
 uint32_t jq_lane_index(loader *ld);
 

@@ -287,19 +287,25 @@ uint32_t jq_table_index(lua_State *L, int list, int index, size_t count, int *fr
   return k;
 }
 
-/* The index of the lane on top (popped), made a lane of the loader when new. */
-uint32_t jq_lane_index(loader *ld) {
-  lua_State *L = ld->L;
+/* The index of the table on top (popped) in the list at `list` (by index)
+ * and `index` (table -> index); when new, an item of `size` zero bytes is
+ * added to `items` (*count of them) for it. */
+uint32_t jq_item_index(loader *ld, int list, int index, jq_vec *items, size_t *count, size_t size) {
   int fresh;
-  uint32_t k = jq_table_index(L, S_LANES, S_LANEIDX, ld->nlanes, &fresh);
+  uint32_t k = jq_table_index(ld->L, list, index, *count, &fresh);
   if (fresh) {
-    lane_buf empty;
-    memset(&empty, 0, sizeof empty);
-    if (!jq_vec_push(&ld->lanes, &empty, sizeof empty))
-      jq_load_nomem(L);
-    ld->nlanes++;
+    void *item = jq_vec_room(items, *count + 1, size);
+    if (!item)
+      jq_load_nomem(ld->L);
+    memset((char *)item + *count * size, 0, size);
+    ++*count;
   }
   return k;
+}
+
+/* The index of the lane on top (popped), made a lane of the loader when new. */
+uint32_t jq_lane_index(loader *ld) {
+  return jq_item_index(ld, S_LANES, S_LANEIDX, &ld->lanes, &ld->nlanes, sizeof(lane_buf));
 }
 
 /* ---- the cells into the model ---- */
