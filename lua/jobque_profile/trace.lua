@@ -563,7 +563,7 @@ end
 
 -- The track of key k of "C" events named `name` of `pid` (nil: 0), made
 -- when first met (the loader asks for the ones it reads itself).
--- The pid keyed as a lane's is (1 and 1.0 one pid, whichever reader).
+-- The pid keyed as a lane's is (1 and 1.0 one pid, whichever code read it).
 local function counter_track(model, name, pid, k)
   local track = name .. " " .. k
   local key = id_text(pid or 0) .. "\0" .. track
