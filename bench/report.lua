@@ -4,7 +4,7 @@
 -- RSS <= 1.5x the file). Every side runs as a command (a fresh lua5.4 each,
 -- under /usr/bin/time -v for its peak RSS), the way a user runs them, and
 -- each ends with os.exit (the command does: no freeing of the heap object
--- by object). Also the native loader alone, and report on the cjson path.
+-- by object). Also the loader alone.
 --   lua5.4 bench/report.lua [events] [rounds]      (make bench)
 --   lua5.4 bench/report.lua 10000000 1             (the 10M-event mode; not CI)
 -- Half the events are slices of a traced job queue (submits, copies and job
@@ -62,13 +62,10 @@ local sides = {
   {"decode", ("lua5.4 -e 'local f = assert(io.open(\"%s\", \"rb\")) "
     .. "print(#require(\"cjson\").decode(f:read(\"a\")).traceEvents) io.stdout:flush() os.exit(0)'"):format(path)},
   {"load", ("lua5.4 -e 'local m = assert(require(\"jobque_profile.trace\").load(\"%s\")) "
-    .. "assert(m.reader == \"native\") print(m.nevents) io.stdout:flush() os.exit(0)'"):format(path)},
+    .. "print(m.nevents) io.stdout:flush() os.exit(0)'"):format(path)},
   {"report", ("lua5.4 lua/jobque-profile.lua report --quiet '%s'"):format(path), "parallelism"},
-  {"report (cjson)", ("env JOBQUE_PROFILE_READER=cjson lua5.4 lua/jobque-profile.lua report --quiet '%s'"):format(path),
-   "parallelism"},
   {"html", ("lua5.4 lua/jobque-profile.lua html --quiet '%s' -o '%s'"):format(path, page)},
 }
-if N > 2000000 then table.remove(sides, 4) end -- lua-cjson's report of 10M events would need ~15 GB
 local secs, rss, events = {}, {}, nil
 for _ = 1, ROUNDS do -- interleaved: this VM's speed drifts
   for _, side in ipairs(sides) do

@@ -9,15 +9,15 @@ description = {
   detailed = [[
 jobque_profile records markers and op tags into per-thread native rings
 without locks, and saves Perfetto-compatible JSON that carries its own
-category and marker tables. The trace reader and its command need
-lua-cjson and argparse; tests use busted (Debian's lua-busted). Offline,
-against Debian's lua-cjson and lua-argparse, build with --deps-mode=none.
+category and marker tables. The trace reader's command needs argparse
+(the reader itself is C and Lua of its own); tests use busted and
+lua-cjson (Debian's lua-busted, lua-cjson). Offline, against Debian's
+lua-argparse, build with --deps-mode=none.
 ]],
   license = "MIT",
 }
 dependencies = {
   "lua >= 5.4, < 5.5",
-  "lua-cjson",
   "argparse",
 }
 build = {
@@ -29,7 +29,7 @@ build = {
     LIBDIR = "$(LIBDIR)",
   },
   install = {
-    -- the trace reader's command (it needs argparse and lua-cjson)
+    -- the trace reader's command (it needs argparse)
     bin = {["jobque-profile"] = "lua/jobque-profile.lua"},
   },
 }

@@ -1,7 +1,6 @@
 #!/bin/sh
 # `luarocks make` installs jobque.core and the Lua modules into a fresh tree
-# with no rocks server (--deps-mode=none: lua-cjson and argparse are
-# Debian's); the installed core is the release build, and the installed
+# with no rocks server (--deps-mode=none: argparse is Debian's); the installed core is the release build, and the installed
 # command reads a trace and writes the timeline from the tree's own files.
 set -eu
 tree=$(mktemp -d)

@@ -5,8 +5,6 @@
 -- returns a model, or nil and a message that says what is wrong:
 --
 --   model.format      "jobque" (has a jobqueProfile key) or "chrome"
---   model.reader      which reader built it: "native" (jobque.core's loader) or
---                     "cjson" (the fallback, for shapes the loader leaves to it)
 --   model.t0, t1      the trace's bounds, microseconds: the session's start
 --                     and stop when the file records them (jobqueProfile
 --                     startUs/stopUs), widened to take in every event; else
@@ -75,8 +73,8 @@
 -- a slice whose category is "wait" is a wait in any trace. In traces of the
 -- seed system's writer, publish and chunk slices count under their chain's
 -- category (stage >> 8 of the chain's publish), stage_wait as a wait.
-local cjson = require "cjson.safe"
 local util = require "jobque_profile.util"
+local reader = require "jobque_profile.reader" -- the loader (src/reader/load.c) calls this module back
 
 local M = {}
 
@@ -86,17 +84,6 @@ local M = {}
 -- number of nanoseconds for the HTML page.
 M.MAX_US = 3e15
 local MAX_US = M.MAX_US
-
-local json = cjson.new()
-json.decode_invalid_numbers(false)
-json.decode_max_depth(1001) -- as deep as the core's check lets a trace be (1000 inside its top object)
-
-local core -- jobque.core, when it is there (its loader, sort and JSON check are this reader's in C)
-do
-  local found, c = pcall(require, "jobque_profile.reader")
-  core = found and type(c) == "table" and c or nil
-end
-local json_check, json_decode = core and core.json_check, core and core.json_decode
 
 --- The colour a category gets when the trace did not register one.
 M.color_for = util.color_for
@@ -208,13 +195,11 @@ local function classify(e, ours)
   return "slice", cat
 end
 
-local native_sort = core and core.sort_columns -- the same, in C
-
 -- Puts the columns `fields` of t (n entries) in the order of the first
--- one, a time column, when they are not in it already (stable). Ours are
--- nearly sorted: slices are recorded at their end.
+-- one, a time column, when they are not in it already (stable). Only
+-- columns the reader's Lua code added to are lists here (the loader puts
+-- the ones it keeps in C in order itself).
 local function sort_columns(t, fields, n)
-  if native_sort then return native_sort(t, fields, n) end
   local ts = t[fields[1]]
   local sorted = true
   for i = 2, n do
@@ -311,7 +296,8 @@ end
 -- its publish event, and the category with that id names it.
 local SEED_CHAINED = {publish = true, chunk = true, stage_wait = true}
 
--- chain id -> op tag, from the publish events of a seed trace.
+-- chain id -> op tag, from the publish events of a seed trace (the loader
+-- hands over every event that may be one, in file order).
 local function seed_chain_tags(events)
   local tags = {}
   for i = 1, #events do
@@ -576,8 +562,8 @@ local function sorted_keys(args)
 end
 
 -- The track of key k of "C" events named `name` of `pid` (nil: 0), made
--- when first met (the native loader asks for the ones it reads itself).
--- The pid keyed as a lane's is (1 and 1.0 one pid, whichever reader).
+-- when first met (the loader asks for the ones it reads itself).
+-- The pid keyed as a lane's is (1 and 1.0 one pid, whichever code read it).
 local function counter_track(model, name, pid, k)
   local track = name .. " " .. k
   local key = id_text(pid or 0) .. "\0" .. track
@@ -611,20 +597,13 @@ end
 
 -- A reading's state: the trace's bounds so far (t0, t1), the events read
 -- (nev), the counts of model.extra_ts and of the markers, the "B"s not yet
--- paired (begin_end: lane -> its B and E events), the awaits begun, and the events (for the
--- seed's chains: the native loader has none, and hands such a file to the
--- cjson path).
-local function new_state(model, ours, events)
-  return {model = model, ours = ours, events = events, t0 = math.huge, t1 = -math.huge, nev = 0, nextra = 0,
+-- paired (begin_end: lane -> its B and E events), the awaits begun, and
+-- (seed_tags) the seed format's chain tags, which the loader sets before
+-- the first event that may be a chained slice is read.
+local function new_state(model, ours)
+  return {model = model, ours = ours, t0 = math.huge, t1 = -math.huge, nev = 0, nextra = 0,
           nmarkers = 0, begin_end = {}, async = {}, skip_entry = {}}
 end
-
-M.FALLBACK = "fallback"
-
---- Whether the native loader keeps the columns it built as C cells until
--- they are read (true; false: every column a Lua list at once, as the
--- specs compare).
-M.native_columns = true
 
 -- A marker (an instant of scope g or p), inline: a trace can hold a million.
 local function read_marker(st, e, ts)
@@ -634,8 +613,8 @@ local function read_marker(st, e, ts)
   local arg = type(e.args) == "table" and e.args.arg or nil
   local n = st.nmarkers + 1
   st.nmarkers = n
-  -- cjson reads every number as a float; a string stays a string (math.tointeger
-  -- would make "12" an integer, which the native loader's markers keep as text)
+  -- an integral float is the integer; a string stays a string (math.tointeger
+  -- would make "12" an integer, which the loader's markers keep as text)
   if math.type(arg) then arg = math.tointeger(arg) or arg end
   if type(arg) ~= "number" and type(arg) ~= "string" then arg = nil end
   model.marker_ts[n], model.marker_kind[n], model.marker_arg[n] = ts, kind, arg
@@ -643,8 +622,7 @@ local function read_marker(st, e, ts)
 end
 
 -- A complete event (its ts and dur checked): a slice of its lane, or a
--- time of model.extra_ts. Nil and a message for a dur out of range; the
--- FALLBACK for a seed trace's chained slice read without the events.
+-- time of model.extra_ts. Nil and a message for a dur out of range.
 local function read_complete(st, e, ts, dur, i)
   local model = st.model
   dur = dur or 0
@@ -652,8 +630,6 @@ local function read_complete(st, e, ts, dur, i)
   if ts + dur > st.t1 then st.t1 = ts + dur end
   local kind, cat
   if e.cat == nil and SEED_CHAINED[e.name] and type(e.args) == "table" then
-    if not st.events then return nil, M.FALLBACK end
-    st.seed_tags = st.seed_tags or seed_chain_tags(st.events) -- once, for seed traces only
     kind, cat = seed_classify(model, e, st.seed_tags)
   else
     kind, cat = classify(e, st.ours)
@@ -678,9 +654,8 @@ local function read_complete(st, e, ts, dur, i)
   return true
 end
 
--- Reads event #i, e, into the model (both readers' code: the native loader
--- hands it the events it does not read itself). True, or nil and a message
--- for a time out of range (or nil and M.FALLBACK, see read_complete).
+-- Reads event #i, e, into the model: the loader hands it the events it
+-- does not read itself. True, or nil and a message for a time out of range.
 local function read_one(st, e, i)
   local model = st.model
   local ph = type(e) == "table" and e.ph
@@ -721,17 +696,6 @@ local function read_one(st, e, i)
     end
   end
   return true
-end
-
--- Reads every decoded event into the model (the cjson path): the state,
--- or nil and a message for a time out of range.
-local function read_events(model, events, ours)
-  local st = new_state(model, ours, events)
-  for i = 1, #events do
-    local ok, err = read_one(st, events[i], i)
-    if not ok then return nil, err end
-  end
-  return st
 end
 
 -- model.spans from the pieces: per category, in order of first appearance.
@@ -812,7 +776,7 @@ local function order_lanes(model)
     if sa ~= sb then return sa < sb end
     return a.order < b.order
   end)
-  -- (columns the native loader kept native are in order, their maxdur set:
+  -- (columns the loader kept native are in order, their maxdur set:
   -- rawget says nil for them, and reading them would make them Lua lists)
   for i, lane in ipairs(model.lanes) do
     lane.index = i
@@ -873,7 +837,7 @@ local function finish(st, meta)
   local ok, err = read_lane_info(model, meta)
   if not ok then return nil, err end
   order_lanes(model)
-  if rawget(model, "marker_pid") then markers_to_lanes(model) end -- else the native loader did
+  if rawget(model, "marker_pid") then markers_to_lanes(model) end -- else the loader did
   model.markers = marker_list(model)
   model.copies = copy_list(model)
   local function by_ts(x, y) return x.ts < y.ts end
@@ -899,73 +863,15 @@ local function start(meta)
   return model
 end
 
--- Builds the model from decoded events.
-local function build(events, meta)
-  local model, err = start(meta)
-  if not model then return nil, err end
-  local st, rerr = read_events(model, events, meta ~= nil)
-  if not st then return nil, rerr end
-  return finish(st, meta)
-end
-
 --- Calls f(...) with the garbage collector paused (see jobque_profile.util).
 M.without_gc = util.without_gc
 
--- The text decoded: lua-cjson's decode, after the core's check (when the
--- core is there: lua-cjson takes a raw control character in a string, bytes
--- after the JSON or "1.", which RFC 8259 and the native loader refuse, and
--- says it in other words); a text holding an integer a double would not
--- give back (beyond 1e14, or -0) is read by the core with integers exact,
--- as the native loader reads it.
-local function decode_json(text)
-  if not json_check then return json.decode(text) end
-  local ok, inexact = json_check(text)
-  if not ok then return nil, inexact end
-  if inexact then return json_decode(text, cjson.null) end
-  return json.decode(text)
-end
-
-local function decode(text, name)
-  name = name or "trace"
-  if not text:find("%S") then
-    return nil, ("%s: not a trace: the file is empty%s"):format(name, text == "" and "" or " (only white space)")
-  end
-  local doc, err = decode_json(text)
-  if doc == nil then
-    return nil, ("%s: not JSON (%s)"):format(name, tostring(err))
-  end
-  if type(doc) ~= "table" then
-    return nil, ('%s: not a trace: the JSON is a %s, not an object with a "traceEvents" array')
-      :format(name, type(doc) == "userdata" and "null" or type(doc))
-  end
-  local events, meta = doc.traceEvents, doc.jobqueProfile
-  if events == nil then
-    if text:match("^%s*%[") then
-      events = doc -- the bare array form of Chrome's format
-    else
-      return nil, ('%s: not a trace: no "traceEvents" array'):format(name)
-    end
-  end
-  if type(events) ~= "table" then
-    return nil, ('%s: not a trace: "traceEvents" is not an array (it is %s)'):format(name,
-      type(events) == "userdata" and "null" or "a " .. type(events))
-  end
-  if next(events) ~= nil and events[1] == nil then
-    return nil, ('%s: not a trace: "traceEvents" is not an array (it is an object)'):format(name)
-  end
-  if meta == cjson.null then meta = nil end
-  local model, berr = build(events, meta)
-  if not model then return nil, ("%s: %s"):format(name, berr) end
-  model.path, model.reader = name, "cjson"
-  return model
-end
-
--- The native loader's calls back into this reader (see src/reader/load.c).
-local hooks = {null = cjson.null}
+-- The loader's calls back into this reader (see src/reader/load.c).
+local hooks = {}
 function hooks.begin(meta)
   local model, err = start(meta)
   if not model then return nil, err end
-  return new_state(model, meta ~= nil, nil)
+  return new_state(model, meta ~= nil)
 end
 function hooks.lane(st, pid, tid) return lane_of(st.model, pid, tid) end
 function hooks.category(st, name) add_category(st.model.categories, name) end
@@ -974,48 +880,28 @@ function hooks.marker_kind(st, kind)
 end
 hooks.rare = read_one
 function hooks.counter_track(st, name, pid, k) return counter_track(st.model, name, pid, k) end
+function hooks.chain_tags(st, publishes) st.seed_tags = seed_chain_tags(publishes) end
 
-local native_load = core and core.load_trace
-
--- The native loader on the file at `path` or on `text`: the model; nil and
--- a message; or M.FALLBACK (a shape it leaves to the cjson path, or no core).
-local function load_native(path, text, name, progress)
-  if not native_load then return M.FALLBACK end
-  local call = setmetatable({progress = progress, exact = text and M._exact_copy, lists = not M.native_columns},
-                            {__index = hooks})
-  local st, err, json_err = native_load(call, path, text)
-  if st == M.FALLBACK or err == M.FALLBACK then return M.FALLBACK end
+-- The loader on the file at `path` or on `text`: the model, or nil and a
+-- message (`name` labels it).
+local function read(path, text, name, progress)
+  local call = setmetatable({progress = progress}, {__index = hooks})
+  local st, err, kind = reader.load_trace(call, path, text)
   if not st then
-    return nil, (json_err and "%s: not JSON (%s)" or "%s: %s"):format(name, err)
+    if kind == "file" then return nil, err end -- it names the file
+    return nil, (kind == "json" and "%s: not JSON (%s)" or "%s: %s"):format(name, err)
   end
   local model, ferr = finish(st, st.model.meta)
   if not model then return nil, ("%s: %s"):format(name, ferr) end
-  model.path, model.reader = name, "native"
+  model.path = name
   return model
 end
 
--- Which reader: options.reader "native" (the fallback still applies),
--- "cjson", or nil (native, unless JOBQUE_PROFILE_READER says "cjson").
-local function reader_of(options)
-  local r = options and options.reader or os.getenv("JOBQUE_PROFILE_READER")
-  return r == "cjson" and "cjson" or "native"
-end
-
-local function decode_any(text, name, options)
-  if reader_of(options) == "native" then
-    local model, err = load_native(nil, text, name or "trace", options and options.progress)
-    if model ~= M.FALLBACK then return model, err end
-  end
-  return decode(text, name)
-end
-
 --- Reads a trace from a JSON string: model, or nil and a message (`name`
--- labels messages). options.reader: "native" (the default: the core's
--- loader, which hands shapes it does not read to lua-cjson) or "cjson";
--- both build the same model. options.progress(done, total): called as the
--- native loader goes (bytes).
+-- labels messages). options.progress(done, total): called as the loader
+-- goes (bytes).
 function M.decode(text, name, options)
-  return M.without_gc(decode_any, text, name, options)
+  return M.without_gc(read, nil, text, name or "trace", options and options.progress)
 end
 
 --- "3 events skipped (ts is not a number: 2, unknown ph: 1)", or nil when
@@ -1032,10 +918,9 @@ function M.skipped_text(model)
 end
 
 --- True when `err` is the error of an allocation that failed (Lua's own,
--- or lua-cjson's).
+-- or the loader's, in the same words).
 function M.out_of_memory(err)
   return err == "not enough memory"
-    or type(err) == "string" and err:find("Memory allocation error", 1, true) ~= nil
 end
 
 --- The message for files (`what`, their names) of `bytes` in all that
@@ -1046,28 +931,9 @@ function M.out_of_memory_text(what, bytes, doing)
     :format(what, doing or "read", bytes / 1e6)
 end
 
--- The file read and decoded by lua-cjson (the fallback).
-local function load_cjson(path, options)
-  local f, err = io.open(path, "rb")
-  if not f then return nil, ("cannot open %s"):format(err) end
-  local ok, text, rerr = pcall(f.read, f, "a")
-  f:close()
-  if not ok then error(text, 0) end
-  if not text then return nil, ("cannot read %s: %s"):format(path, tostring(rerr)) end
-  return M.decode(text, path, {reader = "cjson", progress = options and options.progress})
-end
-
-local function load(path, options)
-  if reader_of(options) == "native" then
-    local model, err = M.without_gc(load_native, path, nil, path, options and options.progress)
-    if model ~= M.FALLBACK then return model, err end
-  end
-  return load_cjson(path, options)
-end
-
 --- Reads the trace saved at `path`: model, or nil and a message (also
 -- when memory runs out: the message names the file and its size).
--- options: as for decode (reader, progress).
+-- options: as for decode (progress).
 function M.load(path, options)
   if type(path) ~= "string" then
     return nil, ("bad argument #1 to 'load' (path expected, got %s)"):format(type(path))
@@ -1076,7 +942,7 @@ function M.load(path, options)
   if not f then return nil, ("cannot open %s"):format(err) end
   local bytes = f:seek("end") or 0
   f:close()
-  local ok, model, derr = pcall(load, path, options)
+  local ok, model, derr = pcall(M.without_gc, read, path, nil, path, options and options.progress)
   if not ok then
     if M.out_of_memory(model) then
       collectgarbage() -- what the failed read left, before building the message

@@ -5,7 +5,6 @@ local trace = require "jobque_profile.trace"
 local stats = require "jobque_profile.stats"
 local report = require "jobque_profile.report"
 local core = require "jobque.core"
-local C = require "jobque_profile.reader"
 local p = require "jobque_profile"
 local jobque = require "jobque"
 
@@ -110,18 +109,18 @@ describe("trace.load", function()
  {"ph":"B","ts":30,"pid":1,"tid":3,"name":"e"},
  {"ph":"E","ts":25,"pid":1,"tid":3}]
 ]]
-    for _, reader in ipairs{"native", "cjson"} do
-      local m = assert(trace.decode(text, "t.json", {reader = reader}))
+    do
+      local m = assert(trace.decode(text, "t.json"))
       local f = stats.compute(m)
       local by = {}
       for _, c in ipairs(f.categories) do by[c.name] = c.busy end
-      assert.same({a = 20, b = 50, d = 7, e = 70}, by, reader) -- (c, busy 0, is listed under no category)
+      assert.same({a = 20, b = 50, d = 7, e = 70}, by) -- (c, busy 0, is listed under no category)
       local l1, l2 = m.lanes[1], m.lanes[2]
-      assert.same({0, 50}, {l1.ts[1], l1.ts[2]}, reader)
-      assert.same({20, 50}, {l1.dur[1], l1.dur[2]}, reader)
-      assert.same({"d", "c"}, {l2.sname[1], l2.sname[2]}, reader)
-      assert.same({7, 0}, {l2.dur[1], l2.dur[2]}, reader)
-      assert.equal(10, m.nevents, reader)
+      assert.same({0, 50}, {l1.ts[1], l1.ts[2]})
+      assert.same({20, 50}, {l1.dur[1], l1.dur[2]})
+      assert.same({"d", "c"}, {l2.sname[1], l2.sname[2]})
+      assert.same({7, 0}, {l2.dur[1], l2.dur[2]})
+      assert.equal(10, m.nevents)
     end
   end)
 
@@ -159,15 +158,15 @@ describe("trace.load", function()
         events[i], events[j] = events[j], events[i]
       end
       local text = "[" .. table.concat(events, ",\n") .. "]"
-      for _, reader in ipairs{"native", "cjson"} do
-        local m = assert(trace.decode(text, "t.json", {reader = reader}))
+      do
+        local m = assert(trace.decode(text, "t.json"))
         local by = {}
         for _, c in ipairs(stats.compute(m).categories) do by[c.name] = c.busy end
         local differs = false
         for k, v in pairs(want) do differs = differs or by[k] ~= v end
         for k in pairs(by) do differs = differs or want[k] == nil end
         if differs then
-          error(("seed %d, round %d, %s reader: busy per name %s, want %s"):format(seed, round, reader,
+          error(("seed %d, round %d: busy per name %s, want %s"):format(seed, round,
                 report.json(by), report.json(want)))
         end
       end
@@ -227,7 +226,7 @@ describe("trace.load", function()
 
   it("reads our times, printed in 2048ths of a microsecond, back to the nanoseconds recorded", function()
     -- A copy from 1,019,705 ns to 1,024,783 ns, its job's slice from there to
-    -- 1,030,000 ns, a marker at 500 ns, a counter at 1 ns, the session stopped
+    -- 1,030,000 ns (and a failed job's after it), a marker at 500 ns, a counter at 1 ns, the session stopped
     -- at 2,000,001 ns: each time the nearest 2048th (1019705 * 2048 / 1000 =
     -- 2088355.84: 2088356/2048 = 1019.705078125), a duration the difference
     -- of its ends' (2098756/2048 - 2088356/2048 = 10400/2048 = 5.078125).
@@ -236,21 +235,24 @@ describe("trace.load", function()
 {"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"worker 0"}},
 {"ph":"X","ts":1019.705078125,"dur":5.078125,"pid":1,"tid":1,"name":"copy in","cat":"copy","args":{"job":1,"bytes":8}},
 {"ph":"X","ts":1024.783203125,"dur":5.216796875,"pid":1,"tid":1,"name":"job","cat":"job","args":{"job":1}},
+{"ph":"X","ts":1030.0009765625,"dur":0.5,"pid":1,"tid":1,"name":"job","cat":"job","args":{"job":2,"failed":true}},
 {"ph":"i","s":"g","ts":0.500,"pid":1,"tid":1,"name":"token","args":{"arg":1}},
 {"ph":"C","ts":0.0009765625,"pid":1,"tid":1,"name":"n","args":{"value":1}}
 ],
 "jobqueProfile":{"version":1,"startUs":0.000,"stopUs":2000.0009765625,"lanes":1,
 "laneInfo":[{"tid":1,"name":"worker 0","fullAtUs":1030.0}],"categories":[],"markers":[{"id":1,"name":"token"}]}}
 ]]
-    for _, reader in ipairs({"native", "cjson"}) do
-      local m = assert(trace.decode(text, "t.json", {reader = reader}))
+    do
+      local m = assert(trace.decode(text, "t.json"))
       local lane = m.lanes[1]
-      assert.same({1019.705, 5.078, 1024.783, 5.217}, {lane.ts[1], lane.dur[1], lane.ts[2], lane.dur[2]}, reader)
-      assert.same({1019.705, 5.078}, {m.copies[1].ts, m.copies[1].dur}, reader)
-      assert.equal(0.5, m.markers[1].ts, reader)
-      assert.equal(0.001, m.counters[1].ts[1], reader)
-      assert.same({start = 0, stop = 2000.001}, m.session, reader)
-      assert.equal(1030, lane.full_at, reader)
+      assert.same({1019.705, 5.078, 1024.783, 5.217}, {lane.ts[1], lane.dur[1], lane.ts[2], lane.dur[2]})
+      -- a failed job's slice, read by trace.lua: 1030.0009765625 us is 1,030,000.98 ns, so 1,030,001
+      assert.same({1030.001, 0.5}, {lane.ts[3], lane.dur[3]})
+      assert.same({1019.705, 5.078}, {m.copies[1].ts, m.copies[1].dur})
+      assert.equal(0.5, m.markers[1].ts)
+      assert.equal(0.001, m.counters[1].ts[1])
+      assert.same({start = 0, stop = 2000.001}, m.session)
+      assert.equal(1030, lane.full_at)
     end
   end)
 
@@ -602,21 +604,6 @@ describe("marker args", function()
       assert.is_true(m.markers[i].arg == v, ("marker %d: %s, want %s"):format(i, m.markers[i].arg, v))
     end
     assert.equal("float", math.type(m.markers[4].arg))
-  end)
-
-  it("come exact through the cjson path too: the core's check tells it a text holds such integers", function()
-    assert.same({true, false}, {C.json_check('{"traceEvents":[{"args":{"arg":"9223372036854775807"}}]}')})
-    assert.same({true, false}, {C.json_check('[99999999999999, -0.0, 1e20, 99999999999999999999]')})
-    assert.same({true, true}, {C.json_check('[{"a":"\\\"{"},{"args":{"arg":9223372036854775807}}]')})
-    assert.same({true, true}, {C.json_check('[100000000000000]')})
-    assert.same({true, true}, {C.json_check('{"x":[-0]}')})
-    assert.same({nil, "offset 1000: nested too deep"}, {C.json_check(("["):rep(2000))})
-    local v = C.json_decode('{"a":[9223372036854775807,-0,1.5,"s",null,true],"b":{}}', "NULL")
-    assert.same({a = {math.maxinteger, 0, 1.5, "s", "NULL", true}, b = {}}, v)
-    assert.equal("integer", math.type(v.a[2]))
-    local m = assert(trace.decode('[{"ph":"i","s":"g","ts":1,"name":"k","args":{"arg":9223372036854775807}}]',
-                                  "t.json", {reader = "cjson"}))
-    assert.equal(math.maxinteger, m.markers[1].arg)
   end)
 end)
 

@@ -101,4 +101,28 @@ describe("a trace of the seed system's writer", function()
     local c = by_name(stats.compute(assert(trace.load(path))).categories)
     assert.same({11, 21, 40}, {c.untagged.busy, c["tag 9"].busy, c.chunk.busy}) -- 2305 = 1 | 9 << 8
   end)
+  it("reads chains however their events are spelt, a publish after its chunks, and the file through a pipe", function()
+    -- chain "c1" (a string id) is tag 1, "one"; chain 7 tag 2, "two"; the first chunk's name key,
+    -- the second chunk's name and the first publish's name are escaped; a stage_wait with
+    -- no chain in its args is a wait all the same (2 us on thread 1)
+    local path = S.tmpfile()
+    S.write(path, [[
+{"traceEvents":[
+{"ph":"X","pid":0,"tid":0,"ts":0,"dur":10,"n\u0061me":"chunk","args":{"stage":0,"chain":"c1"}},
+{"ph":"X","pid":0,"tid":0,"ts":10,"dur":20,"name":"ch\u0075nk","args":{"stage":0,"chain":7}},
+{"ph":"X","pid":0,"tid":1,"ts":0,"dur":1,"name":"publis\u0068","args":{"stage":257,"chain":"c1"}},
+{"ph":"X","pid":0,"tid":1,"ts":2,"dur":1,"name":"publish","args":{"stage":513,"chain":7}},
+{"ph":"X","pid":0,"tid":1,"ts":4,"dur":2,"name":"stage_wait","args":{}}
+],"jobqueProfile":{"version":1,"lanes":2,"categories":[{"id":1,"name":"one"},{"id":2,"name":"two"}],"markers":[]}}
+]])
+    local figures = stats.compute(assert(trace.load(path)))
+    local c = by_name(figures.categories)
+    assert.same({11, 21}, {c.one.busy, c.two.busy})
+    assert.is_nil(c.chunk)
+    assert.is_nil(c.stage_wait)
+    assert.same({0, 2}, {figures.lanes[1].wait, figures.lanes[2].wait})
+    local code, out, err = S.cli("report --json /dev/stdin", ("cat '%s' |"):format(path)) -- a pipe: read, not mapped
+    assert.are.same({0, ""}, {code, err})
+    assert.truthy(out:find('{"busy":11,"color":"#C39536","name":"one"', 1, true), out)
+  end)
 end)

@@ -3,7 +3,7 @@
  * stays C cells, owned by a userdata, until Lua reads it; and the one
  * reader C code has for a column, native cells or a Lua list (jq_col).
  *
- * The loader (load.c) hands a column to its owner table (a lane, a
+ * The loader (load_cells.c) hands a column to its owner table (a lane, a
  * counter track, the model) with jq_column_attach: the owner's raw field
  * is cleared and its metatable's __index makes the Lua list on the first
  * read of the field (rawset into the owner: once), its __newindex sets a

@@ -15,21 +15,11 @@
 
 #include <lua.h>
 
-#define JQ_LOAD_MAX_DEPTH 1000 /* lua-cjson's default limit */
+#define JQ_LOAD_MAX_DEPTH 1000 /* containers, at most, inside a trace's top object */
 
-/* The loader (load.c):
- *   load_trace(hooks, path [, text]) -> true | nil, message | "fallback"
- *   sort_columns(t, fields, n): t's columns fields[1..] in the order of
- *     t[fields[1]]'s numbers, ties as they were (trace.lua's sort_columns)
- *   sort_jobs(list, field) -> true: graph.lua's jobs in the order of their
- *     numbers t[field], ties by t.id; nothing when it leaves them to Lua
- *   sort_numbers(list) -> true: numbers in ascending order (graph.lua's
- *     distributions); nothing when it leaves them to table.sort
- *   json_check(text) -> true, inexact | fail, message: the text is JSON as
- *     load_trace checks it (its words); inexact: it holds an integer a
- *     double would not give back (beyond 1e14, or -0)
- *   json_decode(text, null) -> value | fail, message: lua-cjson's decoding,
- *     integers exact (the cjson path's, for such a text) */
+/* The loader (load.c, with load_event.c, load_cells.c, json_scan.c):
+ *   load_trace(hooks, path [, text]) -> st | nil, message [, "json" | "file"]:
+ *     the trace at path (or the text) read through trace.lua's hooks */
 void jq_open_load(lua_State *L);
 
 /* The model's native columns (columns.c; the C API is columns.h):
