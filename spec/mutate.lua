@@ -86,14 +86,28 @@ if #args > 0 then -- only the mutants named
   mutants = picked
 end
 
--- --check: only whether each mutant applies to the working tree (no build).
+-- The spec file a mutant's `specs:` name stands for: a path as it is, else
+-- the spec file of that name in spec/ or one of its folders (nil: none).
+local function spec_file(name)
+  if name:find("/", 1, true) then return read(name) and name or nil end
+  local base = name:match("_spec%.lua$") and name or (name .. "_spec.lua")
+  for _, dir in ipairs{"spec/", "spec/queue/", "spec/record/", "spec/reader/"} do
+    if read(dir .. base) then return dir .. base end
+  end
+end
+
+-- --check: only whether each mutant applies to the working tree (no build),
+-- and names spec files that exist.
 if check_only then
   local bad = 0
   for _, m in ipairs(mutants) do
     local n = count(read(m.file) or "", m.from)
-    if n ~= 1 then bad = bad + 1 end
-    io.write(("%-14s %-22s %s\n"):format(n == 1 and "applies" or "not applicable", m.id,
-      n == 1 and m.file or ("its text occurs %d times in %s (must be once)"):format(n, m.file)))
+    local why = n ~= 1 and ("its text occurs %d times in %s (must be once)"):format(n, m.file)
+    for name in (m.specs or ""):gmatch("[^%s,]+") do
+      if not why and not spec_file(name) then why = ("its specs: name no spec file '%s'"):format(name) end
+    end
+    if why then bad = bad + 1 end
+    io.write(("%-14s %-22s %s\n"):format(why and "not applicable" or "applies", m.id, why or m.file))
   end
   io.write(("mutate --check: %d mutants, %d not applicable\n"):format(#mutants, bad))
   os.exit(bad == 0 and 0 or 1)
@@ -123,8 +137,8 @@ end
 local function order(m)
   local out, seen = {}, {}
   for name in (m.specs or ""):gmatch("[^%s,]+") do
-    local f = name:find("/", 1, true) and name or ("spec/" .. name .. (name:match("_spec%.lua$") and "" or "_spec.lua"))
-    if not seen[f] then out[#out + 1] = f; seen[f] = true end
+    local f = spec_file(name)
+    if f and not seen[f] then out[#out + 1] = f; seen[f] = true end
   end
   for _, f in ipairs(all_specs) do
     if not seen[f] then out[#out + 1] = f; seen[f] = true end

@@ -197,7 +197,7 @@ local function pct_of(x, whole)
   return whole and whole > 0 and pct(x / whole) or "-"
 end
 
---- The latency section of a report (jobque_profile.graph.latency): per
+--- The latency section of a report (the latency of jobque_profile.graph.figures): per
 -- category and overall, ready latency (ready -> its worker took it), resume
 -- latency (awaited job ended -> resumed), run and suspended time; then the
 -- jobs that waited longest for a worker (lines; empty without jobs).
@@ -257,7 +257,7 @@ function M.latency_lines(f)
   return out
 end
 
---- The critical path section (jobque_profile.graph.critical_path): its
+--- The critical path section (the critical path of jobque_profile.graph.figures): its
 -- length and share, make-up, the bound it implies and the parallelism the
 -- graph has next to the one it got (lines; empty without jobs).
 function M.critical_path_lines(f)
@@ -290,22 +290,9 @@ function M.critical_path_lines(f)
   return out
 end
 
---- The report of one trace: figures from stats.compute, model from trace.load.
--- Times are microseconds since the session's start (f.range.t0).
-function M.text(f, model)
-  local out = {}
-  local function say(fmt, ...) out[#out + 1] = fmt:format(...) end
-  local r = f.range
-  local t0 = r.t0 or model.t0 or 0
-  say("%s: %s trace%s, %d lane%s, %d events", M.shown(model.path or "trace", false),
-      model.format == "jobque" and "jobque" or "Chrome",
-      model.clock and (" (clock " .. M.shown(model.clock) .. ")") or "", #model.lanes,
-      #model.lanes == 1 and "" or "s", f.events)
-  say("range %.3f .. %.3f us since the session's start (%s)", r.from - t0, r.to - t0, M.us(r.duration))
-  truncation_lines(f, t0, say)
-  say("")
-  -- Worker lanes first, then the caller and the others, each in lane order;
-  -- then a line per group.
+-- The lanes' table (workers first, then the caller and the others, each in
+-- lane order), then a line per group.
+local function lanes_lines(f, say)
   local w = 20
   for _, l in ipairs(f.lanes) do w = math.max(w, width_of(M.shown(l.name))) end
   local order = {}
@@ -330,6 +317,66 @@ function M.text(f, model)
     end
   end
   say("(parallelism: busy lanes on average; idle: 1 - busy / (range x lanes) of the group)")
+end
+
+-- The categories' busy time and share, most busy first.
+local function categories_lines(f, say)
+  if #f.categories == 0 then return end
+  say("")
+  local cw = 8
+  for _, c in ipairs(f.categories) do cw = math.max(cw, width_of(M.shown(c.name))) end
+  say("%s  %10s  %6s", pad("category", cw), "busy", "share")
+  for _, c in ipairs(f.categories) do
+    say("%s  %10s  %6s  %s", pad(M.shown(c.name), cw), M.us(c.busy), pct(c.share), bar(c.share, 30))
+  end
+end
+
+-- A marker kind's units: their durations and the slowest of them.
+local function marker_lines(m, t0, say)
+  say("")
+  if m.count == 0 then
+    say("marker \"%s\": no units in range", M.shown(m.kind))
+    return
+  end
+  say("marker \"%s\": %d unit%s; duration min %s, median %s, p95 %s, max %s", M.shown(m.kind), m.count,
+      m.count == 1 and "" or "s", M.us(m.min), M.us(m.median), M.us(m.p95), M.us(m.max))
+  local slowest = m.slowest or {}
+  if #slowest == 0 then return end
+  say("  the %s:", #slowest == 1 and "slowest unit" or ("%d slowest units"):format(#slowest))
+  -- the arg column as wide as its widest arg (a 64-bit one has 20 characters);
+  -- each unit with its 3 busiest categories only (it can hold thousands)
+  local units, args, aw = {}, {}, 8
+  for k, j in ipairs(slowest) do
+    units[k] = stats.unit_summary(m.units, j, 3)
+    local arg = units[k].arg
+    args[k] = arg ~= nil and M.shown(arg, 20) or "-"
+    aw = math.max(aw, width_of(args[k]))
+  end
+  say("  %7s  %s  %14s  %10s  %s", "unit", lpad("arg", aw), "start (us)", "duration", "busy by category")
+  for k, u in ipairs(units) do
+    say("  %7d  %s  %14.3f  %10s  %s", u.index, lpad(args[k], aw), u.from - t0,
+        M.us(u.duration), top_categories(u.by_category, 3))
+  end
+  if m.count > #slowest then
+    say("  ... %d more units (--top N lists more, --json lists them all)", m.count - #slowest)
+  end
+end
+
+--- The report of one trace: figures from stats.compute, model from trace.load.
+-- Times are microseconds since the session's start (f.range.t0).
+function M.text(f, model)
+  local out = {}
+  local function say(fmt, ...) out[#out + 1] = fmt:format(...) end
+  local r = f.range
+  local t0 = r.t0 or model.t0 or 0
+  say("%s: %s trace%s, %d lane%s, %d events", M.shown(model.path or "trace", false),
+      model.format == "jobque" and "jobque" or "Chrome",
+      model.clock and (" (clock " .. M.shown(model.clock) .. ")") or "", #model.lanes,
+      #model.lanes == 1 and "" or "s", f.events)
+  say("range %.3f .. %.3f us since the session's start (%s)", r.from - t0, r.to - t0, M.us(r.duration))
+  truncation_lines(f, t0, say)
+  say("")
+  lanes_lines(f, say)
   if f.workers and f.workers.lanes == 0 then
     say("(no lane is a worker: a queue's workers are named \"worker N\" or \"<queue name> N\")")
   end
@@ -337,45 +384,8 @@ function M.text(f, model)
     say("awaits %d, %s in all (jobs suspended on other jobs; their workers stay free)",
         f.awaits.count, M.us(f.awaits.time))
   end
-  if #f.categories > 0 then
-    say("")
-    local cw = 8
-    for _, c in ipairs(f.categories) do cw = math.max(cw, width_of(M.shown(c.name))) end
-    say("%s  %10s  %6s", pad("category", cw), "busy", "share")
-    for _, c in ipairs(f.categories) do
-      say("%s  %10s  %6s  %s", pad(M.shown(c.name), cw), M.us(c.busy), pct(c.share), bar(c.share, 30))
-    end
-  end
-  for _, m in ipairs(f.markers) do
-    say("")
-    if m.count == 0 then
-      say("marker \"%s\": no units in range", M.shown(m.kind))
-    else
-      say("marker \"%s\": %d unit%s; duration min %s, median %s, p95 %s, max %s", M.shown(m.kind), m.count,
-          m.count == 1 and "" or "s", M.us(m.min), M.us(m.median), M.us(m.p95), M.us(m.max))
-      local slowest = m.slowest or {}
-      if #slowest > 0 then
-        say("  the %s:", #slowest == 1 and "slowest unit" or ("%d slowest units"):format(#slowest))
-        -- the arg column as wide as its widest arg (a 64-bit one has 20 characters);
-        -- each unit with its 3 busiest categories only (it can hold thousands)
-        local units, args, aw = {}, {}, 8
-        for k, j in ipairs(slowest) do
-          units[k] = stats.unit_summary(m.units, j, 3)
-          local arg = units[k].arg
-          args[k] = arg ~= nil and M.shown(arg, 20) or "-"
-          aw = math.max(aw, width_of(args[k]))
-        end
-        say("  %7s  %s  %14s  %10s  %s", "unit", lpad("arg", aw), "start (us)", "duration", "busy by category")
-        for k, u in ipairs(units) do
-          say("  %7d  %s  %14.3f  %10s  %s", u.index, lpad(args[k], aw), u.from - t0,
-              M.us(u.duration), top_categories(u.by_category, 3))
-        end
-        if m.count > #slowest then
-          say("  ... %d more units (--top N lists more, --json lists them all)", m.count - #slowest)
-        end
-      end
-    end
-  end
+  categories_lines(f, say)
+  for _, m in ipairs(f.markers) do marker_lines(m, t0, say) end
   for _, section in ipairs{M.spans_lines(f), M.counters_lines(f), M.latency_lines(f), M.critical_path_lines(f),
                            M.copies_lines(f), M.failures_lines(f)} do
     if #section > 0 then

@@ -25,10 +25,10 @@
 --             FIRST_FAILURES failures listed, in time order)
 --   copies[i] { name, count, time, bytes }: values copied between states
 --             (copy in / out / result), by the job's category, most time first
---   latency   nil without jobs, else jobque_profile.graph.latency: ready,
+--   latency   nil without jobs, else the latency of jobque_profile.graph.figures: ready,
 --             resume, run and suspended time of the jobs (p50_us, p95_us,
 --             max_us, by_category) and top_ready, the `top` longest ready waits
---   critical_path  nil without jobs, else jobque_profile.graph.critical_path
+--   critical_path  nil without jobs, else the critical path of jobque_profile.graph.figures
 --             (duration_us, share, jobs, by_category, its make-up and bound)
 --   spans[i]  { name, count, run_us, wall_us, unclosed } per span category, in
 --             order of first appearance, of the spans with a piece in the

@@ -1,6 +1,6 @@
 -- stats.compute's figures (its per-event loops are src/reader/stats.c:
 -- stats_lanes, stats_counters, stats_copies) against values worked out by
--- hand: a hand-written trace through both readers, over the whole trace and
+-- hand: a hand-written trace read from a file and from a string, over the whole trace and
 -- over a range that cuts its slices and units; models built by hand that
 -- mix integers and floats (and integers past 2^53, where a float would
 -- round); and the shapes a hand-made model may take that our loader never
@@ -11,10 +11,12 @@ local trace = require "jobque_profile.trace"
 local stats = require "jobque_profile.stats"
 local C = require "jobque_profile.reader"
 
-local function load_text(text, reader)
+-- The model of `text`, read from a file ("file") or from the string ("text").
+local function load_text(text, how)
+  if how == "text" then return assert(trace.decode(text, "figures.json")) end
   local path = S.tmpfile("figures.json")
   S.write(path, text)
-  return assert(trace.load(path, {reader = reader}))
+  return assert(trace.load(path))
 end
 
 -- Three lanes over [0, 40] (times in microseconds):
@@ -70,8 +72,8 @@ local function unit_of(u)
 end
 
 describe("stats.compute on a trace worked out by hand", function()
-  for _, reader in ipairs{"native", "cjson"} do
-    it("gives its busy, wait, idle, events and categories over the whole trace (" .. reader .. " reader)", function()
+  for _, reader in ipairs{"file", "text"} do
+    it("gives its busy, wait, idle, events and categories over the whole trace (" .. reader .. ")", function()
       local f = stats.compute(load_text(HAND, reader))
       assert.are.same({from = 0, to = 40, duration = 40, t0 = 0}, f.range)
       local l = by_name(f.lanes)

@@ -483,7 +483,8 @@ describe("a trace saved by jobque_profile", function()
     local cat = p.profile_category("reader test", p.PROFILE_COLOR_GREEN)
     local tok = p.profile_marker_id("reader token")
     p.profile_start(4096)
-    jobque.with_job_que({workers = 2}, function(q)
+    -- one worker: a second one would have a lane only if it happened to take a job
+    jobque.with_job_que({workers = 1}, function(q)
       for i = 1, 3 do
         p.profile_marker(tok, i)
         p.profile_tag(cat)
@@ -494,9 +495,8 @@ describe("a trace saved by jobque_profile", function()
     p.profile_tag(0) -- the op tag is the thread's: later specs expect none
     local _, _, path = S.save(p)
     local m = assert(trace.load(path))
-    assert.equal("worker 0", m.lanes[1].name)
-    assert.equal("worker 1", m.lanes[2].name)
-    assert.equal("caller", m.lanes[#m.lanes].name)
+    assert.are.same({"worker 0", "caller"}, {m.lanes[1].name, m.lanes[2].name})
+    assert.equal(2, #m.lanes)
     assert.equal(("#%06X"):format(p.PROFILE_COLOR_GREEN), m.categories.by_name["reader test"].color)
     local f = stats.compute(m)
     local tokens

@@ -350,11 +350,14 @@ static void read_lanes(lua_State *L, graph *g) {
     int lane = lua_gettop(L);
     if (t != LUA_TTABLE)
       luaL_error(L, "job_graph: lane %I is not a table", (LUAI_UACINT)li);
+    /* index: the lane's place in the model (its own when a hand-made
+     * model has none); n as `for i = 1, n` takes it */
     lua_getfield(L, lane, "index");
     lua_getfield(L, lane, "n");
-    if (!lua_isinteger(L, -2) || !lua_isinteger(L, -1) || li > INT32_MAX / 2)
+    jq_num nn = jq_num_at(L, -1);
+    if ((!lua_isinteger(L, -2) && !lua_isnil(L, -2)) || nn.t == JQ_NUM_NIL || li > INT32_MAX / 2)
       luaL_error(L, "job_graph: lane %I is not a lane", (LUAI_UACINT)li);
-    lua_Integer index = lua_tointeger(L, -2), n = lua_tointeger(L, -1);
+    lua_Integer index = lua_isnil(L, -2) ? li : lua_tointeger(L, -2), n = jq_num_loop_count(nn);
     if (index < INT32_MIN / 2 || index > INT32_MAX / 2)
       luaL_error(L, "job_graph: lane %I's index is out of range", (LUAI_UACINT)li);
     *PUSH(L, g, GM_LANES, g->lane_index, g->nlanes) = (int32_t)index;

@@ -66,6 +66,16 @@ static inline lua_Number jq_num_tof(jq_num x) { return x.t == JQ_NUM_INT ? (lua_
 
 /* x + y and x - y as Lua does them: integers wrap, anything else is a
  * float sum. */
+/* A count n as `for i = 1, n` takes it: an integer, a float floored (NaN
+ * and below 1: none; a huge one capped far beyond any column). */
+static inline lua_Integer jq_num_loop_count(jq_num n) {
+  if (n.t == JQ_NUM_INT)
+    return n.v.i;
+  if (!(n.v.f >= 1))
+    return 0;
+  return n.v.f >= 0x1p62 ? ((lua_Integer)1 << 62) : (lua_Integer)floor(n.v.f);
+}
+
 static inline jq_num jq_num_add(jq_num x, jq_num y) {
   if (x.t == JQ_NUM_FLT && y.t == JQ_NUM_FLT)
     return jq_num_flt(x.v.f + y.v.f);

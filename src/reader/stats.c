@@ -890,16 +890,6 @@ static jq_num need_number(lua_State *L, int t, const char *field) {
   return x;
 }
 
-/* A count n as `for i = 1, n` takes it: an integer, a float floored (NaN
- * and below 1: none; a huge one capped far beyond any column). */
-static lua_Integer loop_count(jq_num n) {
-  if (n.t == JQ_NUM_INT)
-    return n.v.i;
-  if (!(n.v.f >= 1))
-    return 0;
-  return n.v.f >= 0x1p62 ? ((lua_Integer)1 << 62) : (lua_Integer)floor(n.v.f);
-}
-
 /* Item i of a lane's column as a number; raises when it is none. */
 static jq_num need_item(lua_State *L, const jq_col *col, lua_Integer i, const char *field) {
   jq_num x = jq_col_num(L, col, i);
@@ -913,7 +903,7 @@ static jq_num need_item(lua_State *L, const jq_col *col, lua_Integer i, const ch
  * n: lane.n, a float floored (as a Lua for loop takes it). */
 static void open_lane(lua_State *L, const sweep *w, int lane, lane_cols *lc) {
   jq_num n = need_number(L, lane, "n");
-  lc->n = loop_count(n);
+  lc->n = jq_num_loop_count(n);
   jq_num from = jq_num_sub(w->a, need_number(L, lane, "maxdur"));
   need_column(L, lane, "ts", &lc->ts);
   need_column(L, lane, "dur", &lc->dur);
@@ -1244,7 +1234,7 @@ static int counter_track(lua_State *L, jq_scratch *s, int track, jq_num a, jq_nu
   jq_num nn = pop_num(L);
   if (nn.t == JQ_NUM_NIL)
     luaL_error(L, "stats: a counter's n is not a number");
-  lua_Integer n = loop_count(nn);
+  lua_Integer n = jq_num_loop_count(nn);
   if (n <= 0)
     return 0;
   jq_col ts, value;
