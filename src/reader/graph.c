@@ -648,31 +648,27 @@ static void graph_rank(lua_State *L, graph *g) {
 typedef struct okey {
   num v;
   lua_Integer id;
+  int32_t job;
 } okey;
 
-static int okey_less(void *ctx, uint32_t a, uint32_t b) {
-  const okey *x = (const okey *)ctx + a, *y = (const okey *)ctx + b;
-  return jq_num_lt(x->v, y->v) || (!jq_num_lt(y->v, x->v) && x->id < y->id);
-}
+#define OKEY_LESS(ctx, x, y) ((void)(ctx), jq_num_lt((x).v, (y).v) || (!jq_num_lt((y).v, (x).v) && (x).id < (y).id))
+JQ_SORT_DEFINE(sort_okeys, okey, void *, OKEY_LESS)
 
 /* The jobs a[0 .. n) put in the order of their `field` (a num at offset
  * off in gjob), ties by id. */
 void jq_graph_sort_jobs(lua_State *L, graph *g, int32_t *a, size_t n, size_t off) {
   if (n < 2)
     return;
-  okey *key = jq_graph_scratch(L, n, sizeof *key);
-  uint32_t *idx = jq_graph_scratch(L, 2 * n, sizeof *idx);
+  okey *key = jq_graph_scratch(L, 2 * n, sizeof *key); /* the keys, then the sort's second half */
   for (size_t i = 0; i < n; i++) {
     const gjob *j = &g->jobs[a[i]];
     memcpy(&key[i].v, (const char *)j + off, sizeof key[i].v);
-    key[i].id = g->nother ? j->rank : j->id, idx[i] = (uint32_t)i;
+    key[i].id = g->nother ? j->rank : j->id, key[i].job = a[i];
   }
-  jq_sort_stable(idx, idx + n, n, okey_less, key); /* the jobs come lane by lane, runs in order: copied */
-  int32_t *was = (int32_t *)(idx + n); /* idx's second half, free again */
-  memcpy(was, a, n * sizeof *a);
+  sort_okeys(key, key + n, n, NULL); /* the jobs come lane by lane, runs in order: copied */
   for (size_t i = 0; i < n; i++)
-    a[i] = was[idx[i]];
-  lua_pop(L, 2);
+    a[i] = key[i].job;
+  lua_pop(L, 1);
 }
 
 /* ---- each job's figures ---- */

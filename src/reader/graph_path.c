@@ -31,9 +31,15 @@ typedef struct gvalue { /* a distribution's value */
   int32_t cat;
 } gvalue;
 
-static int value_less(void *vals, uint32_t a, uint32_t b) {
-  return jq_num_lt(((const gvalue *)vals)[a].v, ((const gvalue *)vals)[b].v);
-}
+/* A value copied beside its index, so that the sort reads the values in
+ * order and compares them inline (a distribution can hold a million). */
+typedef struct vkey {
+  num v;
+  uint32_t k;
+} vkey;
+
+#define VKEY_LESS(ctx, x, y) ((void)(ctx), jq_num_lt((x).v, (y).v))
+JQ_SORT_DEFINE(sort_vkeys, vkey, void *, VKEY_LESS)
 
 /* Category a < category b by Lua's string order. */
 static int cat_less(lua_State *L, uint32_t a, uint32_t b) {
@@ -72,9 +78,13 @@ static void push_distribution(lua_State *L, graph *g, const gvalue *vals, size_t
   size_t nc = (size_t)g->ncats;
   uint32_t *idx = jq_graph_scratch(L, 2 * n + 4 * nc, sizeof *idx); /* idx then byc: n each */
   uint32_t *byc = idx + n, *cnt = byc + n, *at = cnt + nc, *names = at + nc, *tmp = names + nc;
+  vkey *key = jq_graph_scratch(L, 2 * n, sizeof *key); /* the keys, then the sort's second half */
   for (size_t k = 0; k < n; k++)
-    idx[k] = (uint32_t)k;
-  jq_sort_stable(idx, byc, n, value_less, (void *)vals); /* ties in the jobs' order */
+    key[k].v = vals[k].v, key[k].k = (uint32_t)k;
+  sort_vkeys(key, key + n, n, NULL); /* ties in the jobs' order */
+  for (size_t k = 0; k < n; k++)
+    idx[k] = key[k].k;
+  lua_pop(L, 1);
   size_t nnames = 0;
   for (size_t k = 0; k < n; k++)
     if (!cnt[vals[k].cat]++)
