@@ -1,6 +1,6 @@
 -- `jobque-profile report` and `html` on a trace of about 1,000,000 events
 -- against decoding the same file with lua-cjson alone, in the same run
--- (issue 12's targets: report and html <= 0.25x the decode, report's peak
+-- (the targets: report and html <= 0.25x the decode, report's peak
 -- RSS <= 1.5x the file). Every side runs as a command (a fresh lua5.4 each,
 -- under /usr/bin/time -v for its peak RSS), the way a user runs them, and
 -- each ends with os.exit (the command does: no freeing of the heap object

@@ -8,9 +8,11 @@
 
 -- Run from a checkout: find the modules beside this script, and the
 -- reader's C module (jobque_profile/reader.so) in build/.
-local here = arg and arg[0] and arg[0]:match("^(.*)/[^/]*$")
+local here = arg and arg[0] and (arg[0]:match("^(.*)/[^/]*$") or ".")
 if here and not package.searchpath("jobque_profile.trace", package.path) then
   package.path = here .. "/?.lua;" .. package.path
+end
+if here and not package.searchpath("jobque_profile.reader", package.cpath) then
   package.cpath = here .. "/../build/?.so;" .. package.cpath
 end
 

@@ -18,6 +18,7 @@
 #include <lauxlib.h>
 
 #include "reader/columns.h"
+#include "reader/scratch.h"
 
 #define COLUMN_MT "jobque.column"
 #define STRS_MT "jobque.strings"
@@ -54,11 +55,6 @@ static int l_column_len(lua_State *L) {
   return 1;
 }
 
-static void nomem(lua_State *L) {
-  lua_pushliteral(L, "not enough memory");
-  lua_error(L);
-}
-
 jq_strs *jq_strs_new(lua_State *L, int list, int lanes, size_t n) {
   list = lua_absindex(L, list);
   lanes = lua_absindex(L, lanes);
@@ -74,11 +70,11 @@ jq_strs *jq_strs_new(lua_State *L, int list, int lanes, size_t n) {
   lua_pushvalue(L, lanes);
   lua_setiuservalue(L, -2, 2);
   if (n >= SIZE_MAX / sizeof(size_t) - 1)
-    nomem(L);
+    jq_nomem(L);
   s->p = calloc(n + 1, sizeof *s->p);
   s->len = calloc(n + 1, sizeof *s->len);
   if (!s->p || !s->len)
-    nomem(L);
+    jq_nomem(L);
   s->n = n;
   return s;
 }
@@ -135,7 +131,7 @@ void jq_column_list(lua_State *L, int idx) {
   jq_column *c = lua_touserdata(L, idx);
   size_t n = c->n;
   if (n > (size_t)INT32_MAX)
-    nomem(L);
+    jq_nomem(L);
   lua_getiuservalue(L, idx, 1);
   lua_getiuservalue(L, -1, 1); /* the strings */
   lua_getiuservalue(L, -2, 2); /* the lanes */

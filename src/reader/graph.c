@@ -26,6 +26,7 @@
 #include <lauxlib.h>
 
 #include "reader/columns.h"
+#include "reader/scratch.h"
 #include "reader/graph.h"
 #include "reader/reader.h"
 #include "reader/sort.h"
@@ -38,7 +39,7 @@ enum { S_MODEL = 1, S_GRAPH, S_NAMES, S_NAME_INDEX, S_IDS, S_ID_INDEX, S_BASE = 
 /* Room for one more item of `size` bytes at the end of v: its block. */
 static void *vec_push(lua_State *L, jq_vec *v, size_t size) {
   if (jq_vec_reserve(v, size) != 0)
-    luaL_error(L, "not enough memory");
+    jq_nomem(L);
   v->n += size;
   return v->p;
 }
@@ -53,7 +54,7 @@ static void *vec_new(lua_State *L, graph *g, int m, size_t count, size_t size) {
   jq_vec_init(&v);
   void *p = jq_vec_room(&v, count, size); /* NULL: v holds nothing, the graph its old array */
   if (!p)
-    luaL_error(L, "not enough memory");
+    jq_nomem(L);
   memset(p, 0, count * size);
   jq_vec_free(&g->mem[m]);
   g->mem[m] = v;
@@ -64,7 +65,7 @@ void *jq_graph_scratch(lua_State *L, size_t n, size_t elem) {
   if (n == 0)
     n = 1;
   if (n > ((size_t)-1 / 2) / elem)
-    luaL_error(L, "not enough memory");
+    jq_nomem(L);
   void *p = lua_newuserdatauv(L, n * elem, 0);
   memset(p, 0, n * elem);
   return p;
@@ -172,7 +173,7 @@ static void hash_put(graph *g, lua_Integer id, int32_t k) {
 /* A new job of id k (not yet in the graph): its index. */
 static int32_t new_job(lua_State *L, graph *g, const jkey *k) {
   if (g->njobs >= INT32_MAX / 2)
-    luaL_error(L, "not enough memory");
+    jq_nomem(L);
   if (!k->other && (g->njobs + 1) * 2 > g->hcap) { /* rehash at half full */
     size_t cap = g->hcap ? g->hcap * 2 : 1024;
     g->hash = vec_new(L, g, GM_HASH, cap, sizeof *g->hash), g->hcap = cap;
@@ -278,7 +279,7 @@ typedef struct lane_walk {
 
 static void lane_wait(lua_State *L, graph *g, lane_walk *w, const jkey *k, num ts, num dur) {
   if (g->nwt >= INT32_MAX / 2)
-    luaL_error(L, "not enough memory");
+    jq_nomem(L);
   gwait *wt = PUSH(L, g, GM_WT, g->wt, g->nwt);
   wt->ts = ts, wt->stop = jq_num_add(ts, dur), wt->key = *k, wt->job = -1;
   w->last_wait = (int32_t)g->nwt - 1;
@@ -286,7 +287,7 @@ static void lane_wait(lua_State *L, graph *g, lane_walk *w, const jkey *k, num t
 
 static void lane_slice(lua_State *L, graph *g, lane_walk *w, int32_t j, lua_Integer i, num ts, num dur, int drawn) {
   if (g->nsl >= INT32_MAX / 2)
-    luaL_error(L, "not enough memory");
+    jq_nomem(L);
   int32_t cat = col_cat(L, g, &w->cat, i, &w->cc, &w->ncc);
   gslice *s = PUSH(L, g, GM_SL, g->sl, g->nsl);
   s->ts = ts, s->dur = dur, s->index = i - 1, s->job = j, s->lane = w->lane, s->cat = cat, s->await = -1;
@@ -437,7 +438,7 @@ static void read_flow(lua_State *L, graph *g, int ei) {
     if (!ts_ok)
       return;
     if (g->nwk >= INT32_MAX / 2)
-      luaL_error(L, "not enough memory");
+      jq_nomem(L);
     gwake *w = PUSH(L, g, GM_WK, g->wk, g->nwk);
     w->ts = ts, w->owner = j;
     return;
@@ -446,7 +447,7 @@ static void read_flow(lua_State *L, graph *g, int ei) {
   lua_getfield(L, args, "job");
   read_key(L, g, lua_gettop(L), AS_ID, 0, &job);
   if (g->ndp >= INT32_MAX / 2)
-    luaL_error(L, "not enough memory");
+    jq_nomem(L);
   gdep *d = PUSH(L, g, GM_DP, g->dp, g->ndp);
   d->key = job, d->owner = j, d->job = -1;
   lua_getfield(L, args, "ready");
@@ -505,7 +506,7 @@ static void read_awaits(lua_State *L, graph *g) {
     if (ts.t == JQ_NUM_NIL || dur.t == JQ_NUM_NIL)
       luaL_error(L, "job_graph: await %I's time is not a number", (LUAI_UACINT)i);
     if (g->naw >= INT32_MAX / 2)
-      luaL_error(L, "not enough memory");
+      jq_nomem(L);
     gawait *w = PUSH(L, g, GM_AW, g->aw, g->naw);
     w->ts = ts, w->dur = dur, w->key = awaits, w->job = j, w->awaits = -1;
     g->jobs[j].suspended = jq_num_add(g->jobs[j].suspended, dur);
@@ -550,7 +551,7 @@ static void *permute(lua_State *L, graph *g, int m, const uint32_t *idx, size_t 
   jq_vec_init(&out);
   char *p = jq_vec_room(&out, n, elem); /* NULL: nothing to free, the graph keeps its array */
   if (!p)
-    luaL_error(L, "not enough memory");
+    jq_nomem(L);
   for (size_t k = 0; k < n; k++)
     memcpy(p + k * elem, g->mem[m].p + (size_t)idx[k] * elem, elem);
   jq_vec_free(&g->mem[m]);

@@ -297,7 +297,7 @@ static void track_map_grow(loader *ld) {
   size_t size = ld->track_mask ? (ld->track_mask + 1) * 2 : 64;
   track_slot *tab = calloc(size, sizeof *tab);
   if (!tab)
-    jq_load_nomem(ld->L);
+    jq_nomem(ld->L);
   for (size_t k = 0; ld->track_map && k <= ld->track_mask; k++) {
     track_slot *s = &ld->track_map[k];
     if (!s->idx)
@@ -647,7 +647,7 @@ static int read_all(lua_State *L, int fd, const char *path, mapping *m, jq_src *
   for (;;) {
     if (jq_vec_reserve(b, READ_STEP) != 0) {
       close(fd);
-      jq_load_nomem(L);
+      jq_nomem(L);
     }
     ssize_t got = read(fd, b->p + b->n, b->cap - b->n);
     if (got < 0 && errno == EINTR)

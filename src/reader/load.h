@@ -17,6 +17,7 @@
 
 #include "common/array.h"
 #include "reader/json_scan.h"
+#include "reader/scratch.h"
 
 #define MAX_US 3e15 /* trace.lua's MAX_US */
 
@@ -167,9 +168,6 @@ size_t jq_read_event(jq_src *t, size_t i, ev *e);
 
 /* ---- load_cells.c: the cells, the model's strings, the lanes' indexes ---- */
 
-/* Raises "not enough memory". */
-void jq_load_nomem(lua_State *L);
-
 void jq_col_free(cells *c);
 void jq_col_mixed(lua_State *L, cells *c);
 
@@ -181,7 +179,7 @@ static inline void col_put(lua_State *L, cells *c, int tag, uint64_t bits) {
   else if (!c->tag.p && t != c->tag0)
     jq_col_mixed(L, c);
   if ((c->tag.p && !jq_vec_push(&c->tag, &t, 1)) || !jq_vec_push(&c->v, &bits, sizeof bits))
-    jq_load_nomem(L);
+    jq_nomem(L);
   c->n++;
 }
 
@@ -235,7 +233,7 @@ static inline track_buf *track_at(loader *ld, uint32_t k) { return (track_buf *)
 /* Puts k (a lane's or a track's index) in the list `dirty`: it holds cells. */
 static inline void note_dirty(loader *ld, jq_vec *dirty, uint32_t k) {
   if (!jq_vec_push(dirty, &k, sizeof k))
-    jq_load_nomem(ld->L);
+    jq_nomem(ld->L);
 }
 
 /* Every cell into the model's lists (`last`: the load's end, the cells put

@@ -18,13 +18,9 @@
 #include <lauxlib.h>
 
 #include "reader/columns.h"
+#include "reader/scratch.h"
 #include "reader/load.h"
 #include "reader/sort.h"
-
-void jq_load_nomem(lua_State *L) {
-  lua_pushliteral(L, "not enough memory");
-  lua_error(L);
-}
 
 void jq_col_free(cells *c) {
   jq_vec_free(&c->v);
@@ -37,7 +33,7 @@ void jq_col_free(cells *c) {
 void jq_col_mixed(lua_State *L, cells *c) {
   unsigned char *tag = jq_vec_room(&c->tag, c->n, 1);
   if (!tag)
-    jq_load_nomem(L);
+    jq_nomem(L);
   memset(tag, c->tag0, c->n);
 }
 
@@ -215,7 +211,7 @@ void jq_strs_grow(loader *ld) {
   size_t size = ld->strs_mask ? (ld->strs_mask + 1) * 2 : 256;
   str_slot *tab = calloc(size, sizeof *tab);
   if (!tab)
-    jq_load_nomem(ld->L);
+    jq_nomem(ld->L);
   for (size_t k = 0; ld->strs && k <= ld->strs_mask; k++) {
     if (!ld->strs[k].idx)
       continue;
@@ -238,7 +234,7 @@ uint32_t jq_intern(loader *ld, const char *p, size_t len) {
     if (ld->strs[j].hash == h && ld->strs[j].len == len && same_bytes(ld->strs[j].p, p, len))
       return ld->strs[j].idx;
   if (ld->nstrs >= UINT32_MAX - 1)
-    jq_load_nomem(ld->L);
+    jq_nomem(ld->L);
   lua_State *L = ld->L;
   uint32_t idx = (uint32_t)++ld->nstrs;
   lua_pushlstring(L, p, len);
@@ -277,7 +273,7 @@ uint32_t jq_table_index(lua_State *L, int list, int index, size_t count, int *fr
   }
   lua_pop(L, 1);
   if (count >= UINT32_MAX - 1)
-    jq_load_nomem(L);
+    jq_nomem(L);
   uint32_t k = (uint32_t)count + 1;
   lua_pushvalue(L, -1);
   lua_rawseti(L, list, k);
@@ -296,7 +292,7 @@ uint32_t jq_item_index(loader *ld, int list, int index, jq_vec *items, size_t *c
   if (fresh) {
     void *item = jq_vec_room(items, *count + 1, size);
     if (!item)
-      jq_load_nomem(ld->L);
+      jq_nomem(ld->L);
     memset((char *)item + *count * size, 0, size);
     ++*count;
   }
@@ -337,7 +333,7 @@ static const uint32_t *time_order(loader *ld, const cells *ts) {
     return NULL;
   uint32_t *a = n < UINT32_MAX ? jq_vec_room(&ld->order, 2 * n, sizeof *a) : NULL;
   if (!a)
-    jq_load_nomem(ld->L);
+    jq_nomem(ld->L);
   for (k = 0; k < n; k++)
     a[k] = (uint32_t)k;
   jq_sort_stable(a, a + n, n, earlier, (void *)ts);
@@ -356,12 +352,12 @@ static void col_native(loader *ld, cells *c, int owner, const char *name, const 
   col->tag0 = c->tag0;
   if (order) {
     if (!(col->v = malloc(n * sizeof *col->v)))
-      jq_load_nomem(L);
+      jq_nomem(L);
     for (size_t k = 0; k < n; k++)
       col->v[k] = cells_v(c)[order[k]];
     if (c->tag.p) {
       if (!(col->tag = malloc(n)))
-        jq_load_nomem(L);
+        jq_nomem(L);
       for (size_t k = 0; k < n; k++)
         col->tag[k] = (unsigned char)c->tag.p[order[k]];
     }
@@ -390,7 +386,7 @@ static void markers_to_lanes(loader *ld, const uint32_t *order) {
   size_t n = ts->n;
   int top = lua_gettop(L);
   if (n > UINT32_MAX || n > SIZE_MAX / 16)
-    jq_load_nomem(L);
+    jq_nomem(L);
   uint32_t *lane = lua_newuserdatauv(L, n * sizeof *lane + 1, 0);
   lua_getfield(L, S_MODEL, "lane_cache");
   int cache = lua_gettop(L);
@@ -447,7 +443,7 @@ static void markers_to_lanes(loader *ld, const uint32_t *order) {
       jq_column *col = jq_column_new(L, S_CSTRS);
       col->tag0 = T_NUM;
       if (!(col->v = malloc(m * sizeof *col->v)))
-        jq_load_nomem(L);
+        jq_nomem(L);
       memcpy(col->v, v + at[l], m * sizeof *col->v);
       col->n = m;
       jq_column_attach(L, owner, name);

@@ -37,6 +37,13 @@ static inline int jq_scratch_gc(lua_State *L) {
   return 0;
 }
 
+/* Raises "not enough memory", bare (no position: the command tells it
+ * from other errors by its text), as Lua's own allocation failure does. */
+static inline int jq_nomem(lua_State *L) {
+  lua_pushliteral(L, "not enough memory");
+  return lua_error(L);
+}
+
 static inline jq_scratch *jq_scratch_new(lua_State *L, int n) {
   jq_scratch *s = lua_newuserdatauv(L, sizeof *s + (size_t)n * sizeof(jq_vec), 0);
   s->n = n;
@@ -53,13 +60,13 @@ static inline jq_scratch *jq_scratch_new(lua_State *L, int n) {
 static inline void *jq_scratch_room(lua_State *L, jq_vec *b, size_t count, size_t size) {
   void *p = jq_vec_room(b, count, size);
   if (!p)
-    luaL_error(L, "not enough memory");
+    jq_nomem(L);
   return p;
 }
 
 static inline void jq_scratch_add(lua_State *L, jq_vec *b, const void *s, size_t len) {
   if (jq_vec_add(b, s, len) != 0)
-    luaL_error(L, "not enough memory");
+    jq_nomem(L);
 }
 
 #endif

@@ -1,9 +1,9 @@
 /*
- * sort.h - the reader's one sort: a stable natural merge sort (the runs
- * already in order found and merged pairwise, pass after pass, until one
- * is left: sorted input costs n - 1 comparisons and no copy), of indices
- * by a comparator (jq_sort_stable) or of a caller's own items
- * (JQ_SORT_DEFINE).
+ * sort.h - the reader's one sort: a stable merge sort, bottom-up (runs of
+ * 1, 2, 4 ... merged pairwise: log2(n) passes whatever the comparator
+ * does, even with NaNs; two runs already in order are copied, not merged,
+ * so sorted input costs one comparison a run), of indices by a comparator
+ * (jq_sort_stable) or of a caller's own items (JQ_SORT_DEFINE).
  * No recursion, no allocation: the caller gives a second array of n items.
  *
  * Owns: nothing. Must not: allocate, call Lua (the comparator may, if it
@@ -26,25 +26,20 @@
  * its keys copied side by side, so that it reads them in order and compares
  * them inline. */
 #define JQ_SORT_DEFINE(name, type, ctx_type, LESS)                                                            \
-  /* The end of the run in order that starts at lo (stable: a tie continues it). */                          \
-  static inline size_t name##_run(const type *a, size_t lo, size_t n, ctx_type ctx) {                         \
-    (void)ctx;                                                                                                \
-    while (lo + 1 < n && !LESS(ctx, a[lo + 1], a[lo]))                                                         \
-      lo++;                                                                                                   \
-    return lo + 1;                                                                                            \
-  }                                                                                                           \
   static inline void name(type *a, type *tmp, size_t n, ctx_type ctx) {                                      \
     type *src = a, *dst = tmp;                                                                                \
-    while (n > 0 && name##_run(src, 0, n, ctx) < n) {                                                         \
-      for (size_t lo = 0; lo < n;) {                                                                          \
-        size_t mid = name##_run(src, lo, n, ctx), hi = mid < n ? name##_run(src, mid, n, ctx) : n;            \
+    (void)ctx;                                                                                                \
+    for (size_t w = 1; w < n; w *= 2) {                                                                       \
+      for (size_t lo = 0; lo < n; lo += 2 * w) {                                                              \
+        size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;                           \
         size_t i = lo, j = mid, k = lo;                                                                       \
-        while (i < mid && j < hi)                                                                             \
-          dst[k++] = LESS(ctx, src[j], src[i]) ? src[j++] : src[i++];                                         \
+        if (mid < hi && LESS(ctx, src[mid], src[mid - 1])) {                                                 \
+          while (i < mid && j < hi)                                                                           \
+            dst[k++] = LESS(ctx, src[j], src[i]) ? src[j++] : src[i++];                                       \
+        }                                                                                                     \
         memcpy(dst + k, src + i, (mid - i) * sizeof *dst);                                                    \
         k += mid - i;                                                                                         \
         memcpy(dst + k, src + j, (hi - j) * sizeof *dst);                                                     \
-        lo = hi;                                                                                              \
       }                                                                                                       \
       type *t_ = src;                                                                                         \
       src = dst, dst = t_;                                                                                    \

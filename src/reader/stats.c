@@ -164,7 +164,7 @@ static inline jq_num unit_from(const units *u, size_t j) {
 /* A new units userdata for n units (pushed). */
 static units *new_units(lua_State *L, size_t n) {
   if (n > ((size_t)1 << 40))
-    luaL_error(L, "not enough memory");
+    jq_nomem(L);
   size_t cells = (n + 1) + n; /* words */
   size_t size = sizeof(units) + cells * sizeof(jq_word) + (n + 1);
   units *u = lua_newuserdatauv(L, size, 2);
@@ -221,7 +221,7 @@ typedef struct pieces {
 static pieces *new_pieces(lua_State *L, size_t n, size_t nlanes, size_t ncat) {
   size_t max = (size_t)1 << 40;
   if (n > max || nlanes > max || ncat > UINT32_MAX)
-    luaL_error(L, "not enough memory");
+    jq_nomem(L);
   size_t size = sizeof(pieces) + n * sizeof(piece) + (nlanes + 1) * sizeof(size_t) + ncat * sizeof(jq_word) +
                 3 * ncat * sizeof(uint32_t) + ncat;
   pieces *pc = lua_newuserdatauv(L, size, 0);
@@ -1169,7 +1169,7 @@ typedef struct track_pass {
 static void counter_pass(lua_State *L, jq_scratch *s, const jq_col *ts, const jq_col *value, lua_Integer n, jq_num a,
                          jq_num b, track_pass *tp) {
   if ((lua_Unsigned)n >= ((size_t)-1 / 4) / (2 * sizeof(lua_Number)))
-    luaL_error(L, "not enough memory");
+    jq_nomem(L);
   lua_Number *kept = scratch_get(L, s, 0, 2 * (size_t)n, sizeof *kept);
   jq_num zero = jq_num_int(0), s0 = zero, x = jq_num_nil();
   tp->min = tp->max = x, tp->covered = zero, tp->count = 0, tp->nkept = 0;
