@@ -660,7 +660,11 @@ JQ_SORT_DEFINE(sort_okeys, okey, void *, OKEY_LESS)
 void jq_graph_sort_jobs(lua_State *L, graph *g, int32_t *a, size_t n, size_t off) {
   if (n < 2)
     return;
-  okey *key = jq_graph_scratch(L, 2 * n, sizeof *key); /* the keys, then the sort's second half */
+  /* the keys, then the sort's second half: malloc'd and freed before any
+   * Lua call (the command stops the collector: a userdata would stay) */
+  okey *key = malloc(2 * n * sizeof *key);
+  if (!key)
+    jq_nomem(L);
   for (size_t i = 0; i < n; i++) {
     const gjob *j = &g->jobs[a[i]];
     memcpy(&key[i].v, (const char *)j + off, sizeof key[i].v);
@@ -669,7 +673,7 @@ void jq_graph_sort_jobs(lua_State *L, graph *g, int32_t *a, size_t n, size_t off
   sort_okeys(key, key + n, n, NULL); /* the jobs come lane by lane, runs in order: copied */
   for (size_t i = 0; i < n; i++)
     a[i] = key[i].job;
-  lua_pop(L, 1);
+  free(key);
 }
 
 /* ---- each job's figures ---- */

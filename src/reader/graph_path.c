@@ -14,11 +14,13 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <lauxlib.h>
 
 #include "reader/graph.h"
+#include "reader/scratch.h"
 #include "reader/sort.h"
 
 /* Stack of a method: 1 the graph, 2 its argument, 3 category names, 4 name -> index. */
@@ -78,13 +80,17 @@ static void push_distribution(lua_State *L, graph *g, const gvalue *vals, size_t
   size_t nc = (size_t)g->ncats;
   uint32_t *idx = jq_graph_scratch(L, 2 * n + 4 * nc, sizeof *idx); /* idx then byc: n each */
   uint32_t *byc = idx + n, *cnt = byc + n, *at = cnt + nc, *names = at + nc, *tmp = names + nc;
-  vkey *key = jq_graph_scratch(L, 2 * n, sizeof *key); /* the keys, then the sort's second half */
+  /* the keys, then the sort's second half: malloc'd and freed before any
+   * Lua call (the command stops the collector: a userdata would stay) */
+  vkey *key = n ? malloc(2 * n * sizeof *key) : NULL;
+  if (n && !key)
+    jq_nomem(L);
   for (size_t k = 0; k < n; k++)
     key[k].v = vals[k].v, key[k].k = (uint32_t)k;
   sort_vkeys(key, key + n, n, NULL); /* ties in the jobs' order */
   for (size_t k = 0; k < n; k++)
     idx[k] = key[k].k;
-  lua_pop(L, 1);
+  free(key);
   size_t nnames = 0;
   for (size_t k = 0; k < n; k++)
     if (!cnt[vals[k].cat]++)
