@@ -275,7 +275,17 @@ static int l_page_graph(lua_State *L) {
   return 1;
 }
 
+/* page_time(us) -> us as the page's integer nanoseconds (ns_of): for the
+ * page's single times (a lane's longest slice, when it filled, the end). */
+static int l_page_time(lua_State *L) {
+  luaL_checknumber(L, 1);
+  lua_pushinteger(L, ns_of(L, jq_num_at(L, 1)));
+  return 1;
+}
+
 void jq_open_page_graph(lua_State *L) {
   lua_pushcfunction(L, l_page_graph);
   lua_setfield(L, -2, "page_graph");
+  lua_pushcfunction(L, l_page_time);
+  lua_setfield(L, -2, "page_time");
 }

@@ -53,7 +53,8 @@ void jq_open_graph(lua_State *L);
  *     env.other(arg))
  *   page_values(values, n) -> "v1,v2,...", min, max: a counter track's
  *     values
- *   page_graph(graph, model) -> the page's graph part (its JSON) */
+ *   page_graph(graph, model) -> the page's graph part (its JSON)
+ *   page_time(us) -> us as the page's integer nanoseconds (a lone time) */
 void jq_open_page(lua_State *L);
 
 /* JSON text (json_text.c):
