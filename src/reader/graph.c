@@ -28,6 +28,7 @@
 #include "reader/columns.h"
 #include "reader/scratch.h"
 #include "reader/graph.h"
+#include "reader/job_ops.h"
 #include "reader/reader.h"
 #include "reader/sort.h"
 
@@ -802,6 +803,7 @@ void jq_open_graph(lua_State *L) {
   static const luaL_Reg methods[] = {{"count", l_graph_count},
                                      {"latency", jq_graph_latency},
                                      {"critical_path", jq_graph_critical_path},
+                                     {"ops", jq_graph_ops},
                                      {NULL, NULL}};
   if (luaL_newmetatable(L, JQ_GRAPH_MT)) {
     luaL_newlib(L, methods);

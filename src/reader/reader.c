@@ -27,6 +27,7 @@ __attribute__((visibility("default"))) int luaopen_jobque_profile_reader(lua_Sta
   jq_open_stats(L);
   jq_open_graph(L);
   jq_open_page(L);
+  jq_open_job_ops(L);
   jq_open_json_text(L);
   lua_pushcfunction(L, jq_l_write_file);
   lua_setfield(L, -2, "write_file");

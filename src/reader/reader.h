@@ -57,6 +57,10 @@ void jq_open_graph(lua_State *L);
  *   page_time(us) -> us as the page's integer nanoseconds (a lone time) */
 void jq_open_page(lua_State *L);
 
+/* job_ops.c: reader.job_ops(t), a happens-before graph from a plain table
+ * (job_ops.h); its methods critical_path, whatif and dump. */
+void jq_open_job_ops(lua_State *L);
+
 /* JSON text (json_text.c):
  *   json_text(v) -> text: a Lua value as JSON text (report --json,
  *     jobque_profile.util's json and quote) */
