@@ -11,15 +11,19 @@
 -- done" of its last `after` dependency (one marked ready), else the end
 -- of its submit.
 --
--- figures(model [, top]) -> latency, critical_path, or nil, nil without jobs:
+-- figures(model [, top]) -> latency, critical_path, whatif, or nil without jobs:
 -- latency = { ready = dist, resume = dist, run = dist, suspended = dist,
 --   top_ready[i] = { job, category, latency_us, ready_us, start_us } }
 --   dist = { count, p50_us, p95_us, max_us, by_category[i] = { name, count,
 --   p50_us, p95_us, max_us } } (nearest-rank percentiles; 0 when count is 0).
--- critical_path = { duration_us, share, jobs[], by_category[i] =
---   { name, run_us }, run_us, ready_us, resume_us, copy_us, caller_us,
---   bound, parallelism, achieved, floor_us, start_us, finish_us,
---   total_run_us, session_us } (see docs/cli.md).
+-- critical_path = the walk over the happens-before graph (ops:critical_path(),
+--   src/reader/ops_path.c): { duration_us, start_us, finish_us, share,
+--   session_us, total_run_us, parallelism, achieved, jobs[], steps[i] =
+--   { kind, start_us, dur_us, lane, job, category, held_by }, by_kind[i] =
+--   { kind, us }, by_category[i] = { name, run_us }, partial, partial_why }
+-- whatif = the replay (ops:whatif(), src/reader/replay.c): { recorded_workers,
+--   recorded_us, work_us, span_us, predictions[i] = { workers, predicted_us },
+--   partial } for M.WHATIF_WORKERS workers per queue (docs/cli.md).
 -- Ties are ordered: jobs of one value by id (numbers by value, then
 -- strings by their bytes, then false, then other ids in the order first
 -- met), a job's slices and awaits of one time in the order read.
@@ -28,17 +32,22 @@ local C = require "jobque_profile.reader"
 local M = {}
 
 --- The job graph of a model (a userdata: count(), latency([top]),
--- critical_path(); jobque_profile.reader's page_graph writes the page's
--- part from it).
+-- ops(model), the happens-before graph the walk and the replay read;
+-- jobque_profile.reader's page_graph writes the page's part from it).
 function M.build(model)
   return C.job_graph(model)
 end
 
---- The report's latency and critical path figures.
+--- The worker counts the replay predicts the session for (and unlimited).
+M.WHATIF_WORKERS = {1, 2, 4, 8, 16}
+
+--- The report's latency, critical path and replay figures, from one graph
+-- (the page's are from the same: page_graph).
 function M.figures(model, top)
   local g = C.job_graph(model)
-  if g:count() == 0 then return nil, nil end
-  return g:latency(top or 10), g:critical_path()
+  if g:count() == 0 then return nil end
+  local ops = g:ops(model)
+  return g:latency(top or 10), ops:critical_path(), ops:whatif(M.WHATIF_WORKERS)
 end
 
 return M

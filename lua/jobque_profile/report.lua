@@ -77,6 +77,13 @@ local function pad(s, n)
   return s .. (" "):rep(n - w)
 end
 
+-- "n things" with the plural only where n is not 1: "1 job", "2 jobs".
+local function count_of(n, what, plural)
+  return ("%d %s"):format(n, n == 1 and what or (plural or what .. "s"))
+end
+--- "n things" (the command's texts say "1 job", "1 lane").
+M.count_of = count_of
+
 local function top_categories(by, n)
   local parts = {}
   for i = 1, math.min(n, #by) do
@@ -114,7 +121,7 @@ function M.failures_lines(f)
       x.message and M.shown(x.message, M.MESSAGE_WIDTH) or "(no message recorded)")
   end
   if fl.failed > #fl.first then
-    out[#out + 1] = ("  ... and %d more failed jobs"):format(fl.failed - #fl.first)
+    out[#out + 1] = ("  ... and %s more"):format(count_of(fl.failed - #fl.first, "failed job"))
   end
   return out
 end
@@ -179,16 +186,18 @@ end
 local function truncation_lines(f, t0, say)
   if f.dropped.events > 0 then
     say("")
-    say("WARNING: the trace is truncated: %d events were dropped because lanes filled.", f.dropped.events)
+    say("WARNING: the trace is truncated: %s dropped because lanes filled.",
+        f.dropped.events == 1 and "1 event was" or ("%d events were"):format(f.dropped.events))
     for _, l in ipairs(f.dropped.lanes) do
-      say("  %s filled at %.3f us and dropped %d events: it is not idle after that,",
-          M.shown(l.name), (l.full_at or t0) - t0, l.dropped)
+      say("  %s filled at %.3f us and dropped %s: it is not idle after that,",
+          M.shown(l.name), (l.full_at or t0) - t0, count_of(l.dropped, "event"))
     end
     say("  only unrecorded. Record fewer events or pass a larger size to profile_start.")
   end
   if (f.dropped.lost or 0) > 0 then
     say("")
-    say("WARNING: %d events of threads that got no lane were lost (more threads recorded at once", f.dropped.lost)
+    say("WARNING: %s of threads that got no lane %s lost (more threads recorded at once",
+        count_of(f.dropped.lost, "event"), f.dropped.lost == 1 and "was" or "were")
     say("  than the session has lanes for): what those threads did is not in the trace.")
   end
 end
@@ -246,7 +255,8 @@ function M.latency_lines(f)
   end
   if #l.top_ready > 0 then
     local t0 = f.range.t0 or 0
-    out[#out + 1] = ("the %d longest ready latencies (waiting for a free worker):"):format(#l.top_ready)
+    out[#out + 1] = (#l.top_ready == 1 and "the longest ready latency (waiting for a free worker):"
+                     or ("the %d longest ready latencies (waiting for a free worker):"):format(#l.top_ready))
     out[#out + 1] = ("  %10s  %s  %14s  %14s  %10s"):format("job", pad("category", w), "ready (us)", "start (us)",
                                                           "latency")
     for _, x in ipairs(l.top_ready) do
@@ -257,35 +267,124 @@ function M.latency_lines(f)
   return out
 end
 
---- The critical path section (the critical path of jobque_profile.graph.figures): its
--- length and share, make-up, the bound it implies and the parallelism the
+-- A job id as the text shows it.
+local function job_text(id)
+  return M.shown(id == nil and "?" or id, 20)
+end
+
+-- The `worker busy` steps of a path by the job that held the worker:
+-- { {job, us} }, most first, ties in order of first step.
+local function held_by(cp)
+  local rows, at = {}, {}
+  for _, s in ipairs(cp.steps or {}) do
+    if s.kind == "worker busy" then
+      local key = s.held_by == nil and "?" or s.held_by
+      local r = at[key]
+      if not r then
+        r = {job = s.held_by, us = 0, first = #rows + 1}
+        at[key] = r
+        rows[#rows + 1] = r
+      end
+      r.us = r.us + s.dur_us
+    end
+  end
+  table.sort(rows, function(x, y)
+    if x.us ~= y.us then return x.us > y.us end
+    return x.first < y.first
+  end)
+  return rows
+end
+
+--- How many `worker busy` rows the critical path names (the others are summed).
+M.HELD_BY_ROWS = 5
+
+-- The make-up rows of a path: its kinds (most first), `run` followed by its
+-- categories, `worker busy` by the job that held the worker.
+local function make_up(cp)
+  local rows = {}
+  for _, k in ipairs(cp.by_kind or {}) do
+    rows[#rows + 1] = {label = k.kind, us = k.us}
+    if k.kind == "run" and #(cp.by_category or {}) > 1 then
+      for _, c in ipairs(cp.by_category) do
+        rows[#rows + 1] = {label = "  " .. M.shown(c.name, 26), us = c.run_us}
+      end
+    elseif k.kind == "worker busy" then
+      local held = held_by(cp)
+      local shown, rest = 0, 0
+      for i, h in ipairs(held) do
+        if i <= M.HELD_BY_ROWS then
+          rows[#rows + 1] = {label = "  held by job " .. job_text(h.job), us = h.us}
+          shown = shown + 1
+        else
+          rest = rest + h.us
+        end
+      end
+      if #held > shown then
+        rows[#rows + 1] = {label = "  held by " .. count_of(#held - shown, "other job"), us = rest}
+      end
+    end
+  end
+  return rows
+end
+
+--- The critical path section (the critical path of jobque_profile.graph.figures):
+-- its length and share, its jobs, its make-up by kind (docs/cli.md names
+-- the kinds), a caveat when the trace is partial, and the parallelism the
 -- graph has next to the one it got (lines; empty without jobs).
 function M.critical_path_lines(f)
   local out = {}
   local cp = f.critical_path
   if not cp then return out end
-  local n = #cp.jobs
-  out[#out + 1] = ("critical path: %s, %s of the session, %d step%s through the jobs"):format(M.us(cp.duration_us),
-    cp.share and pct(cp.share) or "-", n, n == 1 and "" or "s")
-  local shown = {}
-  for i = 1, math.min(n, 12) do shown[i] = tostring(cp.jobs[i]) end
-  local more = n > 12 and (" -> ... (%d more; --json lists them all)"):format(n - 12) or ""
-  out[#out + 1] = ("  jobs: %s%s"):format(table.concat(shown, " -> "), more)
+  local n, distinct, seen = #cp.jobs, 0, {}
+  for _, id in ipairs(cp.jobs) do
+    if not seen[id] then seen[id], distinct = true, distinct + 1 end
+  end
+  out[#out + 1] = ("critical path: %s, %s of the session, through %s"):format(M.us(cp.duration_us),
+    cp.share and pct(cp.share) or "-", count_of(distinct, "job"))
+  if n > 0 then
+    local shown = {}
+    for i = 1, math.min(n, 12) do shown[i] = job_text(cp.jobs[i]) end
+    local more = n > 12 and (" -> ... (%d more; --json lists them all)"):format(n - 12) or ""
+    out[#out + 1] = ("  jobs: %s%s"):format(table.concat(shown, " -> "), more)
+  end
+  local rows = make_up(cp)
+  local w = 24
+  for _, r in ipairs(rows) do w = math.max(w, width_of(r.label)) end
   local d = cp.duration_us
-  for _, c in ipairs(cp.by_category) do
-    out[#out + 1] = ("  %-30s %10s  %7s"):format("run " .. M.shown(c.name, 26), M.us(c.run_us), pct_of(c.run_us, d))
+  for _, r in ipairs(rows) do
+    out[#out + 1] = ("  %s  %10s  %7s"):format(pad(r.label, w), M.us(r.us), pct_of(r.us, d))
   end
-  for _, part in ipairs{{"ready_us", "ready latency (no free worker)"}, {"resume_us", "resume latency"},
-                        {"copy_us", "copies and submits"}, {"caller_us", "caller between jobs"}} do
-    out[#out + 1] = ("  %-30s %10s  %7s"):format(part[2], M.us(cp[part[1]]), pct_of(cp[part[1]], d))
-  end
-  if cp.bound then
-    out[#out + 1] = ("more workers can speed this up by at most x%.2f (session / critical path less its ready latency)")
-      :format(cp.bound)
+  if cp.partial then
+    out[#out + 1] = ("  partial: %s; the path may be shorter than the run's"):format(
+      cp.partial_why and M.shown(cp.partial_why, 80) or "the trace is incomplete")
   end
   if cp.parallelism then
     out[#out + 1] = ("parallelism: the graph has %.2f (run time / that path), it got %.2f (run time / session)")
       :format(cp.parallelism, cp.achieved or 0)
+  end
+  return out
+end
+
+--- The what-if section (the replay of jobque_profile.graph.figures): the
+-- recorded run beside the session the replay predicts on 1, 2, 4, 8, 16
+-- and unlimited workers per queue (lines; empty without a replay).
+function M.whatif_lines(f)
+  local out = {}
+  local y = f.whatif
+  if not y then return out end
+  out[#out + 1] = ("what if: the job graph replayed on W workers per queue (recorded: %s, %s)"):format(
+    count_of(y.recorded_workers or 0, "worker"), M.us(y.recorded_us))
+  out[#out + 1] = ("  %9s  %10s  %8s"):format("workers", "session", "speed-up")
+  local function row(label, us)
+    local x = (us and us > 0 and y.recorded_us) and ("x%.2f"):format(y.recorded_us / us) or "-"
+    out[#out + 1] = ("  %9s  %10s  %8s"):format(label, M.us(us), x)
+  end
+  for _, p in ipairs(y.predictions or {}) do row(tostring(p.workers), p.predicted_us) end
+  row("unlimited", y.span_us)
+  out[#out + 1] = ("  (speed-up: the recorded session / the predicted one; work %s in all; "
+                   .. "the replay assumes a free core per worker: docs/cli.md)"):format(M.us(y.work_us))
+  if y.partial then
+    out[#out + 1] = "  partial: the replay ran what the trace holds; events were lost or waits never ended"
   end
   return out
 end
@@ -358,7 +457,7 @@ local function marker_lines(m, t0, say)
         M.us(u.duration), top_categories(u.by_category, 3))
   end
   if m.count > #slowest then
-    say("  ... %d more units (--top N lists more, --json lists them all)", m.count - #slowest)
+    say("  ... %s more (--top N lists more, --json lists them all)", count_of(m.count - #slowest, "unit"))
   end
 end
 
@@ -369,10 +468,10 @@ function M.text(f, model)
   local function say(fmt, ...) out[#out + 1] = fmt:format(...) end
   local r = f.range
   local t0 = r.t0 or model.t0 or 0
-  say("%s: %s trace%s, %d lane%s, %d events", M.shown(model.path or "trace", false),
+  say("%s: %s trace%s, %s, %s", M.shown(model.path or "trace", false),
       model.format == "jobque" and "jobque" or "Chrome",
-      model.clock and (" (clock " .. M.shown(model.clock) .. ")") or "", #model.lanes,
-      #model.lanes == 1 and "" or "s", f.events)
+      model.clock and (" (clock " .. M.shown(model.clock) .. ")") or "", count_of(#model.lanes, "lane"),
+      count_of(f.events, "event"))
   say("range %.3f .. %.3f us since the session's start (%s)", r.from - t0, r.to - t0, M.us(r.duration))
   truncation_lines(f, t0, say)
   say("")
@@ -387,7 +486,7 @@ function M.text(f, model)
   categories_lines(f, say)
   for _, m in ipairs(f.markers) do marker_lines(m, t0, say) end
   for _, section in ipairs{M.spans_lines(f), M.counters_lines(f), M.latency_lines(f), M.critical_path_lines(f),
-                           M.copies_lines(f), M.failures_lines(f)} do
+                           M.whatif_lines(f), M.copies_lines(f), M.failures_lines(f)} do
     if #section > 0 then
       say("")
       for _, line in ipairs(section) do out[#out + 1] = line end
@@ -412,6 +511,8 @@ function M.compare_text(rows, a_name, b_name)
     if unit == "us" then return M.us(v) end
     if unit == "%" then return pct(v) end
     if unit == "x" then return ("%.2f"):format(v) end
+    if unit == "B" then return bytes_text(v) end
+    if math.type(v) == "float" and not math.tointeger(v) then return ("%.6g"):format(v) end
     return tostring(math.tointeger(v) or v)
   end
   out[#out + 1] = ("a: %s\nb: %s\n"):format(M.shown(a_name, false), M.shown(b_name, false))
@@ -425,8 +526,8 @@ function M.compare_text(rows, a_name, b_name)
       diff = "-"
     elseif r.unit == "%" then
       diff = ("%+.1f pt"):format(100 * r.diff)
-    elseif r.unit == "us" then
-      diff = (r.diff >= 0 and "+" or "-") .. M.us(math.abs(r.diff))
+    elseif r.unit == "us" or r.unit == "B" then
+      diff = (r.diff >= 0 and "+" or "-") .. fmt(math.abs(r.diff), r.unit)
     else
       diff = (r.diff >= 0 and "+" or "") .. fmt(r.diff, r.unit)
     end

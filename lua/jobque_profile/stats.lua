@@ -29,7 +29,9 @@
 --             resume, run and suspended time of the jobs (p50_us, p95_us,
 --             max_us, by_category) and top_ready, the `top` longest ready waits
 --   critical_path  nil without jobs, else the critical path of jobque_profile.graph.figures
---             (duration_us, share, jobs, by_category, its make-up and bound)
+--             (duration_us, share, jobs, steps, by_kind, by_category, partial ...)
+--   whatif    nil without jobs, else the replay of jobque_profile.graph.figures:
+--             the session predicted on 1, 2, 4, 8, 16 and unlimited workers
 --   spans[i]  { name, count, run_us, wall_us, unclosed } per span category, in
 --             order of first appearance, of the spans with a piece in the
 --             range: run_us sums their pieces, wall_us their first start to
@@ -287,7 +289,7 @@ local function compute(model, from, to, top)
   end
   -- The job graph's latencies and critical path, over the whole trace (the
   -- graph is not cut at the range): jobque_profile.graph.
-  local latency, critical_path = graph.figures(model, top)
+  local latency, critical_path, whatif = graph.figures(model, top)
   local dropped = {events = model.dropped, lost = model.lost, lanes = {}}
   for _, lane in ipairs(model.lanes) do
     if lane.dropped > 0 then
@@ -316,6 +318,7 @@ local function compute(model, from, to, top)
     copies = copies(model, a, b),
     latency = latency,
     critical_path = critical_path,
+    whatif = whatif,
     spans = span_stats(model, a, b),
     counters = reader.stats_counters(model, a, b),
   }
@@ -342,6 +345,108 @@ end
 -- The lane groups of compare, as labelled there.
 M.GROUPS = {{"workers", "workers"}, {"others", "caller & other lanes"}, {"total", "all lanes"}}
 
+-- The entries of a[field] and b[field] (lists, or nil) by key(entry), in
+-- order of first appearance: keys, a's by key, b's by key.
+local function union(la, lb, key)
+  local keys, by_a, by_b = {}, {}, {}
+  for _, pair in ipairs{{la or {}, by_a}, {lb or {}, by_b}} do
+    for _, entry in ipairs(pair[1]) do
+      local k = key(entry)
+      if by_a[k] == nil and by_b[k] == nil then keys[#keys + 1] = k end
+      pair[2][k] = entry
+    end
+  end
+  return keys, by_a, by_b
+end
+
+local function by_name(e) return e.name end
+
+-- The rows of the lanes, categories and markers.
+local function lane_rows(rows, a, b)
+  local lane_names, lane_a, lane_b = union(a.lanes, b.lanes, by_name)
+  local no_lane = {busy = 0}
+  for _, name in ipairs(lane_names) do
+    local x, y = lane_a[name] or no_lane, lane_b[name] or no_lane
+    row(rows, "lane", "lane ", name, ": busy", x.busy, y.busy, "us")
+    row(rows, "lane", "lane ", name, ": idle", x.idle, y.idle, "%", x == no_lane, y == no_lane)
+  end
+  local names, cat_a, cat_b = union(a.categories, b.categories, by_name)
+  for _, name in ipairs(names) do
+    row(rows, "category", "busy: ", name, nil, cat_a[name] and cat_a[name].busy or 0,
+        cat_b[name] and cat_b[name].busy or 0, "us")
+  end
+  local kinds, mark_a, mark_b = union(a.markers, b.markers, function(m) return m.kind end)
+  local none = {count = 0}
+  for _, kind in ipairs(kinds) do
+    local x, y = mark_a[kind] or none, mark_b[kind] or none
+    row(rows, "marker", "", kind, " units", x.count, y.count, "")
+    row(rows, "marker", "", kind, " median", x.median, y.median, "us")
+    row(rows, "marker", "", kind, " p95", x.p95, y.p95, "us")
+    row(rows, "marker", "", kind, " max", x.max, y.max, "us")
+  end
+end
+
+-- The rows of the job graph: each latency kind's p50 and p95 (all jobs),
+-- the critical path's length and make-up by kind, the replay's predictions.
+-- A trace without jobs has none of them ("-").
+local function why_rows(rows, a, b)
+  local la, lb = a.latency, b.latency
+  for _, kind in ipairs{"ready", "resume", "run", "suspended"} do
+    local x, y = la and la[kind], lb and lb[kind]
+    for _, q in ipairs{"p50", "p95"} do
+      row(rows, "latency", "latency " .. kind .. " " .. q, nil, nil, x and x[q .. "_us"], y and y[q .. "_us"], "us",
+          not x, not y)
+    end
+  end
+  local ca, cb = a.critical_path, b.critical_path
+  row(rows, "critical path", "critical path", nil, nil, ca and ca.duration_us, cb and cb.duration_us, "us",
+      not ca, not cb)
+  local kinds, ka, kb = union(ca and ca.by_kind, cb and cb.by_kind, function(k) return k.kind end)
+  for _, kind in ipairs(kinds) do
+    row(rows, "critical path", "critical path: ", kind, nil, ka[kind] and ka[kind].us, kb[kind] and kb[kind].us,
+        "us", not ca, not cb)
+  end
+  local wa, wb = a.whatif, b.whatif
+  row(rows, "whatif", "recorded workers", nil, nil, wa and wa.recorded_workers, wb and wb.recorded_workers, "",
+      not wa, not wb)
+  local counts, pa, pb = union(wa and wa.predictions, wb and wb.predictions, function(p) return p.workers end)
+  for _, n in ipairs(counts) do
+    row(rows, "whatif", "predicted on " .. n .. (n == 1 and " worker" or " workers"), nil, nil,
+        pa[n] and pa[n].predicted_us, pb[n] and pb[n].predicted_us, "us", not wa, not wb)
+  end
+  row(rows, "whatif", "predicted on unlimited workers", nil, nil, wa and wa.span_us, wb and wb.span_us, "us",
+      not wa, not wb)
+end
+
+-- The rows of copies (per category), spans (per category) and counters
+-- (per track: name, and pid when two tracks share a name).
+local function detail_rows(rows, a, b)
+  local names, xa, xb = union(a.copies, b.copies, by_name)
+  local none = {count = 0, time = 0, bytes = 0, run_us = 0, wall_us = 0}
+  for _, name in ipairs(names) do
+    local x, y = xa[name] or none, xb[name] or none
+    row(rows, "copies", "copies ", name, ": count", x.count, y.count, "")
+    row(rows, "copies", "copies ", name, ": time", x.time, y.time, "us")
+    row(rows, "copies", "copies ", name, ": bytes", x.bytes, y.bytes, "B")
+  end
+  names, xa, xb = union(a.spans, b.spans, by_name)
+  for _, name in ipairs(names) do
+    local x, y = xa[name] or none, xb[name] or none
+    row(rows, "spans", "spans ", name, ": count", x.count, y.count, "")
+    row(rows, "spans", "spans ", name, ": run", x.run_us, y.run_us, "us")
+    row(rows, "spans", "spans ", name, ": wall", x.wall_us, y.wall_us, "us")
+  end
+  local function track(c) return c.name .. "\0" .. tostring(c.pid) end
+  local keys
+  keys, xa, xb = union(a.counters, b.counters, track)
+  for _, k in ipairs(keys) do
+    local x, y = xa[k], xb[k]
+    local name = (x or y).name
+    row(rows, "counters", "counter ", name, ": mean", x and x.mean, y and y.mean, "", not x, not y)
+    row(rows, "counters", "counter ", name, ": max", x and x.max, y and y.max, "", not x, not y)
+  end
+end
+
 --- Side by side: the figures of `a` and of `b` (each from compute), with differences.
 function M.compare(a, b)
   local rows = {}
@@ -355,39 +460,9 @@ function M.compare(a, b)
     row(rows, g[1], label .. "idle", nil, nil, x.idle, y.idle, "%", x.lanes == 0, y.lanes == 0)
     row(rows, g[1], label .. "parallelism", nil, nil, x.parallelism, y.parallelism, "x", x.lanes == 0, y.lanes == 0)
   end
-  -- The entries of a[field] and b[field] by their `key`, in order of first appearance.
-  local function union(field, key)
-    local keys, by_a, by_b = {}, {}, {}
-    for _, pair in ipairs{{a[field], by_a}, {b[field], by_b}} do
-      for _, entry in ipairs(pair[1]) do
-        if by_a[entry[key]] == nil and by_b[entry[key]] == nil then keys[#keys + 1] = entry[key] end
-        pair[2][entry[key]] = entry
-      end
-    end
-    return keys, by_a, by_b
-  end
-  local lane_names, lane_a, lane_b = union("lanes", "name")
-  local no_lane = {busy = 0}
-  for _, name in ipairs(lane_names) do
-    local x, y = lane_a[name] or no_lane, lane_b[name] or no_lane
-    row(rows, "lane", "lane ", name, ": busy", x.busy, y.busy, "us")
-    row(rows, "lane", "lane ", name, ": idle", x.idle, y.idle, "%", x == no_lane, y == no_lane)
-  end
-  local names, cat_a, cat_b = union("categories", "name")
-  for _, name in ipairs(names) do
-    row(rows, "category", "busy: ", name, nil, cat_a[name] and cat_a[name].busy or 0,
-        cat_b[name] and cat_b[name].busy or 0, "us")
-  end
-  local kinds, mark_a, mark_b = union("markers", "kind")
-  local none = {count = 0}
-  local function marker_of(by, kind) return by[kind] or none end
-  for _, kind in ipairs(kinds) do
-    local x, y = marker_of(mark_a, kind), marker_of(mark_b, kind)
-    row(rows, "marker", "", kind, " units", x.count, y.count, "")
-    row(rows, "marker", "", kind, " median", x.median, y.median, "us")
-    row(rows, "marker", "", kind, " p95", x.p95, y.p95, "us")
-    row(rows, "marker", "", kind, " max", x.max, y.max, "us")
-  end
+  lane_rows(rows, a, b)
+  why_rows(rows, a, b)
+  detail_rows(rows, a, b)
   row(rows, "dropped", "dropped events", nil, nil, a.dropped.events, b.dropped.events, "")
   return rows
 end
