@@ -43,11 +43,13 @@
 --             time-weighted over the part of the range after the first
 --             sample (the plain mean of the samples when that is no time);
 --             min and max are samples, integers exact
--- Spans never add busy time: they lie inside the slices they were recorded
--- in (or, outside jobs, are the thread's own bracketing of its time).
--- Copies are busy time of the lane that copied, under the job's category.
--- Busy time is the time a lane spent in slices other than waits (job runs
--- and submits, for our traces), counted once where slices nest; idle is
+-- A span inside a job adds no busy time (its job's slice holds it); a span
+-- outside jobs (a caller's own bracketing of its time) is busy time of its
+-- lane, as the page counts it. Copies are busy time of the lane that
+-- copied, under the job's category.
+-- Busy time is the time a lane spent in slices other than waits (job runs,
+-- copies and submits, and spans outside jobs, for our traces), counted once
+-- where slices nest, under the first slice met in the lane's order; idle is
 -- 1 - busy / (duration x lanes); parallelism is busy / duration, the
 -- average number of busy lanes. Marker units run from one marker of a kind
 -- to the next; the last runs to the end of the range (a marker at the very

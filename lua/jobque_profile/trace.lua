@@ -64,7 +64,8 @@
 -- field): such a file is corrupt, and its figures would overflow.
 --
 -- A slice's kind is "span" (a piece of a span of ours: args.span; its cat is
--- the span's category; spans never add busy time, see jobque_profile.stats),
+-- the span's category; a span adds busy time only outside jobs, see
+-- jobque_profile.stats),
 -- "job" (a job's run), "copy" (values copied for a job),
 -- "submit", "wait" (the thread was
 -- blocked on a result) or "slice" (any other complete event); its cat is the

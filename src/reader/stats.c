@@ -875,9 +875,11 @@ static void take(lua_State *L, sweep *w, sums *z, jq_num s, jq_num e, int slot, 
   }
 }
 
-/* A lane's columns, its slice count and its first slice that can reach a. */
+/* A lane's columns, its slice count and its first slice that can reach a
+ * (job: its job column, when has_job). */
 typedef struct lane_cols {
-  jq_col ts, dur, kind, cat;
+  jq_col ts, dur, kind, cat, job;
+  int has_job;
   lua_Integer n, lo;
 } lane_cols;
 
@@ -898,7 +900,21 @@ static jq_num need_item(lua_State *L, const jq_col *col, lua_Integer i, const ch
   return x;
 }
 
-/* Opens the lane at idx's columns (four values pushed) and finds its
+/* Whether slice i (1-based) of a lane, a span, lies in a job (its job cell
+ * is neither nil nor false): then its job's slice holds it and it adds no
+ * busy time; a span outside jobs (the caller's own bracketing of its time)
+ * counts as any slice does. */
+static int span_in_job(lua_State *L, const lane_cols *lc, lua_Integer i) {
+  if (!lc->has_job)
+    return 0;
+  int t = jq_col_push(L, &lc->job, i);
+  int in_job = t != LUA_TNIL && !(t == LUA_TBOOLEAN && !lua_toboolean(L, -1));
+  lua_pop(L, 1);
+  return in_job;
+}
+
+/* Opens the lane at idx's columns (five values pushed: the job column, or
+ * nil when the lane has none) and finds its
  * first slice that can reach a: a binary search for a start >= a - maxdur.
  * n: lane.n, a float floored (as a Lua for loop takes it). */
 static void open_lane(lua_State *L, const sweep *w, int lane, lane_cols *lc) {
@@ -909,6 +925,9 @@ static void open_lane(lua_State *L, const sweep *w, int lane, lane_cols *lc) {
   need_column(L, lane, "dur", &lc->dur);
   need_column(L, lane, "kind", &lc->kind);
   need_column(L, lane, "cat", &lc->cat);
+  lc->has_job = jq_col_field(L, lane, "job", &lc->job);
+  if (!lc->has_job)
+    lua_pushnil(L);
   lua_Integer lo = 1, hi = lc->n + 1;
   while (lo < hi) {
     lua_Integer mid = lo + (hi - lo) / 2;
@@ -931,7 +950,8 @@ static void sweep_cells(lua_State *L, sweep *w, const lane_cols *lc, sums *z) {
     if (jq_num_le(w->a, s))
       z->events++;
     jq_num e = jq_num_add(s, need_item(L, &lc->dur, (lua_Integer)k + 1, "dur"));
-    if (!jq_num_lt(w->a, e) || !jq_num_lt(s, w->b) || JQ_CELL_IS(ckind, k, "span"))
+    if (!jq_num_lt(w->a, e) || !jq_num_lt(s, w->b) ||
+        (JQ_CELL_IS(ckind, k, "span") && span_in_job(L, lc, (lua_Integer)k + 1)))
       continue;
     int slot, c;
     const char *p = jq_cell_tag(ccat, k) == JQ_C_STR ? ccat->strs->p[ccat->v[k]] : NULL;
@@ -975,7 +995,7 @@ static void sweep_rows(lua_State *L, sweep *w, const lane_cols *lc, sums *z) {
       if (ty[2] == LUA_TSTRING) {
         size_t len;
         const char *k = lua_tolstring(L, at + 2, &len);
-        if (len == 4 && memcmp(k, "span", 4) == 0)
+        if (len == 4 && memcmp(k, "span", 4) == 0 && span_in_job(L, lc, i0 + r))
           continue;
       }
       int slot, c;
@@ -987,7 +1007,8 @@ static void sweep_rows(lua_State *L, sweep *w, const lane_cols *lc, sums *z) {
 }
 
 /* The sweep of the lane at idx (busy time counted once where slices nest,
- * waits apart, spans never), and its count of events
+ * under the first slice met; waits apart; spans only outside jobs), and its
+ * count of events
  * (slices, instants and its markers in range). */
 static void sweep_lane(lua_State *L, sweep *w, int lane, jq_num *busy_out, jq_num *wait_out, lua_Integer *events_out) {
   int base = lua_gettop(L);

@@ -331,13 +331,25 @@
     return lo;
   }
 
-  // The figures of jobque_profile.stats over [a, b): busy and wait per lane
-  // (each moment once, under the outermost slice), idle, parallelism, categories.
+  // The first marker at or after t.
   function firstMarker(t) {
     let lo = 0, hi = markers.length;
     while (lo < hi) { const m = (lo + hi) >> 1; if (markers[m].t < t) lo = m + 1; else hi = m; }
     return lo;
   }
+
+  // The figures of jobque_profile.stats over [a, b): busy and wait per lane
+  // (each moment once, under the first slice met: the outer one), idle,
+  // parallelism, categories.
+  // Slice i of lane l's args.job (undefined when it has none).
+  function argJob(l, i) {
+    if (l.a[i] >= 0) { const x = D.args[l.a[i]]; return x && typeof x === "object" ? x.job : undefined; }
+    return l.a[i] === -2 && D.keys[l.ak[i]] === "job" ? l.av[i] : undefined;
+  }
+  // A span inside a job adds no busy time (its job's slice holds it); one
+  // outside jobs (the caller's own bracketing of its time) counts, as in the report.
+  const spanInJob = (l, i) => l.depth !== null && l.depth[i] > 0 && argJob(l, i) !== undefined &&
+    argJob(l, i) !== null && argJob(l, i) !== false;
 
   function rangeStats(a, b) {
     const acc = new Map();
@@ -348,7 +360,7 @@
         const s = l.ts[i];
         if (s >= b) break;
         const e = s + l.dur[i];
-        if (e <= a) continue;
+        if (e <= a || spanInJob(l, i)) continue;
         const x = s < a ? a : s, y = e > b ? b : e;
         if (l.c[i] === waitCat) {
           if (y > we) { wait += y - (x > we ? x : we); we = y; }
