@@ -414,7 +414,7 @@ local function why_rows(rows, a, b)
   local counts, pa, pb = union(wa and wa.predictions, wb and wb.predictions, function(p) return p.workers end)
   for _, n in ipairs(counts) do
     row(rows, "whatif", "predicted on " .. n .. (n == 1 and " worker" or " workers"), nil, nil,
-        pa[n] and pa[n].predicted_us, pb[n] and pb[n].predicted_us, "us", not wa, not wb)
+        pa[n] and pa[n].predicted_us, pb[n] and pb[n].predicted_us, "us", not pa[n], not pb[n])
   end
   row(rows, "whatif", "predicted on unlimited workers", nil, nil, wa and wa.span_us, wb and wb.span_us, "us",
       not wa, not wb)

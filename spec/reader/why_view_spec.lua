@@ -1,0 +1,294 @@
+-- How the report, compare and the page present the "why": the critical
+-- path's make-up by kind, the replay's what-if table, compare's rows for
+-- latencies, the path, the replay, copies, spans and counters, and one
+-- busy time (a caller's spans outside jobs) in the report and on the page.
+-- The path and replay tables here are written by hand in the shape
+-- jobque_profile.graph.figures documents; every expected line and figure
+-- is worked out by hand.
+local S = require "support"
+local trace = require "jobque_profile.trace"
+local stats = require "jobque_profile.stats"
+local report = require "jobque_profile.report"
+
+local describe_in_browser = S.plain_only(describe, pending, "drives Chromium")
+
+-- A critical path of 100 us: run 60 (two categories), worker busy 30
+-- (job 7 held the worker 20 us, job 9 10 us), copy result 10.
+local function path(extra)
+  local cp = {duration_us = 100, start_us = 0, finish_us = 100, share = 0.5, session_us = 200, total_run_us = 150,
+              parallelism = 1.5, achieved = 0.75, jobs = {1, 2, 1},
+              steps = {{kind = "run", start_us = 0, dur_us = 60, job = 1, category = "ümlaut"},
+                       {kind = "worker busy", start_us = 60, dur_us = 10, job = 2, held_by = 9},
+                       {kind = "worker busy", start_us = 70, dur_us = 20, job = 2, held_by = 7},
+                       {kind = "copy result", start_us = 90, dur_us = 10}},
+              by_kind = {{kind = "run", us = 60}, {kind = "worker busy", us = 30}, {kind = "copy result", us = 10}},
+              by_category = {{name = "ümlaut", run_us = 40}, {name = "plain", run_us = 20}},
+              partial = false}
+  for k, v in pairs(extra or {}) do cp[k] = v end
+  return cp
+end
+
+local function whatif(extra)
+  local y = {recorded_workers = 2, recorded_us = 200, work_us = 400, span_us = 100, partial = false,
+             predictions = {{workers = 1, predicted_us = 400}, {workers = 2, predicted_us = 200},
+                            {workers = 4, predicted_us = 125}}}
+  for k, v in pairs(extra or {}) do y[k] = v end
+  return y
+end
+
+describe("the report's critical path", function()
+  it("shows its make-up by kind, run by category, worker busy by the job that held the worker", function()
+    assert.same({
+      "critical path: 100 us, 50.0% of the session, through 2 jobs",
+      "  jobs: 1 -> 2 -> 1",
+      "  run                            60 us    60.0%",
+      "    ümlaut                       40 us    40.0%",
+      "    plain                        20 us    20.0%",
+      "  worker busy                    30 us    30.0%",
+      "    held by job 7                20 us    20.0%",
+      "    held by job 9                10 us    10.0%",
+      "  copy result                    10 us    10.0%",
+      "parallelism: the graph has 1.50 (run time / that path), it got 0.75 (run time / session)",
+    }, report.critical_path_lines({critical_path = path()}))
+  end)
+
+  it("pads its rows by characters, not bytes: a name of two-byte letters lines up", function()
+    local lines = report.critical_path_lines({critical_path = path()})
+    -- "    ümlaut" is 10 characters and 11 bytes; the times end in one column
+    assert.equal(utf8.len(lines[3]), utf8.len(lines[4]))
+    assert.equal(#lines[3] + 1, #lines[4])
+  end)
+
+  it("says when the trace is partial, and why", function()
+    local lines = report.critical_path_lines({critical_path = path{partial = true,
+                                                                   partial_why = "lane worker 1 dropped 12 events"}})
+    assert.equal("  partial: lane worker 1 dropped 12 events; the path may be shorter than the run's", lines[10])
+  end)
+
+  it("names the other jobs that held a worker in one row past the fifth", function()
+    local steps = {}
+    for k = 1, 7 do steps[k] = {kind = "worker busy", start_us = k, dur_us = 10 - k, job = 1, held_by = 100 + k} end
+    local lines = report.critical_path_lines({critical_path = path{steps = steps, by_category = {},
+      by_kind = {{kind = "worker busy", us = 35}}, jobs = {1}}})
+    assert.same({
+      "critical path: 100 us, 50.0% of the session, through 1 job",
+      "  jobs: 1",
+      "  worker busy                    35 us    35.0%",
+      "    held by job 101               9 us     9.0%",
+      "    held by job 102               8 us     8.0%",
+      "    held by job 103               7 us     7.0%",
+      "    held by job 104               6 us     6.0%",
+      "    held by job 105               5 us     5.0%",
+      "    held by 2 other jobs          7 us     7.0%", -- 4 + 3
+    }, {table.unpack(lines, 1, 9)})
+  end)
+
+  it("is left out without jobs", function()
+    assert.same({}, report.critical_path_lines({}))
+    assert.same({}, report.whatif_lines({}))
+  end)
+end)
+
+describe("the report's what-if table", function()
+  it("gives the recorded run and the predicted sessions, with the speed-up over the recorded one", function()
+    assert.same({
+      "what if: the job graph replayed on W workers per queue (recorded: 2 workers, 200 us)",
+      "    workers     session  speed-up",
+      "          1      400 us     x0.50",
+      "          2      200 us     x1.00",
+      "          4      125 us     x1.60",
+      "  unlimited      100 us     x2.00",
+      "  (speed-up: the recorded session / the predicted one; work 400 us in all; the replay assumes a free core "
+        .. "per worker: docs/cli.md)",
+    }, report.whatif_lines({whatif = whatif()}))
+  end)
+
+  it("says 1 worker, and flags a partial replay", function()
+    local lines = report.whatif_lines({whatif = whatif{recorded_workers = 1, partial = true}})
+    assert.matches("(recorded: 1 worker, 200 us)", lines[1], 1, true)
+    assert.equal("  partial: the replay ran what the trace holds; events were lost or waits never ended",
+                 lines[#lines])
+  end)
+end)
+
+-- Figures as stats.compute gives them, the parts compare reads, with
+-- `why` (latency, critical_path, whatif, copies, spans, counters) added.
+local function figures(why)
+  local group = {lanes = 0, busy = 0, wait = 0, idle = 0, parallelism = 0, events = 0}
+  local f = {range = {duration = 100}, events = 0, workers = group, others = group, total = group, lanes = {},
+             categories = {}, markers = {}, dropped = {events = 0}, copies = {}, spans = {}, counters = {}}
+  for k, v in pairs(why) do f[k] = v end
+  return f
+end
+
+local function dist(p50, p95) return {count = 1, p50_us = p50, p95_us = p95, max_us = p95, by_category = {}} end
+
+describe("compare's rows of the why", function()
+  local a = figures{
+    latency = {ready = dist(10, 20), resume = dist(1, 2), run = dist(100, 300), suspended = dist(0, 5)},
+    critical_path = path(), whatif = whatif(),
+    copies = {{name = "decode", count = 4, time = 12, bytes = 2000}},
+    spans = {{name = "frame", count = 2, run_us = 50, wall_us = 60, unclosed = 0}},
+    counters = {{name = "queue depth", pid = 1, samples = 3, min = 0, mean = 1.5, max = 4}},
+  }
+  local b = figures{
+    latency = {ready = dist(5, 8), resume = dist(1, 4), run = dist(90, 250), suspended = dist(0, 0)},
+    critical_path = path{duration_us = 80, by_kind = {{kind = "run", us = 60}, {kind = "ready latency", us = 20}}},
+    whatif = whatif{recorded_workers = 4, span_us = 80, predictions = {{workers = 1, predicted_us = 380},
+                                                                      {workers = 8, predicted_us = 90}}},
+    copies = {{name = "decode", count = 2, time = 3, bytes = 500}},
+    spans = {{name = "frame", count = 2, run_us = 40, wall_us = 45, unclosed = 0}},
+    counters = {{name = "queue depth", pid = 1, samples = 3, min = 0, mean = 3, max = (1 << 62) + 1}},
+  }
+  local rows = {}
+  for _, r in ipairs(stats.compare(a, b)) do rows[r.label] = r end
+  local function ab(label)
+    local r = rows[label]
+    assert.is_table(r, label)
+    return {r.a, r.b, r.diff}
+  end
+
+  it("has latency p50 and p95 per kind", function()
+    assert.same({10, 5, -5}, ab("latency ready p50"))
+    assert.same({20, 8, -12}, ab("latency ready p95"))
+    assert.same({2, 4, 2}, ab("latency resume p95"))
+    assert.same({300, 250, -50}, ab("latency run p95"))
+    assert.same({5, 0, -5}, ab("latency suspended p95"))
+  end)
+
+  it("has the critical path's length and each kind of its make-up, a kind one side lacks as 0", function()
+    assert.same({100, 80, -20}, ab("critical path"))
+    assert.same({60, 60, 0}, ab("critical path: run"))
+    assert.same({30, 0, -30}, ab("critical path: worker busy"))
+    assert.same({0, 20, 20}, ab("critical path: ready latency"))
+  end)
+
+  it("has the replay's predictions per worker count, one side's missing count left out", function()
+    assert.same({2, 4, 2}, ab("recorded workers"))
+    assert.same({400, 380, -20}, ab("predicted on 1 worker"))
+    assert.same({100, 80, -20}, ab("predicted on unlimited workers"))
+    assert.same({125}, ab("predicted on 4 workers")) -- b has no prediction for 4: "-", no difference
+    assert.same({nil, 90}, ab("predicted on 8 workers"))
+  end)
+
+  it("has copies, spans and counters, each with its delta", function()
+    assert.same({4, 2, -2}, ab("copies decode: count"))
+    assert.same({12, 3, -9}, ab("copies decode: time"))
+    assert.same({2000, 500, -1500}, ab("copies decode: bytes"))
+    assert.same({2, 2, 0}, ab("spans frame: count"))
+    assert.same({50, 40, -10}, ab("spans frame: run"))
+    assert.same({60, 45, -15}, ab("spans frame: wall"))
+    assert.same({1.5, 3, 1.5}, ab("counter queue depth: mean"))
+    assert.same({4, (1 << 62) + 1, (1 << 62) - 3}, ab("counter queue depth: max"))
+  end)
+
+  it("shows them as text, bytes as bytes and integers exact", function()
+    local text = report.compare_text(stats.compare(a, b), "a", "b")
+    assert.matches("\ncopies decode: bytes +2 kB +500 B +%-1.5 kB +0.25x\n", text)
+    assert.matches("\ncounter queue depth: max +4 +4611686018427387905 +%+4611686018427387901 ", text)
+    assert.matches("\npredicted on unlimited workers +100 us +80 us +%-20 us +0.80x\n", text)
+  end)
+
+  it("leaves a trace without jobs out of the why: no value, no difference", function()
+    local none = figures{}
+    local r = {}
+    for _, row in ipairs(stats.compare(a, none)) do r[row.label] = row end
+    for _, label in ipairs{"latency ready p50", "critical path", "critical path: run", "recorded workers",
+                           "predicted on unlimited workers"} do
+      assert.equal(r[label].a ~= nil, true, label)
+      assert.is_nil(r[label].b, label)
+      assert.is_nil(r[label].diff, label)
+    end
+    assert.matches("\ncritical path +100 us +%- +%- +%-\n", report.compare_text(stats.compare(a, none), "a", "b"))
+  end)
+end)
+
+-- Our trace (no job ids: the figures need no job graph) of 100 us: worker 0
+-- runs a 10..50 with a span inside it (a job's: args.job), worker 1 runs b
+-- 20..40; the caller's span frame 0..60 holds a submit 2..5 and a wait
+-- 30..50, its span post 70..80 holds a span inner 72..76.
+local SPANS = [[{"traceEvents":[
+{"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"worker 0"}},
+{"ph":"M","pid":1,"tid":2,"name":"thread_name","args":{"name":"worker 1"}},
+{"ph":"M","pid":1,"tid":3,"name":"thread_name","args":{"name":"caller"}},
+{"ph":"X","pid":1,"tid":1,"ts":10,"dur":40,"name":"a","cat":"job"},
+{"ph":"X","pid":1,"tid":1,"ts":10,"dur":20,"name":"decode","cat":"decode","args":{"span":5,"piece":1,"job":1}},
+{"ph":"X","pid":1,"tid":2,"ts":20,"dur":20,"name":"b","cat":"job"},
+{"ph":"X","pid":1,"tid":3,"ts":0,"dur":60,"name":"frame","cat":"frame","args":{"span":1,"piece":1}},
+{"ph":"X","pid":1,"tid":3,"ts":2,"dur":3,"name":"submit a","cat":"submit"},
+{"ph":"X","pid":1,"tid":3,"ts":30,"dur":20,"name":"wait","cat":"wait"},
+{"ph":"X","pid":1,"tid":3,"ts":70,"dur":10,"name":"post","cat":"post","args":{"span":2,"piece":1}},
+{"ph":"X","pid":1,"tid":3,"ts":72,"dur":4,"name":"inner","cat":"inner","args":{"span":3,"piece":1}}
+],"jobqueProfile":{"version":1,"startUs":0,"stopUs":100,"laneInfo":[{"name":"worker 0","role":"worker"},
+{"name":"worker 1","role":"worker"},{"name":"caller","role":"caller"}]}}]]
+
+describe("a caller's spans outside jobs", function()
+  local path_ = S.tmpfile("spans.json")
+  S.write(path_, SPANS)
+  local model = assert(trace.load(path_))
+
+  it("are busy time of the caller's lane in the report; a span inside a job adds nothing", function()
+    local f = stats.compute(model)
+    -- worker 0: a's 40 (its span inside); worker 1: 20; caller: frame 60 (the submit and
+    -- the wait inside it) + post 10 (inner inside it) = 70, and the wait's 20 as wait
+    assert.same({40, 20, 70}, {f.lanes[1].busy, f.lanes[2].busy, f.lanes[3].busy})
+    assert.same({0, 0, 20}, {f.lanes[1].wait, f.lanes[2].wait, f.lanes[3].wait})
+    assert.equal(130, f.total.busy)
+    assert.near(1 - 130 / 300, f.total.idle, 1e-12)
+    assert.near(1.3, f.total.parallelism, 1e-12)
+    local busy = {}
+    for _, c in ipairs(f.categories) do busy[c.name] = c.busy end
+    assert.same({frame = 60, a = 40, b = 20, post = 10}, busy)
+  end)
+
+  it("count the same over a range: 25 .. 55", function()
+    local f = stats.compute(model, 25, 55)
+    -- a 25..50, b 25..40, frame 25..55
+    assert.same({25, 15, 30}, {f.lanes[1].busy, f.lanes[2].busy, f.lanes[3].busy})
+    assert.near(1 - 70 / 90, f.total.idle, 1e-12)
+  end)
+end)
+
+describe_in_browser("the page's figures beside the report's", function()
+  local json = S.tmpfile("spans.json")
+  S.write(json, SPANS)
+  local page = S.tmpfile("spans.html")
+  local code, _, err = S.cli(("html '%s' -o '%s' --test-hooks"):format(json, page))
+  assert(code == 0, err)
+  local model = assert(trace.load(json))
+
+  -- The page's figures against the hand-worked ones, and the report's over the same range.
+  local function agree(got, want, from, to)
+    local f = stats.compute(model, from, to)
+    assert.near(want.busy, got.busy, 1e-9)
+    assert.near(want.busy, f.total.busy, 1e-9)
+    assert.near(f.total.wait, got.wait, 1e-9)
+    assert.near(f.total.idle, got.idle, 1e-12)
+    assert.near(f.total.parallelism, got.parallelism, 1e-12)
+    for i, c in ipairs(got.top) do
+      assert.equal(f.categories[i].name, c.name)
+      assert.near(f.categories[i].busy, c.busy, 1e-9)
+    end
+  end
+
+  it("agree over the whole trace, the caller's spans busy on both", function()
+    local state = S.open_page(page)
+    agree(state.whole, {busy = 130}, nil, nil)
+    assert.same({"frame", "a", "b", "post"}, {state.whole.top[1].name, state.whole.top[2].name,
+                                              state.whole.top[3].name, state.whole.top[4].name})
+  end)
+
+  it("agree over a selected range", function()
+    agree(S.open_page(page, "#from=25&to=55").selection, {busy = 70}, 25, 55)
+  end)
+end)
+
+describe("the command's texts say 1 lane, 1 event", function()
+  it("in the report's first line", function()
+    local one = S.tmpfile("one.json")
+    S.write(one, '{"traceEvents":[{"ph":"X","pid":1,"tid":1,"ts":0,"dur":5,"name":"x"}]}')
+    local code, out = S.cli("report '" .. one .. "'")
+    assert.equal(0, code)
+    assert.matches("^[^\n]*: Chrome trace, 1 lane, 1 event\n", out)
+  end)
+end)
