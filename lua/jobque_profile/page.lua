@@ -178,8 +178,31 @@ local function graph_data(model)
   return C.page_graph(graph.build(model), model)
 end
 
+-- An integer JavaScript cannot hold exactly (beyond 2^53): its digits.
+local function inexact(v)
+  return math.type(v) == "integer" and (v > 1 << 53 or v < -(1 << 53))
+end
+
+-- A counter's min or max for the page: a number, or the digits of an
+-- integer JavaScript cannot hold as a string (the label shows it exactly).
+local function exact_number(v)
+  return inexact(v) and ('"%d"'):format(v) or number(v)
+end
+
+-- The values of counter c that JavaScript cannot hold exactly, as
+-- (index from 0, digits) pairs: read only when its min or max is one.
+local function exact_values(c, lo, hi)
+  if not (inexact(lo) or inexact(hi)) then return "" end
+  local out, values = {}, c.value
+  for i = 1, c.n do
+    if inexact(values[i]) then out[#out + 1] = ('%d,"%d"'):format(i - 1, values[i]) end
+  end
+  return table.concat(out, ",")
+end
+
 -- The counters' part of the page: model.counters as
--- {name, pid, ts (ns from t0), v, min, max}.
+-- {name, pid, ts (ns from t0), v, min, max, x}; x pairs the values beyond
+-- 2^53 with their digits (min and max are such digits when they are).
 local function counter_data(model)
   local out, t0 = {"["}, model.t0
   for _, c in ipairs(model.counters or {}) do
@@ -189,7 +212,8 @@ local function counter_data(model)
       out[k + 1] = ('%s{"name":%s,"pid":%s,"ts":['):format(k > 1 and "," or "", inert(quote(c.name)),
         inert(quote(util.id_text(c.pid))))
       out[k + 2], out[k + 3], out[k + 4] = C.page_ns(column(c, "ts"), c.n, t0), '],"v":[', v
-      out[k + 5] = ('],"min":%s,"max":%s}'):format(number(lo), number(hi))
+      out[k + 5] = ('],"min":%s,"max":%s,"x":[%s]}'):format(exact_number(lo), exact_number(hi),
+                                                            exact_values(c, lo, hi))
     end
   end
   out[#out + 1] = "]"

@@ -38,6 +38,11 @@
     const r = canvas.getBoundingClientRect();
     canvas.dispatchEvent(new MouseEvent("mousemove", { clientX: r.left + X(parseFloat(hover[2])),
       clientY: r.top + rowY(hover[1], hover[3]), bubbles: true }));
+    const tr = document.getElementById("tip").getBoundingClientRect(); // where its tooltip went
+    window.timelineState.tip = { left: tr.left, right: tr.right, top: tr.top, bottom: tr.bottom,
+      pageWidth: document.documentElement.clientWidth, text: document.getElementById("tip").textContent,
+      cursor: r.left + X(parseFloat(hover[2])) };
+    document.body.dataset.state = JSON.stringify(window.timelineState);
   }
   const probe = /[#&]probe=(\d+),([-0-9.e]+)(?:,([0-9.]+))?/.exec(location.hash);
   if (probe) { // #probe=LANE,US[,Y]: the tooltip a hover there shows (for the specs)

@@ -21,6 +21,22 @@
     n: Int32Array.from(l.n), a: Int32Array.from(l.a), ak: Int32Array.from(l.ak), av: l.av,
     f: Int32Array.from(l.f || []) })); // failed slices (indices), outlined in red
   const failedTotal = lanes.reduce((n, l) => n + l.f.length, 0);
+  // Copies (copy in / out / result: a job's values copied between states)
+  // are drawn in their own colour, with a legend entry of their own; their
+  // time still counts under their job's category.
+  const COPY = "#5d4037", COPY_NAMES = new Set(["copy in", "copy out", "copy result"]);
+  let copiesTotal = 0, copiesDrawn = 0;
+  lanes.forEach(l => {
+    l.copy = null;
+    for (let i = 0; i < l.a.length; i++) {
+      const x = l.a[i] >= 0 ? D.args[l.a[i]] : null;
+      if (x && typeof x === "object" && "bytes" in x && COPY_NAMES.has(D.names[l.n[i]])) {
+        if (!l.copy) l.copy = new Uint8Array(l.a.length);
+        l.copy[i] = 1;
+        copiesTotal++;
+      }
+    }
+  });
   let failedDrawn = 0;
   const cats = D.cats.map(c => ({ name: c[0], color: c[1] }));
   const waitCat = cats.findIndex(c => c.name === "wait");
@@ -35,9 +51,15 @@
   // slices, latencies and neighbours, and the critical path; null without
   // jobs), the counters, and each lane's spans (slice index, depth pairs).
   const G = JSON.parse(document.getElementById("graph").textContent);
-  const counters = JSON.parse(document.getElementById("counters").textContent).map(c => ({ name: c.name,
-    pid: c.pid, ts: Float64Array.from(c.ts, us), v: Float64Array.from(c.v, x => x === null ? NaN : x),
-    min: c.min, max: c.max }));
+  // A counter's values beyond 2^53 are exact as text (x: index, digits pairs; min and max digits too).
+  const counters = JSON.parse(document.getElementById("counters").textContent).map(c => {
+    const exact = new Map();
+    for (let q = 0; c.x && q < c.x.length; q += 2) exact.set(c.x[q], c.x[q + 1]);
+    return { name: c.name, pid: c.pid, ts: Float64Array.from(c.ts, us),
+      v: Float64Array.from(c.v, x => x === null ? NaN : x), min: typeof c.min === "string" ? Number(c.min) : c.min,
+      max: typeof c.max === "string" ? Number(c.max) : c.max,
+      minText: typeof c.min === "string" ? c.min : null, maxText: typeof c.max === "string" ? c.max : null, exact };
+  });
   const CROW = 34; // a counter's row
   const MAX_ARROWS = 1000; // the most arrows a hovered job draws (one that submitted a million...)
   const spanPairs = JSON.parse(document.getElementById("spans").textContent);
@@ -80,6 +102,30 @@
   const path = G ? G.path : null;
   const pathJobs = path ? path.jobs.map(id => jobById.get(id)).filter(Boolean) : [];
   for (const j of pathJobs) j.onPath = true;
+  // The path's steps (page_graph.c: kind, start, duration, lane or -1, job,
+  // the job that held the worker), in time order; per lane, those drawn there.
+  const pathSteps = (path && path.steps ? path.steps : []).map(x => ({ kind: x[0], t: us(x[1]), dur: us(x[2]), li: x[3],
+    job: x[4], held: x[5] }));
+  const laneSteps = lanes.map(() => []);
+  for (const x of pathSteps) if (x.li >= 0 && x.li < lanes.length) laneSteps[x.li].push(x);
+  // Its make-up by kind, as the report's: most first, ties by kind.
+  const byKind = [];
+  {
+    const sums = new Map();
+    for (const x of pathSteps) sums.set(x.kind, (sums.get(x.kind) || 0) + (x.dur > 0 ? x.dur : 0));
+    for (const [kind, t] of sums) byKind.push({ kind, us: t });
+    byKind.sort((p, q) => q.us - p.us || (p.kind < q.kind ? -1 : p.kind > q.kind ? 1 : 0));
+  }
+  // The steps of lane li that cover t (within slack): their ends are in order too.
+  function stepsAt(li, t, slack) {
+    const list = laneSteps[li] || [], out = [];
+    let lo = 0, hi = list.length;
+    while (lo < hi) { const m = (lo + hi) >> 1; if (list[m].t + list[m].dur < t - slack) lo = m + 1; else hi = m; }
+    for (let k = lo; k < list.length && list[k].t <= t + slack; k++) out.push(list[k]);
+    return out;
+  }
+  const stepLine = x => "path     " + x.kind + ", " + fmt(x.dur) + (x.job === null || x.job === undefined ? "" :
+    " (job " + x.job + ")") + (x.held === null || x.held === undefined ? "" : ": its worker ran job " + x.held);
   let cpOn = false, hoverJob = null, arrows = [], pathDrawn = 0, spanRects = [], spansDrawn = 0, counterInfo = [];
   let lastHit = null; // the slice hit() found last: { li, i }
 
@@ -108,8 +154,9 @@
     return lo > 0 ? chars.slice(0, lo).join("") + "\u2026" : "";
   }
 
+  const countOf = (n, what) => n + " " + what + (n === 1 ? "" : "s"); // "1 lane", "2 lanes"
   document.getElementById("title").textContent = D.title + " (" + (D.format === "jobque" ? "jobque" : "Chrome") +
-    " trace, " + lanes.length + " lanes, " + markers.length + " markers)";
+    " trace, " + countOf(lanes.length, "lane") + ", " + countOf(markers.length, "marker") + ")";
   const legend = document.getElementById("legend");
   for (const c of cats) {
     const e = document.createElement("span");
@@ -120,6 +167,18 @@
     e.appendChild(s);
     e.appendChild(document.createTextNode(cut(c.name, NAME_WIDTH)));
     e.title = c.name; // the whole name, as a tooltip
+    legend.appendChild(e);
+  }
+
+  if (copiesTotal) {
+    const e = document.createElement("span");
+    e.className = "entry copies";
+    const s = document.createElement("span");
+    s.className = "swatch";
+    s.style.background = COPY;
+    e.appendChild(s);
+    e.appendChild(document.createTextNode("copies (in, out, result)"));
+    e.title = "values copied between states; their time counts under their job's category";
     legend.appendChild(e);
   }
 
@@ -218,18 +277,17 @@
     ctx.lineWidth = 1;
   }
 
-  // The critical path: every other slice dimmed (an even-odd fill around
-  // the path's slices, so that their spans stay as they are), the path's
-  // slices outlined, and its steps as arrows. Returns the slices outlined.
+  // The critical path: everything off it dimmed (an even-odd fill around
+  // its steps, so that their spans stay as they are), its steps on the
+  // lanes outlined (copies and the caller's work too), and arrows from each
+  // of its jobs to the next. Returns the steps outlined.
   function drawPath() {
     const rects = [];
-    for (const j of pathJobs) {
-      for (let q = 0; q < j.s.length; q += 2) {
-        const li = j.s[q], l = lanes[li], i = j.s[q + 1], s = l.ts[i], e = s + l.dur[i];
-        if (e < v0 || s > v1) continue;
-        const x0 = Math.max(LABEL, X(s)), x1 = Math.max(x0 + 2, Math.min(width, X(e)));
-        rects.push([x0, AXIS + li * ROW + 2, x1 - x0, ROW - 4]);
-      }
+    for (const x of pathSteps) { // every step on a lane: runs, copies, submits, the caller's own work ...
+      const s = x.t, e = x.t + x.dur;
+      if (x.li < 0 || x.li >= lanes.length || !(x.dur > 0) || e < v0 || s > v1) continue;
+      const x0 = Math.max(LABEL, X(s)), x1 = Math.max(x0 + 2, Math.min(width, X(e)));
+      rects.push([x0, AXIS + x.li * ROW + 2, x1 - x0, ROW - 4]);
     }
     ctx.save();
     ctx.beginPath();
@@ -315,11 +373,12 @@
       ctx.fillStyle = "#fff";
       ctx.fillRect(0, y, LABEL, CROW);
       ctx.fillStyle = "#222";
-      const label = fit(c.name, LABEL - 12), maxLabel = "max " + fmtV(c.max);
+      const label = fit(c.name, LABEL - 12), maxLabel = "max " + (c.maxText || fmtV(c.max));
       ctx.fillText(label, 6, y + 10);
       ctx.fillStyle = "#666";
       ctx.fillText(maxLabel, 6, y + 24);
-      counterInfo.push({ name: c.name, label, maxLabel, max: c.max, min: c.min, n: c.ts.length });
+      counterInfo.push({ name: c.name, label, maxLabel, max: c.maxText || c.max, min: c.minText || c.min,
+        n: c.ts.length });
     });
   }
 
@@ -438,6 +497,7 @@
     // Lanes: a slice narrower than a pixel shares its pixel column with the others there.
     let drawn = 0;
     failedDrawn = 0;
+    copiesDrawn = 0;
     const bar = Math.max(ROW - 6, 1), thin = Math.max(4, Math.round(bar / 3));
     laneLabels = [];
     spanRects = [];
@@ -465,7 +525,9 @@
         } else {
           last = Math.floor(x1);
         }
-        if (l.c[i] !== color) { color = l.c[i]; ctx.fillStyle = cats[color] ? cats[color].color : "#888"; }
+        const ci = l.copy && l.copy[i] ? -3 : l.c[i]; // -3: a copy
+        if (ci === -3) copiesDrawn++;
+        if (ci !== color) { color = ci; ctx.fillStyle = ci === -3 ? COPY : cats[ci] ? cats[ci].color : "#888"; }
         if (wait) ctx.fillRect(x0, y + 3 + (bar - thin) / 2, x1 - x0, thin);
         else ctx.fillRect(x0, y + 3, x1 - x0, bar);
         drawn++;
@@ -564,10 +626,11 @@
       selection: sel ? stats : null, whole: sel ? null : stats,
       loadMs: firstDrawn || (firstDrawn = performance.now() - started),
       critical: { on: cpOn, jobs: path ? path.jobs : [], duration: path ? us(path.dur) : null,
-        share: path ? path.share : null, info: cpInfo.textContent, outlined: pathDrawn },
+        share: path ? path.share : null, info: cpInfo.textContent, outlined: pathDrawn, steps: pathSteps.length,
+        byKind, partial: !!(path && path.partial), banner: banner.hidden ? null : banner.textContent },
       hover: hoverJob ? hoverJob.id : null, arrowsTotal: arrows.length,
       arrows: arrows.slice(0, MAX_ARROWS).map(w => ({ kind: w.kind, from: w.from, to: w.to })),
-      counters: counterInfo, spans: spanRects, spansDrawn };
+      counters: counterInfo, spans: spanRects, spansDrawn, copies: copiesTotal, copiesDrawn };
     window.timelineState = state;
     document.body.dataset.state = JSON.stringify(state);
   }
@@ -606,8 +669,8 @@
   // A counter's value under the cursor.
   function counterHit(ci, t) {
     const c = counters[ci], k = sampleAt(c, t);
-    return "counter " + c.name + "\nvalue   " + (k >= 0 ? fmtV(c.v[k]) : "- (before its first sample)") +
-      "\nat      " + t.toFixed(3) + " us\nmax     " + fmtV(c.max);
+    return "counter " + c.name + "\nvalue   " + (k >= 0 ? c.exact.get(k) || fmtV(c.v[k]) : "- (before its first sample)") +
+      "\nat      " + t.toFixed(3) + " us\nmax     " + (c.maxText || fmtV(c.max));
   }
 
   // Hover: the slice under the cursor (or within two pixels; in a lane with
@@ -627,15 +690,18 @@
         const c = cats[l.c[best]];
         const args = l.a[best] >= 0 ? D.args[l.a[best]] : null;
         const failed = args && args.failed === true;
+        const onPath = stepsAt(li, t, slack).map(stepLine);
         return [D.names[l.n[best]] + (failed ? "  (FAILED)" : "") + (isSpan ? "  (span)" : ""),
           "category " + (c ? c.name : "?"),
           "lane     " + l.name,
           "start    " + l.ts[best].toFixed(3) + " us", "duration " + fmt(l.dur[best]),
           l.a[best] === -1 ? "" : "args     " + JSON.stringify(l.a[best] >= 0 ? D.args[l.a[best]] :
             { [D.keys[l.ak[best]]]: l.av[best] }),
-          failed && typeof args.error === "string" ? "error    " + args.error : ""].concat(j ? jobLines(j) : [])
+          failed && typeof args.error === "string" ? "error    " + args.error : ""].concat(j ? jobLines(j) : [], onPath)
           .filter(Boolean).join("\n");
       }
+      const onPath = stepsAt(li, t, slack); // a step where no slice is: a thread's own work, a wait for a worker
+      if (onPath.length) return ["lane     " + l.name].concat(onPath.map(stepLine)).join("\n");
     }
     const ci = Math.floor((y - AXIS - lanes.length * ROW) / CROW);
     if (ci >= 0 && ci < counters.length && x >= LABEL) return counterHit(ci, t);
@@ -648,6 +714,18 @@
       }
     }
     return null;
+  }
+
+  // The tooltip beside the cursor, kept on the page: to the left of it at
+  // the right edge, above it at the bottom.
+  function placeTip(cx, cy) {
+    const w = tip.offsetWidth, h = tip.offsetHeight, W = document.documentElement.clientWidth || window.innerWidth;
+    const H = window.innerHeight;
+    let left = cx + 14, top = cy + 14;
+    if (left + w > W - 4) left = Math.max(4, cx - 14 - w);
+    if (top + h > H - 4) top = Math.max(4, cy - 14 - h);
+    tip.style.left = left + "px";
+    tip.style.top = top + "px";
   }
 
   let drag = null;
@@ -676,8 +754,7 @@
     if (text) {
       tip.textContent = text;
       tip.style.display = "block";
-      tip.style.left = (ev.clientX + 14) + "px";
-      tip.style.top = (ev.clientY + 14) + "px";
+      placeTip(ev.clientX, ev.clientY);
     } else {
       tip.style.display = "none";
     }
@@ -690,13 +767,18 @@
   // The critical path: its figures beside the toggle (a checkbox, or the key c).
   const cpBox = document.getElementById("cp");
   const cpInfo = document.getElementById("cpinfo");
+  const banner = document.getElementById("banner");
+  if (path && path.partial) { // the trace lost events or left spans unclosed
+    banner.textContent = "Partial trace: events were lost or spans left unclosed, so the critical path and " +
+      "its figures may be short of the run's (the report says why).";
+    banner.hidden = false;
+  }
   if (pathJobs.length) {
-    const parts = [["run", path.run], ["waiting for a worker", path.ready], ["resume", path.resume],
-      ["copies and submits", path.copy], ["caller between jobs", path.caller]].filter(p => p[1] > 0);
+    const n = new Set(path.jobs).size;
     cpInfo.textContent = fmt(us(path.dur)) + (path.share === null ? "" : ", " + (100 * path.share).toFixed(1) +
-      "% of the session") + ", " + new Set(path.jobs).size + " jobs: " +
-      parts.map(p => p[0] + " " + fmt(us(p[1]))).join(", ") +
-      (path.bound === null ? "" : "; more workers: at most x" + path.bound.toFixed(2));
+      "% of the session") + ", " + n + (n === 1 ? " job" : " jobs") + ": " +
+      byKind.filter(p => p.us > 0).map(p => p.kind + " " + fmt(p.us)).join(", ") +
+      (path.partial ? " (partial)" : "");
   } else {
     cpBox.disabled = true;
     cpInfo.textContent = "(no jobs in this trace)";
