@@ -121,7 +121,8 @@ function M.failures_lines(f)
       x.message and M.shown(x.message, M.MESSAGE_WIDTH) or "(no message recorded)")
   end
   if fl.failed > #fl.first then
-    out[#out + 1] = ("  ... and %s more"):format(count_of(fl.failed - #fl.first, "failed job"))
+    local rest = fl.failed - #fl.first
+    out[#out + 1] = ("  ... and %d more failed %s"):format(rest, rest == 1 and "job" or "jobs")
   end
   return out
 end
@@ -457,7 +458,8 @@ local function marker_lines(m, t0, say)
         M.us(u.duration), top_categories(u.by_category, 3))
   end
   if m.count > #slowest then
-    say("  ... %s more (--top N lists more, --json lists them all)", count_of(m.count - #slowest, "unit"))
+    local rest = m.count - #slowest
+    say("  ... %d more %s (--top N lists more, --json lists them all)", rest, rest == 1 and "unit" or "units")
   end
 end
 
