@@ -10,7 +10,10 @@
  * JO_SUSPEND ops between: they last as long as what they wait for), what
  * each of those waited for (a job's end; for a whole queue, the last end
  * among its jobs submitted before the wait ended), and, before a job's
- * first work op, its JO_SUBMIT's end. Ties pick program order, then the
+ * first work op, its JO_SUBMIT's end (what a wait waited for counts only
+ * when it ended by then: a file whose wait returned before the job ended
+ * is inconsistent; a job may start before its submit's span ends, so the
+ * walk goes into that submit). Ties pick program order, then the
  * submit, then the wait nearest in program order. The time between that
  * predecessor's end and the op's start is labelled by what covers it: a
  * job not yet started (ready latency while every worker of its queue ran
@@ -408,7 +411,7 @@ static pred find_pred(const walk *w, int32_t e, int32_t s, int64_t T, int32_t *w
   for (int32_t c = s; c > k; c--) {
     int32_t x;
     int64_t end = target_end(w, &g->ops[c], e, &x);
-    if (x >= 0 && end >= 0 && (p.how == P_NONE || end > p.end))
+    if (x >= 0 && end >= 0 && end <= T && (p.how == P_NONE || end > p.end))
       p = (pred){P_TARGET, end, x, jq_ops_last_op(g, x)};
   }
   if (p.how != P_NONE && p.end > T)
