@@ -5,7 +5,8 @@
  * the copy columns, model.flows and model.awaits) into flat arrays owned
  * by a userdata (freed by its __gc, so an error raised mid-way leaks
  * nothing); no Lua table per job or slice, no recursion. Its methods:
- * count() here, latency() and critical_path() in graph_path.c; the page's
+ * count() here, latency() in graph_path.c, ops(model) in job_ops_build.c
+ * (the happens-before graph, whose walk is the critical path); the page's
  * graph part is page_graph.c's.
  *
  * Every shape the loader gives is taken: a job id of any type (graph.h),
@@ -792,6 +793,25 @@ void jq_graph_push_cats(lua_State *L) {
   lua_getiuservalue(L, 1, GU_NAME_INDEX);
 }
 
+int32_t jq_graph_find_int(const graph *g, lua_Integer id) { return find_int(g, id); }
+
+int32_t jq_graph_find(lua_State *L, int gidx, const graph *g, int idx) {
+  int t = lua_type(L, idx), ok = 0;
+  if (t == LUA_TNIL || (t == LUA_TBOOLEAN && !lua_toboolean(L, idx)))
+    return -1;
+  if (t == LUA_TNUMBER || t == LUA_TSTRING) {
+    lua_Integer i = lua_tointegerx(L, idx, &ok);
+    if (ok)
+      return find_int(g, i);
+  }
+  idx = lua_absindex(L, idx);
+  lua_getiuservalue(L, gidx, GU_ID_INDEX);
+  lua_pushvalue(L, idx);
+  int32_t j = lua_rawget(L, -2) == LUA_TNUMBER ? (int32_t)lua_tointeger(L, -1) : -1;
+  lua_pop(L, 2);
+  return j;
+}
+
 int jq_graph_finished(const graph *g, int32_t k) { return k >= 0 && g->jobs[k].ns > 0; }
 
 static int l_graph_count(lua_State *L) {
@@ -802,7 +822,6 @@ static int l_graph_count(lua_State *L) {
 void jq_open_graph(lua_State *L) {
   static const luaL_Reg methods[] = {{"count", l_graph_count},
                                      {"latency", jq_graph_latency},
-                                     {"critical_path", jq_graph_critical_path},
                                      {"ops", jq_graph_ops},
                                      {NULL, NULL}};
   if (luaL_newmetatable(L, JQ_GRAPH_MT)) {
