@@ -4,15 +4,18 @@
  * Starts native threads that each own a lua_State, so that multi-lane and
  * multi-state behaviour of the recording session is tested before the job queue
  * exists. Each thread runs a chunk of Lua with jobque.core preloaded from
- * this very library (no second copy, no second session).
+ * this very library (no second copy, no second session). Also gates,
+ * counters, hooks, and sleep_us (a job holds its worker a known time).
  * Thread safety: the stop flag is atomic; a handle is used by its creator.
  */
 #ifdef JQ_TESTING
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -279,6 +282,24 @@ static int l_ticks(lua_State *L) {
   return 1;
 }
 
+/* sleep_us(n): the calling thread sleeps n microseconds (0 .. 60 s), on the
+ * monotonic clock to an absolute deadline, so a signal does not cut it
+ * short. For programs whose jobs hold their worker a known time (the
+ * acceptance specs, bench/whatif.lua): a sleeping worker leaves the cores
+ * to the others, so more workers really help on a small machine. */
+static int l_sleep_us(lua_State *L) {
+  lua_Integer us = luaL_checkinteger(L, 1);
+  luaL_argcheck(L, us >= 0 && us <= 60000000, 1, "0 to 60000000 microseconds expected");
+  struct timespec at;
+  clock_gettime(CLOCK_MONOTONIC, &at);
+  int64_t ns = (int64_t)at.tv_nsec + (int64_t)us * 1000;
+  at.tv_sec += (time_t)(ns / 1000000000);
+  at.tv_nsec = (long)(ns % 1000000000);
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, NULL) == EINTR)
+    ;
+  return 0;
+}
+
 /* put_event(kind, flags, cat, id, arg, t0, t1): one raw event on the calling
  * thread's lane (t0 0: now), for specs that build what the queue cannot
  * (a job's slices on two lanes). */
@@ -448,6 +469,7 @@ void jq_open_testing(lua_State *L, lua_CFunction open_core) {
                                    {"set_next_queue_seq", l_set_next_queue_seq},
                                    {"lanes_full", l_lanes_full},
                                    {"ticks", l_ticks},
+                                   {"sleep_us", l_sleep_us},
                                    {"put_event", l_put_event},
                                    {"span_text", l_span_text},
                                    {"wakes", l_wakes},
