@@ -382,8 +382,8 @@ function M.whatif_lines(f)
   end
   for _, p in ipairs(y.predictions or {}) do row(tostring(p.workers), p.predicted_us) end
   row("unlimited", y.span_us)
-  out[#out + 1] = ("  (speed-up: the recorded session / the predicted one; work %s in all; "
-                   .. "the replay assumes a free core per worker: docs/cli.md)"):format(M.us(y.work_us))
+  out[#out + 1] = ("  (speed-up: the recorded session / the predicted one; work %s in all;"):format(M.us(y.work_us))
+  out[#out + 1] = "   the replay assumes a free core per worker and jobs as long as recorded: docs/cli.md)"
   if y.partial then
     out[#out + 1] = "  partial: the replay ran what the trace holds; events were lost or waits never ended"
   end

@@ -98,8 +98,8 @@ describe("the report's what-if table", function()
       "          2      200 us     x1.00",
       "          4      125 us     x1.60",
       "  unlimited      100 us     x2.00",
-      "  (speed-up: the recorded session / the predicted one; work 400 us in all; the replay assumes a free core "
-        .. "per worker: docs/cli.md)",
+      "  (speed-up: the recorded session / the predicted one; work 400 us in all;",
+      "   the replay assumes a free core per worker and jobs as long as recorded: docs/cli.md)",
     }, report.whatif_lines({whatif = whatif()}))
   end)
 
