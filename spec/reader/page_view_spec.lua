@@ -162,16 +162,22 @@ local function submit(tid, ts, id) return {ph = "X", pid = 1, tid = tid, ts = ts
                                             cat = "submit", args = {job = id}} end
 
 -- A chain A (job 1, 20 ms) -> B (job 2, 30 ms, after A) beside C (job 3,
--- 10 ms) on 2 workers; the caller submits A 0..100, C 100..200, B 200..300:
+-- 10 ms) on 2 workers; the caller submits A 0..100, C 100..200, B 200..300,
+-- then waits for all 300..51600, and the session stops there:
 --   worker 0: A 1000..21000; "dependency done" A -> B (ready) at 21000; B 21500..51500
---   worker 1: C 1000..11000; the session stops at 60000.
--- Critical path, back from B (last to end, 51500): B's run, its ready latency
--- from A's end (500), A's run, A's ready latency (900) and its submit (100):
--- A then B, 51500 us from 0, 51500 / 60000 = 85.8% of the session.
+--   worker 1: C 1000..11000.
+-- Critical path, back from the session's end (51600, the caller's wait for
+-- all): the last job to end before it, B (51500), the caller waking 100
+-- (resume latency, on the caller's lane); B's run 30000; before it, the
+-- later of its dependency A (21000) and its submit (300): A, then 500 us
+-- with a worker free (scheduling delay, on worker 0); A's run 20000, 900 us
+-- from its submit's end with the workers free (scheduling delay), its
+-- submit 100 (on the caller's lane): A then B, 51600 us, the whole session.
 -- Ready latencies: A 1000 - 100 = 900 us, B 21500 - 21000 = 500 us, C 1000 - 200 = 800 us.
 local A_CAT = "alpha <b>&amp;</b>\nline two"
 local CHAIN = {
   submit(3, 0, 1), submit(3, 100, 3), submit(3, 200, 2),
+  {ph = "X", pid = 1, tid = 3, ts = 300, dur = 51300, name = "wait all", cat = "wait"},
   job(1, 1000, 20000, A_CAT, 1),
   {ph = "X", pid = 1, tid = 1, ts = 21000, dur = 0, name = "dependency done", cat = "flow",
     args = {job = 1, dependant = 2, ready = true}},
@@ -181,27 +187,35 @@ local CHAIN = {
 
 describe_in_browser("the HTML timeline's critical path", function()
   local page
-  setup(function() page = ours(CHAIN, 60000) end)
+  setup(function() page = ours(CHAIN, 51600) end)
 
-  it("is A then B, with its length and share beside the toggle, and off at first", function()
+  it("is A then B, with its length, share and make-up by kind beside the toggle, and off at first", function()
     local state = S.open_page(page)
     local cp = state.critical
     assert.same({1, 2}, cp.jobs)
-    assert.near(51500, cp.duration, 1e-6)
-    assert.near(51500 / 60000, cp.share, 1e-9)
-    assert.matches("51.50 ms, 85.8% of the session, 2 jobs: run 50.00 ms, waiting for a worker 1.400 ms",
-                   cp.info, 1, true)
+    assert.near(51600, cp.duration, 1e-6)
+    assert.near(1, cp.share, 1e-9)
+    -- run 20000 + 30000, scheduling delay 900 + 500, then resume latency and submit 100 each (by name)
+    assert.matches("51.60 ms, 100.0% of the session, 2 jobs: run 50.00 ms, scheduling delay 1.400 ms, "
+                   .. "resume latency 100 us, submit 100 us", cp.info, 1, true)
+    assert.same({{kind = "run", us = 50000}, {kind = "scheduling delay", us = 1400},
+                 {kind = "resume latency", us = 100}, {kind = "submit", us = 100}}, cp.byKind)
+    assert.equal(6, cp.steps)
     assert.is_false(cp.on)
+    assert.is_false(cp.partial)
+    assert.equal(cjson.null, cp.banner)
     assert.equal(0, cp.outlined)
   end)
 
-  it("is highlighted by the key c (A's and B's slices outlined) and off again by a second c", function()
+  it("is highlighted by the key c (its six steps outlined on their lanes) and off again by a second c", function()
     local on = S.open_page(page, "#do=key:c").critical
     assert.is_true(on.on)
-    assert.equal(2, on.outlined)
+    assert.equal(6, on.outlined)
     local off = S.open_page(page, "#do=key:c;key:c").critical
     assert.is_false(off.on)
     assert.equal(0, off.outlined)
+    -- zoomed on 0 .. 900: the submit (0..100) and A's scheduling delay (100..1000)
+    assert.equal(2, S.open_page(page, "#from=0&to=900&cp").critical.outlined)
   end)
 
   it("opens highlighted with #cp in the URL, also beside #from/#to", function()
@@ -215,6 +229,14 @@ describe_in_browser("the HTML timeline's critical path", function()
   it("is highlighted by its checkbox too, and not by another key", function()
     assert.is_true(S.open_page(page, "#do=click:cp").critical.on)
     assert.is_false(S.open_page(page, "#do=key:x").critical.on)
+  end)
+
+  it("names each step's kind in the tooltip of what lies under it", function()
+    assert.matches("\npath     run, 20.00 ms (job 1)", S.open_page(page, "#probe=0,5000").probe, 1, true)
+    assert.matches("\npath     scheduling delay, 500 us (job 2)", S.open_page(page, "#probe=0,21250").probe, 1, true)
+    local wake = S.open_page(page, "#probe=2,51550").probe -- the caller's wait, its last 100 us the wake
+    assert.matches("\npath     resume latency, 100 us", wake, 1, true)
+    assert.is_nil(S.open_page(page, "#probe=1,5000").probe:find("path ", 1, true)) -- C is off the path
   end)
 
   it("shows each job's latencies and category in its tooltip, a name with markup as text", function()

@@ -773,7 +773,8 @@
       "its figures may be short of the run's (the report says why).";
     banner.hidden = false;
   }
-  if (pathJobs.length) {
+  const hasPath = pathJobs.length > 0 || pathSteps.length > 0; // a path through the caller alone has no jobs
+  if (hasPath) {
     const n = new Set(path.jobs).size;
     cpInfo.textContent = fmt(us(path.dur)) + (path.share === null ? "" : ", " + (100 * path.share).toFixed(1) +
       "% of the session") + ", " + n + (n === 1 ? " job" : " jobs") + ": " +
@@ -784,7 +785,7 @@
     cpInfo.textContent = "(no jobs in this trace)";
   }
   function setPath(on) {
-    cpOn = on && pathJobs.length > 0;
+    cpOn = on && hasPath;
     cpBox.checked = cpOn;
     draw();
   }
@@ -815,7 +816,7 @@
     }
   }
   // #cp (alone or among the others, "&cp"): opens with the critical path highlighted.
-  if (/[#&]cp(&|$)/.test(location.hash) && pathJobs.length) { cpOn = true; cpBox.checked = true; }
+  if (/[#&]cp(&|$)/.test(location.hash) && hasPath) { cpOn = true; cpBox.checked = true; }
   draw();
   // @TEST_HOOKS@: where page.lua puts hooks.js, for the specs and the bench only
 })();
