@@ -255,6 +255,34 @@ describe_in_browser("the HTML timeline's critical path", function()
   end)
 end)
 
+describe_in_browser("a partial trace's critical path", function()
+  it("has a banner on the page, a caveat in the report and partial = true in --json", function()
+    -- the chain above, with 3 events of threads that got no lane lost
+    local all = {}
+    for tid, name in ipairs{"worker 0", "worker 1", "caller"} do
+      all[#all + 1] = {ph = "M", pid = 1, tid = tid, name = "thread_name", args = {name = name}}
+    end
+    for _, e in ipairs(CHAIN) do all[#all + 1] = e end
+    local path, page = S.tmpfile("partial.json"), S.tmpfile("partial.html")
+    S.write(path, cjson.encode({traceEvents = all, jobqueProfile = {version = 1, startUs = 0, stopUs = 51600,
+                                                                    lostEvents = 3}}))
+    assert.equal(0, (run(("html '%s' -o '%s' --test-hooks"):format(path, page))))
+    local cp = S.open_page(page).critical
+    assert.is_true(cp.partial)
+    assert.matches("^Partial trace: events were lost", cp.banner)
+    assert.matches("%(partial%)$", cp.info)
+    local _, text = run("report '" .. path .. "'")
+    assert.matches("\n  partial: 3 events were lost; the path may be shorter than the run's\n", text, 1, true)
+    assert.matches("\n  partial: the replay ran what the trace holds", text, 1, true)
+    local _, json = run("report --json '" .. path .. "'")
+    local j = cjson.decode(json)
+    assert.same({true, "3 events were lost", true}, {j.critical_path.partial, j.critical_path.partial_why,
+                                                    j.whatif.partial})
+    assert.is_nil(j.critical_path.bound)
+    assert.is_nil(j.critical_path.floor_us)
+  end)
+end)
+
 -- A parent P (job 10) submits Q (job 11) inside its slice and awaits it; R
 -- (job 12) runs after P:
 --   caller:   submit P 0..100, submit R 100..200, wait for P 200..6000
