@@ -415,7 +415,8 @@ static void walk_lane(bstate *s, int idx, int32_t l) {
   jq_col *cols[] = {&c.kind, &c.job, &c.ts, &c.dur, &c.cat, &c.sname};
   const char *f = "kind\0job\0ts\0dur\0cat\0sname\0";
   lua_getfield(L, idx, "n");
-  lua_Integer n = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
+  jq_num nn = jq_num_at(L, -1);
+  lua_Integer n = nn.t == JQ_NUM_NIL ? 0 : jq_num_loop_count(nn); /* as job_graph counts it */
   lua_pop(L, 1);
   if (n <= 0)
     return;
@@ -800,20 +801,27 @@ static void dump_op(lua_State *L, const jo_op *o, int cats) {
   }
 }
 
-/* The executor whose ops hold op index o, and o's place among them (1-based). */
+/* sub = {the executor whose ops hold op index o, o's place among them}
+ * (1-based): a binary search, the executors' ops lying in order (an
+ * executor without ops shares its o0 with the next: the last one wins). */
 static void push_sub(lua_State *L, const jo_graph *g, int32_t o) {
-  for (size_t x = 0; x < g->nex; x++) {
-    const jo_exec *e = &g->ex[x];
-    if ((uint32_t)o >= e->o0 && (uint32_t)o < e->o0 + e->no) {
-      lua_createtable(L, 2, 0);
-      lua_pushinteger(L, (lua_Integer)x + 1);
-      lua_rawseti(L, -2, 1);
-      lua_pushinteger(L, (lua_Integer)(o - (int32_t)e->o0) + 1);
-      lua_rawseti(L, -2, 2);
-      lua_setfield(L, -2, "sub");
-      return;
-    }
+  size_t lo = 0, hi = g->nex; /* the last executor whose o0 <= o lies in [lo, hi) */
+  while (hi - lo > 1) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (g->ex[mid].o0 <= (uint32_t)o)
+      lo = mid;
+    else
+      hi = mid;
   }
+  const jo_exec *e = &g->ex[lo];
+  if (lo >= g->nex || (uint32_t)o < e->o0 || (uint32_t)o >= e->o0 + e->no)
+    return;
+  lua_createtable(L, 2, 0);
+  lua_pushinteger(L, (lua_Integer)lo + 1);
+  lua_rawseti(L, -2, 1);
+  lua_pushinteger(L, (lua_Integer)(o - (int32_t)e->o0) + 1);
+  lua_rawseti(L, -2, 2);
+  lua_setfield(L, -2, "sub");
 }
 
 static void dump_exec(lua_State *L, const jo_graph *g, int32_t x, int cats) {
