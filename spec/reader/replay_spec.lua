@@ -244,6 +244,30 @@ describe("ops:whatif", function()
     assert.same({[1] = 11, [2] = 9}, predictions(r))
   end)
 
+  it("replays a chain of 20,000 awaits as a loop", function()
+    -- Job k awaits job k + 1, submitted after it (the caller submits one
+    -- a microsecond). Each job suspends at once; job N runs N..N + 1, and
+    -- each end resumes the job before it: job 1 ends at 2N, on one worker
+    -- (every job on its resume list) as with a worker per job.
+    local N = 20000
+    local ops, execs = {}, {}
+    for k = 1, N do
+      ops[k] = {"submit", k - 1, k, job = k + 1}
+      local jops = k < N and {{"suspend", k, 2 * N - k, job = k + 2}, {"wait", 2 * N - k, job = k + 2},
+                               {"run", 2 * N - k, 2 * N - k + 1}}
+                         or {{"run", N, N + 1}}
+      execs[k + 1] = {job = k, queue = 1, lane = 2, sub = {1, k}, ops = jops}
+    end
+    ops[N + 1] = {"block", N, 2 * N, queue = 1}
+    ops[N + 2] = {"wait", 2 * N, queue = 1}
+    execs[1] = caller(ops)
+    local r = reader.job_ops{stop = 2 * N, queues = {1}, execs = execs}:whatif{1}
+    assert.equal(2 * N, predictions(r)[1])
+    assert.equal(2 * N, r.span_us)
+    assert.equal(2 * N, r.work_us)
+    assert.is_false(r.partial)
+  end)
+
   it("checks its worker counts", function()
     local o = reader.job_ops{stop = 1, execs = {}}
     assert.has_error(function() o:whatif{0} end,
