@@ -209,6 +209,23 @@ describe("ops:whatif", function()
     assert.equal(6, r.span_us)
     assert.equal(6, r.work_us)
     assert.equal(0, r.recorded_workers)
+    -- As graph:ops() gives it: the caller's wait split around the slices
+    -- it ran. The wait's pieces before and after them cost nothing (the
+    -- job ended with its last slice): 0-1 submit, 1-2 own, 2-8 the job's
+    -- copies and slice, 8-9 the copy of its result, 9-18 own work.
+    o = reader.job_ops{stop = 20, queues = {}, lanes = {"caller"}, execs = {
+      {job = 1, lane = 1, cat = "w", sub = {2, 1}, ready = 1, ops = {
+        {"copy in", 3, 4, lane = 1, cat = "w"}, {"run", 4, 8, lane = 1, cat = "w"},
+        {"copy out", 8, 9, lane = 1, cat = "w"}}},
+      {thread = true, caller = true, lane = 1, ops = {
+        {"submit", 0, 1, lane = 1, job = 1}, {"own", 1, 2, lane = 1}, {"block", 2, 3, lane = 1, job = 1},
+        {"job", 3, 4, lane = 1, job = 1}, {"job", 4, 8, lane = 1, job = 1}, {"job", 8, 9, lane = 1, job = 1},
+        {"block", 9, 10, lane = 1, job = 1}, {"wait", 10, lane = 1, job = 1},
+        {"copy result", 10, 11, lane = 1, cat = "w", job = 1}, {"own", 11, 20, lane = 1}}},
+    }}
+    r = o:whatif{1}
+    assert.same({18, 18, false}, {predictions(r)[1], r.span_us, r.partial})
+    assert.equal(18, r.work_us)
   end)
 
   it("ends a graph whose waits can never be met with what finished, partial", function()
