@@ -186,8 +186,8 @@ local CHAIN = {
 }
 
 describe_in_browser("the HTML timeline's critical path", function()
-  local page
-  setup(function() page = ours(CHAIN, 51600) end)
+  local page, model
+  setup(function() page, model = ours(CHAIN, 51600) end)
 
   it("is A then B, with its length, share and make-up by kind beside the toggle, and off at first", function()
     local state = S.open_page(page)
@@ -198,8 +198,12 @@ describe_in_browser("the HTML timeline's critical path", function()
     -- run 20000 + 30000, scheduling delay 900 + 500, then resume latency and submit 100 each (by name)
     assert.matches("51.60 ms, 100.0% of the session, 2 jobs: run 50.00 ms, scheduling delay 1.400 ms, "
                    .. "resume latency 100 us, submit 100 us", cp.info, 1, true)
-    assert.same({{kind = "run", us = 50000}, {kind = "scheduling delay", us = 1400},
-                 {kind = "resume latency", us = 100}, {kind = "submit", us = 100}}, cp.byKind)
+    local by_kind = {{kind = "run", us = 50000}, {kind = "scheduling delay", us = 1400},
+                     {kind = "resume latency", us = 100}, {kind = "submit", us = 100}}
+    assert.same(by_kind, cp.byKind)
+    local report_cp = stats.compute(model).critical_path -- the report's, the same figures
+    assert.same(by_kind, report_cp.by_kind)
+    assert.same({51600, {1, 2}}, {report_cp.duration_us, report_cp.jobs})
     assert.equal(6, cp.steps)
     assert.is_false(cp.on)
     assert.is_false(cp.partial)

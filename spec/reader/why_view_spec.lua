@@ -204,15 +204,16 @@ describe("compare's rows of the why", function()
 end)
 
 -- Our trace (no job ids: the figures need no job graph) of 100 us: worker 0
--- runs a 10..50 with a span inside it (a job's: args.job), worker 1 runs b
+-- runs a 10..50 with a span inside it (a job's: args.job; written first, as
+-- it ended first, so that it comes first of the two that start at 10), worker 1 runs b
 -- 20..40; the caller's span frame 0..60 holds a submit 2..5 and a wait
 -- 30..50, its span post 70..80 holds a span inner 72..76.
 local SPANS = [[{"traceEvents":[
 {"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"worker 0"}},
 {"ph":"M","pid":1,"tid":2,"name":"thread_name","args":{"name":"worker 1"}},
 {"ph":"M","pid":1,"tid":3,"name":"thread_name","args":{"name":"caller"}},
-{"ph":"X","pid":1,"tid":1,"ts":10,"dur":40,"name":"a","cat":"job"},
 {"ph":"X","pid":1,"tid":1,"ts":10,"dur":20,"name":"decode","cat":"decode","args":{"span":5,"piece":1,"job":1}},
+{"ph":"X","pid":1,"tid":1,"ts":10,"dur":40,"name":"a","cat":"job"},
 {"ph":"X","pid":1,"tid":2,"ts":20,"dur":20,"name":"b","cat":"job"},
 {"ph":"X","pid":1,"tid":3,"ts":0,"dur":60,"name":"frame","cat":"frame","args":{"span":1,"piece":1}},
 {"ph":"X","pid":1,"tid":3,"ts":2,"dur":3,"name":"submit a","cat":"submit"},
