@@ -9,6 +9,7 @@ local S = require "support"
 local trace = require "jobque_profile.trace"
 local stats = require "jobque_profile.stats"
 local report = require "jobque_profile.report"
+local cjson = require "cjson"
 
 local describe_in_browser = S.plain_only(describe, pending, "drives Chromium")
 
@@ -281,6 +282,61 @@ describe_in_browser("the page's figures beside the report's", function()
 
   it("agree over a selected range", function()
     agree(S.open_page(page, "#from=25&to=55").selection, {busy = 70}, 25, 55)
+  end)
+end)
+
+describe_in_browser("a recorded trace whose caller works inside spans", function()
+  it("has the same figures on the page as in the report, whole and over a range", function()
+    -- the caller frames its work in spans (submits, a wait and a loop of its own inside
+    -- them), a job opens a span of its own: each figure the page shows is the report's
+    local jobque = require "jobque"
+    local p = require "jobque_profile"
+    p.profile_start()
+    jobque.with_job_que({workers = 2}, function(q)
+      for _ = 1, 3 do
+        p.profile_span("frame", function()
+          local jobs = {}
+          for k = 1, 4 do
+            jobs[k] = q:submit(function()
+              return require("jobque_profile").profile_span("inner", function()
+                local x = 0
+                for i = 1, 2e4 do x = x + i end
+                return x
+              end)
+            end)
+          end
+          local x = 0
+          for i = 1, 1e5 do x = x + i end
+          for k = 1, 4 do jobs[k]:wait() end
+          return x
+        end)
+      end
+    end)
+    p.profile_stop()
+    local _, _, json = S.save(p)
+    local page = S.tmpfile("recorded.html")
+    local code, _, err = S.cli(("html '%s' -o '%s' --test-hooks"):format(json, page))
+    assert.equal(0, code, err)
+    local model = assert(trace.load(json))
+    local f = stats.compute(model)
+    local caller
+    for _, l in ipairs(f.lanes) do if l.role == "caller" then caller = l end end
+    local frames
+    for _, c in ipairs(f.spans) do if c.name == "frame" then frames = c end end
+    assert.is_true(caller.busy >= frames.run_us - 1e-6, "the caller's spans are its busy time")
+    local mid = (model.t1 - model.t0) / 2
+    for _, case in ipairs{{nil, nil, ""}, {0, mid, ("#from=0&to=%.3f"):format(mid)}} do
+      local state = S.open_page(page, case[3])
+      local got = state.selection ~= cjson.null and state.selection or state.whole
+      local want = stats.compute(model, case[1] and model.t0 + case[1], case[2] and model.t0 + case[2])
+      assert.near(want.total.busy, got.busy, 1e-6 * want.total.busy)
+      assert.near(want.total.idle, got.idle, 1e-6)
+      assert.near(want.total.parallelism, got.parallelism, 1e-6)
+      for i = 1, math.min(3, #got.top) do
+        assert.equal(want.categories[i].name, got.top[i].name)
+        assert.near(want.categories[i].busy, got.top[i].busy, 1e-6 * want.total.busy)
+      end
+    end
   end)
 end)
 
