@@ -98,20 +98,11 @@ static int64_t ns_dur(bstate *s, double us) {
   return (int64_t)llround(x);
 }
 
-/* One more zeroed item of `size` bytes at the end of v: its address. */
-static void *append(lua_State *L, jq_vec *v, size_t size) {
-  if (jq_vec_reserve(v, size) != 0)
-    jq_nomem(L);
-  memset(v->p + v->n, 0, size);
-  v->n += size;
-  return v->p + v->n - size;
-}
-
 static bitem *new_item(bstate *s, uint8_t kind, int32_t owner, int32_t lane, int64_t t0, int64_t t1) {
   jq_vec *v = &s->sc->b[B_ITEMS];
   if (v->n / sizeof(bitem) >= UINT32_MAX / 2)
     jq_nomem(s->L);
-  bitem *it = append(s->L, v, sizeof *it);
+  bitem *it = jq_ops_grow(s->L, v, sizeof *it);
   it->kind = kind, it->owner = owner, it->lane = lane, it->t0 = t0, it->t1 = t1 < t0 ? t0 : t1;
   it->cat = it->job = -1;
   return it;
@@ -227,7 +218,7 @@ static int role_by_name(const char *name, size_t len) {
 static void note_queue(bstate *s, int32_t q) {
   jo_graph *g = s->g;
   while (q > 0 && q <= 65536 && g->nqueues < q) {
-    append(s->L, &g->mem[JM_QW], sizeof(int32_t));
+    jq_ops_grow(s->L, &g->mem[JM_QW], sizeof(int32_t));
     g->nqueues++;
     g->queue_workers = (int32_t *)g->mem[JM_QW].p;
   }
@@ -244,7 +235,7 @@ static void read_lanes(bstate *s) {
   for (lua_Integer li = 1; lua_rawgeti(L, lanes, li) == LUA_TTABLE; li++) {
     if (li > INT32_MAX / 2)
       luaL_error(L, "graph:ops: too many lanes");
-    blane *b = append(L, &s->sc->b[B_LANES], sizeof *b);
+    blane *b = jq_ops_grow(L, &s->sc->b[B_LANES], sizeof *b);
     b->thread = -1;
     size_t len = 0;
     const char *name = lua_rawget(L, (lua_pushliteral(L, "name"), -2)) == LUA_TSTRING ? lua_tolstring(L, -1, &len)
