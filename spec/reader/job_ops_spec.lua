@@ -4,6 +4,8 @@
 local S = require "support"
 local trace = require "jobque_profile.trace"
 local reader = require "jobque_profile.reader"
+local p = require "jobque_profile"
+local jobque = require "jobque"
 
 local function load_text(text)
   local path = S.tmpfile()
@@ -335,5 +337,68 @@ describe("graph:ops(model)", function()
       local d = dump(text)
       assert.same(d, reader.job_ops(d):dump())
     end
+  end)
+
+  -- What the program did, in order, by construction (the executors' kinds
+  -- without their own time and the run pieces, whose lengths are the
+  -- clock's; each named job as its id).
+  local function shape(d, e)
+    local out = {}
+    for _, o in ipairs(e.ops) do
+      if o[1] ~= "own" and o[1] ~= "run" then
+        out[#out + 1] = o.job and ("%s %d"):format(o[1], d.execs[o.job].job) or o[1]
+      end
+    end
+    return out
+  end
+
+  it("builds a recorded program's graph: every wait, await and after dependency there", function()
+    -- One worker: the parent submits a child and awaits it (the child can
+    -- only run once the parent yields); the caller waits for the parent,
+    -- then submits a job after the parent (finished by then: its edge is
+    -- recorded all the same) and waits for it, then for every job, and the
+    -- scope's end does once more.
+    p.profile_start(10000)
+    local ids = {}
+    jobque.with_job_que({workers = 1}, function(q)
+      local parent = q:submit(function()
+        local child = jobque.current():submit(function() return 1 end)
+        return child:wait() + 1
+      end)
+      assert.equal(2, parent:wait())
+      local after = q:after({parent}, function() return 3 end)
+      assert.equal(3, after:wait())
+      q:wait_all()
+      ids = {parent = parent:id(), after = after:id()}
+    end)
+    p.profile_stop()
+    local _, _, path = S.save(p)
+    local d = ops_of(assert(trace.load(path))):dump()
+    local by_id = {}
+    for _, e in ipairs(d.execs) do
+      if e.job then by_id[e.job] = e end
+    end
+    local parent, after = by_id[ids.parent], by_id[ids.after]
+    local child_id = d.execs[parent.ops[3].job].job -- the parent's submit (after its copy in and first run)
+    assert.same({"copy in", ("submit %d"):format(child_id), ("suspend %d"):format(child_id),
+                 ("wait %d"):format(child_id), ("copy result %d"):format(child_id), "copy out"}, shape(d, parent))
+    assert.same({"copy in", "copy out"}, shape(d, by_id[child_id]))
+    assert.same({("wait %d"):format(ids.parent), "copy in", "copy out"}, shape(d, after))
+    local caller = d.execs[#d.execs]
+    assert.is_true(caller.caller)
+    assert.same({("submit %d"):format(ids.parent), ("block %d"):format(ids.parent), ("wait %d"):format(ids.parent),
+                 ("copy result %d"):format(ids.parent), ("submit %d"):format(ids.after),
+                 ("block %d"):format(ids.after), ("wait %d"):format(ids.after), ("copy result %d"):format(ids.after),
+                 "block", "wait", "block", "wait"}, shape(d, caller)) -- wait_all, then the scope's end
+    local alls = 0
+    for _, o in ipairs(caller.ops) do
+      if (o[1] == "wait" or o[1] == "block") and not o.job then
+        assert.equal(1, o.queue) -- each names queue 1
+        alls = alls + 1
+      end
+    end
+    assert.equal(4, alls)
+    assert.same({1}, d.queues)
+    assert.is_false(d.partial)
   end)
 end)

@@ -21,6 +21,7 @@
  * start, a wait span at its end (`wait all`: every job, queue 0), a
  * `dependency done` at the dependant's start. Between two slices of a job,
  * a suspension (the job it awaited, from the await, else -1: a yield).
+ * A wait_all's block names the queue its edge names.
  *
  * The items are sorted (executor; an `after` point first; start; longer
  * first) and each executor's cut into ops, innermost wins: a slice split
@@ -649,8 +650,13 @@ static void cut_all(bstate *s) {
       jo_op *op = &g->ops[o];
       if (op->kind == JO_SUBMIT && op->job >= 0)
         g->ex[op->job].sub = (int32_t)o;
-      if (op->kind == JO_BLOCK && op->job < 0 && o + 1 < end && op[1].kind == JO_WAIT && op[1].job < 0)
-        op->queue = op[1].queue; /* a wait_all's block: the queue its edge names */
+      if (op->kind != JO_BLOCK || op->job >= 0)
+        continue;
+      uint32_t w = o + 1; /* a wait_all's block: the queue its edge (next but for own time) names */
+      while (w < end && g->ops[w].kind == JO_OWN)
+        w++;
+      if (w < end && g->ops[w].kind == JO_WAIT && g->ops[w].job < 0)
+        op->queue = g->ops[w].queue;
     }
   }
 }
