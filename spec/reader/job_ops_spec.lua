@@ -332,6 +332,24 @@ describe("graph:ops(model)", function()
     assert.same({"own", n * 10 + 2 * depth - 1, stop, lane = 3}, caller[#caller])
   end)
 
+  it("refuses what is no model, and keeps to the model's lanes", function()
+    local m = load_text(WITH_EDGES)
+    local g = reader.job_graph(m)
+    assert.has_error(function() g:ops(42) end)
+    assert.has_error(function() reader.job_graph{lanes = {}, flows = {}, awaits = {}, copy_ts = {}, copy_dur = {},
+                                                copy_name = {}, copy_job = {}}:ops({lanes = 7}) end,
+                     "graph:ops: model.lanes is not a table")
+    -- this graph's jobs ran on lanes 1 and 2; a model with one lane has no such lanes
+    local one = load_text(file({{name = "caller", role = "caller"}},
+                                '{"ph":"X","ts":0,"dur":1,"pid":1,"tid":1,"name":"x","cat":"x"}', 5))
+    local d = g:ops(one):dump()
+    assert.same({"caller"}, d.lanes)
+    for _, e in ipairs(d.execs) do
+      assert.is_true(e.lane == nil or e.lane == 1)
+      for _, o in ipairs(e.ops) do assert.is_true(o.lane == nil or o.lane == 1) end
+    end
+  end)
+
   it("round-trips through reader.job_ops", function()
     for _, text in ipairs{WITH_EDGES, WITHOUT_EDGES} do
       local d = dump(text)

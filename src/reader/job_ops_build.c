@@ -274,6 +274,10 @@ static void read_lanes(bstate *s) {
 
 /* ---- the executors ---- */
 
+/* A lane of the job graph's as one of the model's (-1: the graph was
+ * built from a model with fewer lanes). */
+static int32_t lane_ok(const bstate *s, int32_t l) { return l >= 0 && l < s->g->nlanes ? l : -1; }
+
 static void add_job_exec(bstate *s, int32_t k) {
   lua_State *L = s->L;
   const gjob *j = &s->gr->jobs[k];
@@ -292,7 +296,7 @@ static void add_job_exec(bstate *s, int32_t k) {
   if (j->flags & HAS_READY)
     e->ready = ns_at(s, jq_num_tof(j->ready));
   if (j->ns)
-    e->lane = s->gr->sl[j->s0].lane;
+    e->lane = lane_ok(s, s->gr->sl[j->s0].lane);
 }
 
 /* Jobs with a slice (by start), jobs with copies only, then the threads. */
@@ -513,9 +517,9 @@ static void job_edges(bstate *s) {
       int64_t t1 = ns_at(s, jq_num_tof(sl[i].ts));
       int32_t aw = sl[i].await >= 0 ? gr->aw[sl[i].await].awaits : -1;
       int32_t on = aw >= 0 ? s->exec_of[aw] : -1;
-      new_item(s, JO_SUSPEND, x, sl[i - 1].lane, t0, t1)->job = on;
+      new_item(s, JO_SUSPEND, x, lane_ok(s, sl[i - 1].lane), t0, t1)->job = on;
       if (!s->has_edges && on >= 0)
-        new_item(s, JO_WAIT, x, sl[i].lane, t1, t1)->job = on;
+        new_item(s, JO_WAIT, x, lane_ok(s, sl[i].lane), t1, t1)->job = on;
     }
     if (s->has_edges)
       continue;
