@@ -420,3 +420,148 @@ describe("graph:ops(model)", function()
     assert.is_false(d.partial)
   end)
 end)
+
+-- Random traces (seeded: JQ_FUZZ_SEED=N repeats a run; the seed is in every
+-- failure's message) whose items nest as a writer of ours nests them: the
+-- graph's ops never overlap, the caller's tile the session, each job's
+-- slices are its run, submits, copy results and blocks, and the dump
+-- round-trips.
+describe("graph:ops on random traces", function()
+  local SEED = tonumber(os.getenv("JQ_FUZZ_SEED") or "") or os.time()
+  local ROUNDS = tonumber(os.getenv("JQ_FUZZ_ROUNDS") or "") or 60
+  local rnd = math.random
+
+  -- Items inside [t, t_end) of lane tid, one after the other (maybe touching):
+  -- submits, copy results, waits and edges (waiter `job`, nil outside jobs),
+  -- spans (job's, or the thread's holding more items, `depth` deep).
+  local function fill(ev, tid, t, t_end, job, njobs, depth, sums)
+    while true do
+      local gap, len = rnd(0, 3), rnd(0, 4)
+      if t + gap + len > t_end then return end
+      t = t + gap
+      local what = rnd(1, 6)
+      local jobarg = job and (',"job":%d'):format(job) or ""
+      if what == 1 then
+        ev[#ev + 1] = ('{"ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d,"name":"submit j","cat":"submit","args":{"job":%d}}')
+                        :format(t, len, tid, rnd(1, njobs + 1))
+        sums.work = sums.work + len
+      elseif what == 2 then
+        ev[#ev + 1] = ('{"ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d,"name":"copy result","cat":"copy",'
+                       .. '"args":{"job":%d,"bytes":1,"category":"j"}}'):format(t, len, tid, rnd(1, njobs))
+        sums.work = sums.work + len
+      elseif what == 3 then
+        local on = rnd(0, njobs)
+        ev[#ev + 1] = on == 0 and ('{"ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d,"name":"wait all","cat":"wait"}')
+                                    :format(t, len, tid)
+                      or ('{"ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d,"name":"wait","cat":"wait","args":{"job":%d}}')
+                           :format(t, len, tid, on)
+        sums.work = sums.work + len
+      elseif what == 4 then
+        ev[#ev + 1] = ('{"ph":"i","s":"t","cat":"edge","name":"waited for","ts":%d,"pid":1,"tid":%d,"args":{"on":%d%s}}')
+                        :format(t, tid, rnd(1, njobs), jobarg)
+        len = 0
+      elseif what == 5 and not job then
+        ev[#ev + 1] = ('{"ph":"i","s":"t","cat":"edge","name":"after","ts":%d,"pid":1,"tid":%d,"args":{"job":%d,"on":%d}}')
+                        :format(t, tid, rnd(1, njobs), rnd(1, njobs))
+        len = 0
+      else
+        len = len + rnd(0, 10)
+        if t + len > t_end then return end
+        ev[#ev + 1] = ('{"ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d,"name":"s","cat":"s%d","args":{"span":%d,"piece":1%s}}')
+                        :format(t, len, tid, depth, #ev + 1, jobarg)
+        if not job and depth < 3 then fill(ev, tid, t, t + len, nil, njobs, depth + 1, sums) end
+      end
+      t = t + len
+    end
+  end
+
+  -- A random trace: jobs one after another on two workers (copy in, slices
+  -- with items inside and suspensions between, copy out), the caller's
+  -- items from 0. Returns its text and what each job's slices and copies took.
+  local function random_trace()
+    local njobs, ev, jobs = rnd(1, 12), {}, {}
+    local at = {0, 0}
+    for j = 1, njobs do
+      local w = rnd(1, 2)
+      local t = at[w] + rnd(0, 5)
+      local info = {slices = 0, run = 0, nslices = rnd(1, 3), copies = 0}
+      local cin = rnd(0, 2)
+      ev[#ev + 1] = ('{"ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d,"name":"copy in","cat":"copy",'
+                     .. '"args":{"job":%d,"bytes":1,"category":"j"}}'):format(t, cin, w, j)
+      t = t + cin
+      info.copies = info.copies + cin
+      for k = 1, info.nslices do
+        if k > 1 then t = t + rnd(0, 6) end
+        local len = rnd(0, 30)
+        ev[#ev + 1] = ('{"ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d,"name":"j","cat":"job","args":{"job":%d}}')
+                        :format(t, len, w, j)
+        fill(ev, w, t, t + len, j, njobs, 1, {work = 0})
+        info.run = info.run + len
+        t = t + len
+      end
+      local cout = rnd(0, 2)
+      ev[#ev + 1] = ('{"ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d,"name":"copy out","cat":"copy",'
+                     .. '"args":{"job":%d,"bytes":1,"category":"j"}}'):format(t, cout, w, j)
+      info.copies = info.copies + cout
+      at[w] = t + cout
+      jobs[j] = info
+    end
+    local sums = {work = 0}
+    local stop = math.max(at[1], at[2]) + 100
+    fill(ev, 3, 0, stop, nil, njobs, 1, sums)
+    return file(LANES, table.concat(ev, ",\n"), stop), jobs, sums, stop
+  end
+
+  local KEEPS = {run = true, submit = true, ["copy result"] = true, block = true}
+
+  it("cuts every executor's items into ops that never overlap", function()
+    math.randomseed(SEED)
+    for r = 1, ROUNDS do
+      local text, jobs, sums, stop = random_trace()
+      local d = dump(text)
+      local why = ("round %d (seed %d)"):format(r, SEED)
+      for x, e in ipairs(d.execs) do
+        local at, lead, inside, copies, suspends = -math.huge, true, 0, 0, 0
+        for i, o in ipairs(e.ops) do
+          if o[1] == "wait" then
+            if not (lead and o.lane == nil) then
+              lead = false
+              assert(o[2] >= at, ("%s: exec %d op %d: a wait before the op it follows"):format(why, x, i))
+            end
+          else
+            lead = false
+            assert(o[2] >= at and o[3] >= o[2], ("%s: exec %d op %d overlaps"):format(why, x, i))
+            at = o[3]
+            if KEEPS[o[1]] then inside = inside + (o[3] - o[2]) end
+            if o[1] == "copy in" or o[1] == "copy out" then copies = copies + (o[3] - o[2]) end
+            if o[1] == "suspend" then suspends = suspends + 1 end
+          end
+        end
+        if e.job then
+          local info = jobs[e.job]
+          assert(info.run == inside, ("%s: job %d's slices %d, its ops %d"):format(why, e.job, info.run, inside))
+          assert(info.copies == copies, ("%s: job %d's copies"):format(why, e.job))
+          assert(info.nslices - 1 == suspends, ("%s: job %d's suspensions"):format(why, e.job))
+          if e.sub then
+            local o = d.execs[e.sub[1]].ops[e.sub[2]]
+            assert(o[1] == "submit" and o.job == x, ("%s: job %d's submit"):format(why, e.job))
+          end
+        elseif e.caller then
+          local own, t = 0, 0
+          for i, o in ipairs(e.ops) do
+            if o[1] ~= "wait" then
+              assert(o[2] == t, ("%s: the caller's op %d leaves a hole"):format(why, i))
+              t = o[3]
+              if o[1] == "own" then own = own + (o[3] - o[2]) end
+            end
+          end
+          assert(t == stop, ("%s: the caller's ops end at %s"):format(why, t))
+          assert(own == stop - sums.work, ("%s: the caller's own time"):format(why))
+        end
+      end
+      assert(#d.execs == #jobs + 1, why)
+      assert.same(d, reader.job_ops(d):dump(), why)
+    end
+  end)
+end)
+
