@@ -293,6 +293,27 @@ describe("graph:ops(model)", function()
     }}, dump(text))
   end)
 
+  it("gives another thread the range of its slices and edges", function()
+    -- worker 0: job 1 0..2; thread 1 waits for it (finished) at 3, submits
+    -- job 2 (never run) 5..6; the caller records nothing; the session stops at 9.
+    local lanes = {{name = "worker 0", role = "worker", queue = 1}, {name = "thread 1", role = "other"},
+                   {name = "caller", role = "caller"}}
+    local text = file(lanes, [[
+{"ph":"X","ts":0,"dur":2,"pid":1,"tid":1,"name":"a","cat":"job","args":{"job":1}},
+{"ph":"i","s":"t","cat":"edge","name":"waited for","ts":3,"pid":1,"tid":2,"args":{"on":1}},
+{"ph":"X","ts":5,"dur":1,"pid":1,"tid":2,"name":"submit b","cat":"submit","args":{"job":2}}
+]], 9)
+    assert.same({stop = 9, partial = false, queues = {1}, lanes = {"worker 0", "thread 1", "caller"}, execs = {
+      {job = 1, queue = 1, lane = 1, cat = "a", ops = {{"run", 0, 2, lane = 1, cat = "a"}}},
+      {thread = true, lane = 2, ops = {
+        {"wait", 3, lane = 2, job = 1},
+        {"own", 3, 5, lane = 2},
+        {"submit", 5, 6, lane = 2}, -- job 2 never ran: no executor
+      }},
+      {thread = true, caller = true, lane = 3, ops = {{"own", 0, 9, lane = 3}}},
+    }}, dump(text))
+  end)
+
   it("builds a big trace's graph without recursion, every job and op there", function()
     -- 20,000 jobs on 2 workers, each after the one before, submitted by the
     -- caller inside 5,000 nested spans; job k runs k*10+5 .. k*10+10 on

@@ -65,7 +65,7 @@ typedef struct bitem {
 
 typedef struct blane {
   int32_t role, queue, thread; /* thread: its executor, -1 a worker lane */
-  int64_t first, last;         /* its slices' first start and last end (ns) */
+  int64_t first, last;         /* its slices' first start and last end (ns), its edges' too */
   int has;                     /* it has a slice */
 } blane;
 
@@ -498,6 +498,12 @@ static void read_edges(bstate *s) {
     it->job = on, it->lead = kind.v.i == 2;
     if (kind.v.i == 3)
       it->queue = queue, note_queue(s, queue);
+    blane *b = !waiter && l >= 0 ? &s->lanes[l] : NULL;
+    if (b) { /* a thread's edge: within its range */
+      b->first = b->has && b->first < t ? b->first : t;
+      b->last = b->has && b->last > t ? b->last : t;
+      b->has = 1;
+    }
   }
   lua_pop(L, 6);
 }
