@@ -360,6 +360,11 @@ describe("graph:ops(model)", function()
     assert.has_error(function() reader.job_graph{lanes = {}, flows = {}, awaits = {}, copy_ts = {}, copy_dur = {},
                                                 copy_name = {}, copy_job = {}}:ops({lanes = 7}) end,
                      "graph:ops: model.lanes is not a table")
+    -- a hand-made model's slice ending past int64 nanoseconds
+    local huge = {t0 = 0, t1 = 1, lanes = {{name = "worker 0", n = 1, kind = {"job"}, job = {1}, ts = {8e15},
+                                             dur = {8e15}, cat = {"x"}, sname = {"x"}}},
+                  flows = {}, awaits = {}, copy_ts = {}, copy_dur = {}, copy_name = {}, copy_job = {}}
+    assert.has_error(function() reader.job_graph(huge):ops(huge) end, "graph:ops: a time is out of range")
     -- this graph's jobs ran on lanes 1 and 2; a model with one lane has no such lanes
     local one = load_text(file({{name = "caller", role = "caller"}},
                                 '{"ph":"X","ts":0,"dur":1,"pid":1,"tid":1,"name":"x","cat":"x"}', 5))

@@ -26,9 +26,9 @@
  * The items are sorted (executor; an `after` point first; start; longer
  * first) and each executor's cut into ops, innermost wins: a slice split
  * where a submit, copy result, wait or edge lies in it, a thread's own
- * time (JO_OWN) from 0 (the caller; another thread from its first slice)
- * to the session's stop (another thread: its last slice's end) split where
- * its spans begin and end. Items that overlap without nesting are clipped
+ * time (JO_OWN) from 0 (the caller; another thread from its first slice
+ * or edge) to the session's stop (another thread: its last slice's end or
+ * edge) split where its spans begin and end. Items that overlap without nesting are clipped
  * to what holds them. Times: nanoseconds from model.t0.
  * g->partial: events were lost, a lane dropped some, or spans were left
  * unclosed. Linear in the items but for one sort; no recursion.
@@ -97,6 +97,13 @@ static int64_t ns_dur(bstate *s, double us) {
   if (!(x > -9e18 && x < 9e18))
     luaL_error(s->L, "graph:ops: a duration is out of range");
   return (int64_t)llround(x);
+}
+
+/* t + d, raising when it leaves int64's range (a hand-made model's times). */
+static int64_t ns_add(bstate *s, int64_t t, int64_t d) {
+  if ((d > 0 && t > INT64_MAX - d) || (d < 0 && t < INT64_MIN - d))
+    luaL_error(s->L, "graph:ops: a time is out of range");
+  return t + d;
 }
 
 static bitem *new_item(bstate *s, uint8_t kind, int32_t owner, int32_t lane, int64_t t0, int64_t t1) {
@@ -427,7 +434,7 @@ static void walk_lane(bstate *s, int idx, int32_t l) {
     jq_num ts = jq_col_num(L, &c.ts, i), dur = jq_col_num(L, &c.dur, i);
     if (ts.t == JQ_NUM_NIL || dur.t == JQ_NUM_NIL)
       luaL_error(L, "graph:ops: a slice's time is not a number");
-    int64_t t0 = ns_at(s, jq_num_tof(ts)), t1 = t0 + ns_dur(s, jq_num_tof(dur));
+    int64_t t0 = ns_at(s, jq_num_tof(ts)), t1 = ns_add(s, t0, ns_dur(s, jq_num_tof(dur)));
     if (!b->has || t0 < b->first)
       b->first = t0;
     if (!b->has || t1 > b->last)
@@ -519,7 +526,7 @@ static void job_edges(bstate *s) {
       continue;
     const gslice *sl = &gr->sl[j->s0];
     for (uint32_t i = 1; i < j->ns; i++) {
-      int64_t t0 = ns_at(s, jq_num_tof(sl[i - 1].ts)) + ns_dur(s, jq_num_tof(sl[i - 1].dur));
+      int64_t t0 = ns_add(s, ns_at(s, jq_num_tof(sl[i - 1].ts)), ns_dur(s, jq_num_tof(sl[i - 1].dur)));
       int64_t t1 = ns_at(s, jq_num_tof(sl[i].ts));
       int32_t aw = sl[i].await >= 0 ? gr->aw[sl[i].await].awaits : -1;
       int32_t on = aw >= 0 ? s->exec_of[aw] : -1;
