@@ -286,7 +286,7 @@ describe("ops:whatif", function()
   end)
 
   it("checks its worker counts", function()
-    local o = reader.job_ops{stop = 1, execs = {}}
+    local o = reader.job_ops{stop = 1, queues = {}, execs = {}}
     assert.has_error(function() o:whatif{0} end,
       "bad argument #1 to 'whatif' (worker counts must be integers >= 1)")
     assert.has_error(function() o:whatif{"x"} end,
