@@ -1,0 +1,444 @@
+-- "Why is my job graph slow", answered on programs whose answer is known by
+-- construction (spec/reader/why_programs.lua): each program's bottleneck
+-- is designed in, its jobs hold their worker a known time (sleep_us), and
+-- it measures itself on its own clock. Each block asserts the critical
+-- path's jobs and the kinds of its steps (ops:critical_path()) and the
+-- replay's prediction for unlimited workers (ops:whatif().span_us),
+-- against what the program measured. No assertion is on speed: a bound
+-- is the program's own measurement, widened by `rt`, the worst round trip
+-- of an empty job the program measured just before (what a job costs
+-- besides its body: copies, a slice's edges, a wake-up).
+local W = require "reader.why_programs"
+local core = require "jobque.core"
+
+-- The kinds of the path's steps, exactly these strings.
+local KINDS = {
+  ["run"] = true, ["copy in"] = true, ["copy out"] = true, ["copy result"] = true,
+  ["submit"] = true, ["caller"] = true, ["job on caller"] = true, ["ready latency"] = true,
+  ["scheduling delay"] = true, ["worker busy"] = true, ["resume latency"] = true,
+  ["blocked"] = true,
+}
+
+-- Microseconds of rounding a step may carry (times are nanoseconds in
+-- the graph, microseconds on the program's clock).
+local EPS = 1
+
+-- Records `program` once per block; returns a function giving the truth,
+-- the path and the replay (failing with the builder's error when the
+-- graph cannot be built).
+local function once(program)
+  local truth, ops, model, err
+  return function()
+    if not truth then truth, ops, model, err = W.record(program) end
+    assert(ops, err)
+    return truth, ops:critical_path(), ops:whatif(), model
+  end
+end
+
+local function between(x, lo, hi, what)
+  assert(type(x) == "number", what .. ": not a number: " .. tostring(x))
+  assert(x >= lo and x <= hi, ("%s: %.1f us, expected %.1f .. %.1f us"):format(what, x, lo, hi))
+end
+
+-- The sum of the durations of the steps of `kind` that satisfy pred(step).
+local function kind_us(path, kind, pred)
+  local us = 0
+  for _, s in ipairs(path.steps) do
+    if s.kind == kind and (not pred or pred(s)) then us = us + s.dur_us end
+  end
+  return us
+end
+
+local function steps_of(path, kind)
+  local out = {}
+  for _, s in ipairs(path.steps) do
+    if s.kind == kind then out[#out + 1] = s end
+  end
+  return out
+end
+
+local function of_job(id) return function(s) return s.job == id end end
+
+-- The kinds the path's steps have, as a set, and a text listing them.
+local function kinds(path)
+  local set, text = {}, {}
+  for _, s in ipairs(path.steps) do
+    if not set[s.kind] then text[#text + 1] = s.kind end
+    set[s.kind] = true
+  end
+  return set, table.concat(text, ", ")
+end
+
+-- What the contract says of every path: steps of the known kinds, in time
+-- order, not overlapping, adding up to its duration; by_kind their sums,
+-- most first, ties by kind name; not partial (no event was lost).
+local function check_shape(path, replay, workers, truth)
+  assert.is_table(path, "a path")
+  assert.is_false(path.partial, path.partial_why)
+  local sum, at = 0, path.start_us
+  for i, s in ipairs(path.steps) do
+    assert(KINDS[s.kind], ("step %d: %s is no kind of the contract"):format(i, tostring(s.kind)))
+    assert(s.dur_us >= 0, "step " .. i .. " lasts less than nothing")
+    assert(s.start_us >= at - EPS, ("step %d (%s) starts at %.1f, before %.1f"):format(i, s.kind, s.start_us, at))
+    at = s.start_us + s.dur_us
+    sum = sum + s.dur_us
+  end
+  between(sum, path.duration_us - EPS * #path.steps, path.duration_us + EPS * #path.steps,
+          "the steps add up to the duration")
+  between(path.finish_us - path.start_us, path.duration_us - EPS, path.duration_us + EPS,
+          "the path's start to its finish")
+  local seen = {}
+  for i, row in ipairs(path.by_kind) do
+    assert.is_nil(seen[row.kind], "by_kind lists " .. row.kind .. " twice")
+    seen[row.kind] = true
+    between(row.us, kind_us(path, row.kind) - EPS * #path.steps,
+            kind_us(path, row.kind) + EPS * #path.steps, "by_kind " .. row.kind)
+    local prev = path.by_kind[i - 1]
+    if prev then
+      assert(prev.us > row.us or (prev.us == row.us and prev.kind < row.kind),
+             "by_kind is most first, ties by name: " .. prev.kind .. " before " .. row.kind)
+    end
+  end
+  for _, s in ipairs(path.steps) do assert(seen[s.kind], "by_kind lacks " .. s.kind) end
+  -- The replay: the recorded run as the program measured it.
+  assert.is_false(replay.partial)
+  assert.are.equal(workers, replay.recorded_workers)
+  between(replay.recorded_us, truth.t_stop - EPS, truth.t_stop + truth.rt, "recorded_us (the session)")
+  assert(replay.span_us <= replay.recorded_us + EPS,
+         ("unlimited workers predict %.1f us, beyond the recorded %.1f us"):format(replay.span_us,
+                                                                                   replay.recorded_us))
+end
+
+local function ids(list, from, to)
+  local out = {}
+  for k = from or 1, to or #list do out[#out + 1] = list[k].id end
+  return out
+end
+
+-- The first link of a chain's tail that the walk visits, by its rule on
+-- the program's clock: back from the last link, the link before it is on
+-- the path when the last one reached its wait before that one ended (the
+-- wait waited: its end is the latest predecessor), else the path leaves
+-- the chain at this link's start.
+local function chain_from(links)
+  local k = #links
+  while k > 1 and links[k].wait0 < links[k - 1].t1 do k = k - 1 end
+  return k
+end
+
+-- Each visited link's run on the path is the part of its body after its
+-- wait (the whole body for the first visited), give or take rt.
+local function check_link_runs(path, links, from, rt)
+  for k = from, #links do
+    local l = links[k]
+    local body = l.t1 - ((k ~= from and l.wait1) or l.t0)
+    between(kind_us(path, "run", of_job(l.id)), body - rt, body + rt, "link " .. k .. "'s run on the path")
+  end
+end
+
+-- Sum of the links' parts after their waits: what no schedule shortens.
+local function after_waits(links)
+  local us = 0
+  for _, l in ipairs(links) do us = us + (l.t1 - (l.wait1 or l.t0)) end
+  return us
+end
+
+describe("sleep_us", function()
+  it("holds the calling thread at least that long, a worker's too, and refuses what is out of range", function()
+    local T = core._test
+    local t = core.monotonic_ns()
+    T.sleep_us(3000)
+    assert.is_true(core.monotonic_ns() - t >= 3000000)
+    local jobque = require "jobque"
+    jobque.with_job_que({workers = 1}, function(q)
+      local held = q:submit(function()
+        local c = require "jobque.core"
+        local t0 = c.monotonic_ns()
+        c._test.sleep_us(2000)
+        return c.monotonic_ns() - t0
+      end):wait()
+      assert.is_true(held >= 2000000)
+    end)
+    assert.matches("0 to 60000000 microseconds", select(2, pcall(T.sleep_us, -1)))
+    assert.matches("0 to 60000000 microseconds", select(2, pcall(T.sleep_us, 60000001)))
+  end)
+end)
+
+describe("a chain written with after, hidden among wide jobs (2 workers)", function()
+  local N = 10
+  local get = once(W.chain_after(N, 5000, 5, 2000))
+
+  it("walks the whole chain, each link's run its body, the wait for workers as ready latency", function()
+    local t, path, replay = get()
+    check_shape(path, replay, 2, t)
+    assert.are.same(ids(t.links), path.jobs)
+    check_link_runs(path, t.links, 1, t.rt)
+    local set, text = kinds(path)
+    for _, k in ipairs({"worker busy", "blocked", "job on caller"}) do
+      assert.is_nil(set[k], "no " .. k .. " here: " .. text)
+    end
+    -- Between two links: copy out, the wait for a worker, copy in.
+    local gaps, widest = 0, 0
+    for k = 2, N do
+      local gap = t.links[k].t0 - t.links[k - 1].t1
+      gaps, widest = gaps + gap, math.max(widest, gap)
+    end
+    local waited = kind_us(path, "ready latency") + kind_us(path, "scheduling delay")
+    between(waited, gaps - N * t.rt, gaps, "the links' waits for a worker")
+    assert(kind_us(path, "ready latency") >= widest / 2,
+           ("the wide jobs held both workers %.1f us while a link was ready: ready latency %.1f us")
+             :format(widest, kind_us(path, "ready latency")))
+  end)
+
+  it("predicts the chain for unlimited workers, not the recorded run", function()
+    local t, _, replay = get()
+    local lo = t.sub0 + after_waits(t.links) + (t.t_stop - t.t_waited)
+    between(replay.span_us, lo, lo + (N + 3) * t.rt, "span_us")
+  end)
+end)
+
+describe("a chain of awaits submitted first, wide jobs after (2 workers)", function()
+  local N = 10
+  local get = once(W.chain_await(N, 5000, 20, 2000))
+
+  it("walks the chain through its awaits and names the job that held a link's worker", function()
+    local t, path, replay = get()
+    check_shape(path, replay, 2, t)
+    local from = chain_from(t.links)
+    assert.are.same(ids(t.links, from), path.jobs)
+    check_link_runs(path, t.links, from, t.rt)
+    -- A link resumes on the worker that started it: when the link before
+    -- it ended while a wide job ran there, that wide job held it.
+    local wide_ids = {}
+    for _, w in ipairs(t.wides) do wide_ids[w.id] = true end
+    for k = from + 1, N do
+      for _, w in ipairs(t.wides) do
+        if w.tok == t.links[k].tok and w.t0 < t.links[k - 1].t1 and w.t1 > t.links[k - 1].t1 then
+          local named = false
+          for _, s in ipairs(steps_of(path, "worker busy")) do named = named or s.held_by == w.id end
+          assert(named, ("wide job %d held link %d's worker from link %d's end: no worker busy names it")
+                          :format(w.id, k, k - 1))
+        end
+      end
+    end
+    for _, s in ipairs(steps_of(path, "worker busy")) do
+      assert(wide_ids[s.held_by], "worker busy held by " .. tostring(s.held_by) .. ", no wide job")
+    end
+  end)
+
+  it("predicts the chain's length for unlimited workers", function()
+    local t, _, replay = get()
+    local lo = t.sub0 + after_waits(t.links) + (t.t_stop - t.t_waited)
+    between(replay.span_us, lo, lo + (N + 3) * t.rt, "span_us")
+  end)
+end)
+
+describe("a chain of awaits interleaved with wide jobs (2 workers)", function()
+  local N = 10
+  local get = once(W.chain_interleaved(N, 5000, 5, 2000))
+
+  it("leaves the chain where a link found the one before it finished: it waited for a worker", function()
+    local t, path, replay = get()
+    check_shape(path, replay, 2, t)
+    local from = chain_from(t.links)
+    assert.are.same(ids(t.links, from), path.jobs)
+    check_link_runs(path, t.links, from, t.rt)
+    local first = t.links[from]
+    assert(kind_us(path, "ready latency") >= (first.t0 - first.sub1) / 2,
+           ("link %d was ready %.1f us before it started: ready latency %.1f us")
+             :format(from, first.t0 - first.sub1, kind_us(path, "ready latency")))
+  end)
+
+  it("predicts the chain for unlimited workers: awaits on finished jobs still tie it", function()
+    local t, _, replay = get()
+    local lo = t.links[1].sub1 + after_waits(t.links) + (t.t_stop - t.t_waited)
+    between(replay.span_us, lo, lo + (N + 3) * t.rt, "span_us")
+  end)
+end)
+
+describe("awaits on jobs already finished (1 worker)", function()
+  local N = 6
+  local get = once(W.finished_awaits(N, 5000))
+
+  it("ends at the last job, which waited for the worker, not for the jobs it awaited", function()
+    local t, path, replay = get()
+    check_shape(path, replay, 1, t)
+    for k = 2, N do
+      assert(t.links[k].wait0 >= t.links[k - 1].t1, "one worker: link " .. k .. "'s wait found it finished")
+    end
+    assert.are.same({t.links[N].id}, path.jobs)
+    check_link_runs(path, t.links, N, t.rt)
+    local last = t.links[N]
+    between(kind_us(path, "ready latency") + kind_us(path, "scheduling delay"),
+            last.t0 - last.sub1 - 2 * t.rt, last.t0 - last.sub1, "the last job's wait for the worker")
+  end)
+
+  it("predicts the chain for unlimited workers from the waits on finished jobs", function()
+    local t, _, replay = get()
+    local lo = t.links[1].sub1 + after_waits(t.links) + (t.t_stop - t.t_waited)
+    between(replay.span_us, lo, lo + (N + 3) * t.rt, "span_us")
+  end)
+end)
+
+describe("a caller-bound submit loop (2 workers)", function()
+  local N = 60
+  local get = once(W.caller_bound(N, 800, 300))
+
+  it("runs through the caller's own work, by its span's category, and every submit", function()
+    local t, path, replay = get()
+    check_shape(path, replay, 2, t)
+    assert.are.same({t.jobs[N].id}, path.jobs)
+    local inner, outer = 0, 0
+    for _, pr in ipairs(t.preps) do inner, outer = inner + pr.inner, outer + pr.outer end
+    between(kind_us(path, "caller", function(s) return s.category == "prepare" end),
+            inner - N * EPS, outer + N * EPS, "the caller's prepare spans on the path")
+    assert.are.equal(N, #steps_of(path, "submit"))
+    local last = t.jobs[N]
+    between(kind_us(path, "run"), last.t1 - last.t0 - t.rt, last.t1 - last.t0 + t.rt, "the last job's run")
+  end)
+
+  it("predicts the caller's pace for unlimited workers", function()
+    local t, _, replay = get()
+    local last = t.jobs[N]
+    local lo = t.t_loop + (last.t1 - last.t0) + (t.t_stop - t.t_waited) - EPS
+    between(replay.span_us, lo, lo + 3 * t.rt, "span_us")
+  end)
+end)
+
+describe("a frame loop waiting for its straggler last (4 workers)", function()
+  local F = 16
+  local get = once(W.frames(F))
+
+  -- The job the walk visits in frame fr: back from the last wait, the
+  -- first job that ended after the caller reached its wait (else none).
+  local function visited(fr)
+    for i = 4, 1, -1 do
+      if fr.jobs[i].t1 > fr.jobs[i].reached then return fr.jobs[i] end
+    end
+  end
+
+  it("visits the job that finished last in each frame, and the caller's waits are not its work", function()
+    local t, path, replay = get()
+    check_shape(path, replay, 4, t)
+    local expected, bodies, submitting = {}, 0, 0
+    for f, fr in ipairs(t.frames) do
+      local j = visited(fr)
+      assert(j, "frame " .. f .. ": every job had ended before the caller waited for it")
+      expected[#expected + 1] = j.id
+      bodies = bodies + (j.t1 - j.t0)
+      submitting = submitting + (fr.t_submitted - fr.t0)
+    end
+    assert.are.same(expected, path.jobs)
+    between(kind_us(path, "run"), bodies - F * EPS, bodies + F * t.rt, "the visited jobs' runs")
+    -- The caller does nothing but submit and wait: its own work on the
+    -- path is at most the submit loops' time.
+    local own = kind_us(path, "caller")
+    assert(own <= submitting + F * t.rt / 4,
+           ("caller %.1f us on the path; the caller's submit loops took %.1f us"):format(own, submitting))
+  end)
+
+  it("predicts the frames for unlimited workers", function()
+    local t, _, replay = get()
+    local bodies = 0
+    for _, fr in ipairs(t.frames) do
+      local j = visited(fr)
+      bodies = bodies + (j and j.t1 - j.t0 or 0)
+    end
+    local tail = t.t_stop - t.t_waited
+    between(replay.span_us, t.frames[1].t0 + bodies + tail, t.t_waited + tail + t.rt, "span_us")
+  end)
+end)
+
+describe("a fan-in whose long child runs on its parent's worker (2 workers)", function()
+  local get = once(W.fan_in())
+
+  it("names the long child as what held the parent's worker", function()
+    local t, path, replay = get()
+    check_shape(path, replay, 2, t)
+    local pa = t.parent
+    assert.are.equal(pa.tok, pa.long.tok, "the long child ran on the parent's worker")
+    assert.are.equal(t.blocker.tok, pa.short.tok, "the short child ran on the blocker's worker")
+    assert.are.same({pa.id, pa.short.id, pa.id}, path.jobs)
+    local busy = steps_of(path, "worker busy")
+    assert.are.equal(1, #busy, "one worker busy step")
+    assert.are.equal(pa.long.id, busy[1].held_by)
+    between(busy[1].dur_us, pa.long.t1 - pa.short.t1 - 2 * t.rt, pa.wait1 - pa.short.t1 + EPS,
+            "the parent's worker busy")
+    -- The short child was ready from its submit; both workers were taken.
+    assert(kind_us(path, "ready latency") >= pa.short.t0 - pa.sub1 - 2 * t.rt,
+           "the short child's wait for a worker")
+    between(kind_us(path, "run", of_job(pa.id)), pa.wait_long0 - pa.wait1 - EPS,
+            pa.t1 - pa.wait1 + (pa.sub1 - pa.t0) + 2 * t.rt, "the parent's run on the path")
+  end)
+
+  it("predicts the long child's length for unlimited workers", function()
+    local t, _, replay = get()
+    local pa = t.parent
+    local lo = t.sub_parent + (pa.long.t1 - pa.long.t0) + (t.t_stop - t.t_waited)
+    between(replay.span_us, lo, lo + (pa.sub1 - pa.t0) + 4 * t.rt, "span_us")
+  end)
+end)
+
+describe("copy-heavy stages: results decoded on the caller and in a job (2 workers)", function()
+  local get = once(W.copies(5000))
+
+  it("files the decodes as copy result, wherever they ran, not as the caller's work or run", function()
+    local t, path, replay = get()
+    check_shape(path, replay, 2, t)
+    assert.are.same({t.j1.id, t.j2.id, t.m.id}, path.jobs)
+    local on_caller, in_job = {}, {}
+    for _, s in ipairs(steps_of(path, "copy result")) do
+      if s.lane == "caller" then on_caller[#on_caller + 1] = s else in_job[#in_job + 1] = s end
+    end
+    assert(#on_caller >= 1 and #in_job >= 1, "copy results on the caller and in a job")
+    for _, s in ipairs(on_caller) do
+      assert(s.dur_us > 0 and s.dur_us <= t.j1.wait1 - t.j1.sub1 + EPS, "the caller's decode, within its wait")
+    end
+    for _, s in ipairs(in_job) do
+      assert.are.equal(t.m.id, s.job)
+      assert(s.dur_us > 0 and s.dur_us <= t.m.wait1 - t.m.wait0 + EPS, "the job's decode, within its wait")
+    end
+    local m_own = (t.m.t1 - t.m.t0) - (t.m.wait1 - t.m.wait0)
+    assert(kind_us(path, "run", of_job(t.m.id)) <= m_own + 2 * t.rt, "the decoding job's run is its own")
+    for _, j in ipairs({t.j1, t.j2}) do
+      between(kind_us(path, "run", of_job(j.id)), j.t1 - j.t0 - EPS, j.t1 - j.t0 + t.rt, "a builder's run")
+    end
+    local own = t.j1.sub0 + (t.m.sub0 - t.j1.wait1) + (t.t_stop - t.t_waited)
+    assert(kind_us(path, "caller") <= own + 3 * t.rt,
+           ("caller %.1f us on the path; the caller's own time was %.1f us"):format(kind_us(path, "caller"), own))
+    -- From the first builder's end to the caller's decode: its copy out,
+    -- the caller's wake-up, its copy result.
+    local copies = kind_us(path, "copy out", of_job(t.j1.id)) + on_caller[1].dur_us
+    local waits = kind_us(path, "resume latency") + kind_us(path, "scheduling delay")
+    assert(copies >= t.j1.wait1 - t.j1.t1 - waits - 2 * t.rt, "the first stage's copies")
+  end)
+
+  it("predicts the stages with their copies for unlimited workers", function()
+    local t, _, replay = get()
+    local tail = t.t_stop - t.t_waited
+    between(replay.span_us, t.t_waited + tail - 8 * t.rt, t.t_waited + tail + t.rt, "span_us")
+  end)
+end)
+
+describe("a job blocked on another queue's job (2 workers)", function()
+  local get = once(W.blocked())
+
+  it("visits the job it waited for, and the blocked time is not its run", function()
+    local t, path, replay = get()
+    check_shape(path, replay, 2, t)
+    local j, z = t.j, t.j.z
+    assert.are.same({j.id, z.id, j.id}, path.jobs)
+    local own = (j.t1 - j.t0) - (j.wait1 - j.sub1)
+    assert(kind_us(path, "run", of_job(j.id)) <= own + 2 * t.rt,
+           ("the blocked job's run %.1f us; its own work %.1f us"):format(kind_us(path, "run", of_job(j.id)), own))
+    assert(kind_us(path, "run", of_job(z.id)) >= z.t1 - z.t0 - EPS, "the awaited job's run")
+  end)
+
+  it("predicts the run for unlimited workers, a job holding its worker while it waits", function()
+    local t, _, replay = get()
+    local j, z = t.j, t.j.z
+    local tail = t.t_stop - t.t_waited
+    between(replay.span_us, t.sub0 + (z.t1 - z.t0) + (j.t1 - j.wait1) + tail, t.t_waited + tail + t.rt,
+            "span_us")
+  end)
+end)
