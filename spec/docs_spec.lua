@@ -270,12 +270,15 @@ describe("docs/trace-format.md", function()
       end
     end
     -- What the session above must have produced, or it tested too little.
-    for _, want in ipairs({"job", "submit", "copy", "await", "flow", "wait", "jobque"}) do
+    for _, want in ipairs({"job", "submit", "copy", "await", "flow", "wait", "jobque", "edge"}) do
       assert.truthy(seen["the category" .. want], "the spec's session recorded no '" .. want .. "' event")
     end
     assert.truthy(seen["the event namewait all"], "no wait all slice")
     assert.truthy(seen["the event nameafter"] and seen["the event namedependency done"], "no `after` arrow")
     assert.truthy(seen["the key of laneInfofullAtUs"], "no lane filled")
+    assert.truthy(seen["the event namewaited for"] and seen["the event namewaited for all"], "no wait edges")
+    assert.truthy(seen["the key of argson"] and seen["the key of argsqueue"], "no edge's args")
+    assert.truthy(seen["the key of laneInfoqueue"], "no worker lane's queue")
     assert.truthy(seen["the key of argserror"], "no error text")
     assert.truthy(seen["the key of argsunclosed"] and seen["the key of argspiece"], "no span left open")
     assert.truthy(seen["the key of argssuspended"] and seen["the key of argsKB"], "no queue counters")

@@ -21,7 +21,8 @@
 --                       are just { job, bytes, category }, the copy's index
 --                       in model.copy_*; else false),
 --                       instants[], recorded, dropped, full_at,
---                       unclosed_spans (laneInfo's unclosedSpans, when the file has it) }
+--                       unclosed_spans (laneInfo's unclosedSpans, when the file has it),
+--                       queue (laneInfo's queue: a worker lane's queue number, when the file has it) }
 --   model.categories  list of { name, color = "#RRGGBB" }, and by_name
 --   model.markers     list of { ts, kind, arg }, by time (an integer arg is
 --                     exact to 64 bits, as every integer is; also as columns:
@@ -40,6 +41,15 @@
 --                     name ("copy in", "copy out", "copy result"), job, bytes }
 --                     (a view of the columns copy_ts[], copy_dur[], copy_lane[],
 --                     copy_category[], copy_name[], copy_job[] (false: none), copy_bytes[])
+--   model.edge_ts[], edge_lane[], edge_kind[], edge_job[], edge_on[], edge_queue[]
+--                     the happens-before edges of ours ("edge" instants), model.nedges
+--                     of them, in file order (each lane's in time order): edge_lane the
+--                     lane's index in model.lanes, edge_kind 1 (a wait returned, "waited
+--                     for"), 2 (a dependency of q:after, "after") or 3 (every job of a
+--                     queue, "waited for all"); edge_job the waiting job, edge_on the job
+--                     waited for, edge_queue the queue's number: each an integer, or nil
+--                     (absent from the file: the caller waits outside jobs). Their times
+--                     are in model.extra_ts, as the flows' are
 --   model.span_pieces the pieces of spans (ours: complete events with args.span),
 --                     by time: { ts, dur, lane, cat, span, piece, job, unclosed }
 --   model.spans       per span category, in order of first appearance:
@@ -394,7 +404,8 @@ local function new_model(meta)
           counter_key = {}, dropped = 0, lost = 0, skipped = 0, skips = {}, nevents = 0,
           failures = {}, failure_by_job = {}, cancels = {},
           copy_ts = {}, copy_dur = {}, copy_lane = {}, copy_category = {}, copy_name = {}, copy_job = {},
-          copy_bytes = {}}
+          copy_bytes = {}, edge_ts = {}, edge_lane = {}, edge_kind = {}, edge_job = {}, edge_on = {},
+          edge_queue = {}, nedges = 0}
 end
 
 -- Every category a slice is counted under gets an entry and a colour.
@@ -455,6 +466,38 @@ local function read_instant(model, e, ts, ours)
     c[#c + 1] = {ts = ts, lane = lane, job = math.tointeger(args.job), category = str(args.category) or "job"}
   end
   lane.instants[#lane.instants + 1] = e
+end
+
+-- The edges' kinds, by their instants' names (model.edge_kind).
+local EDGE_KINDS = {["waited for"] = 1, ["after"] = 2, ["waited for all"] = 3}
+
+local function integer_of(v)
+  return math.type(v) and math.tointeger(v) or nil
+end
+
+-- A happens-before edge of ours (an instant of scope t, category "edge"):
+-- its columns (its lane as the lane itself until finish makes it the
+-- lane's index), its time among model.extra_ts (load.c's fast_edge).
+local function add_edge(st, e, ts)
+  local model, args = st.model, type(e.args) == "table" and e.args or {}
+  local k = st.nedges + 1
+  st.nedges = k
+  model.edge_ts[k], model.edge_lane[k], model.edge_kind[k] = ts, lane_of(model, e.pid, e.tid), EDGE_KINDS[e.name]
+  model.edge_job[k], model.edge_on[k], model.edge_queue[k] = integer_of(args.job), integer_of(args.on),
+                                                             integer_of(args.queue)
+  st.nextra = st.nextra + 1
+  model.extra_ts[st.nextra] = ts
+end
+
+-- model.edge_lane's lanes as their indexes, once the lanes are in order
+-- (in C when the loader kept the column native).
+local function edge_lane_indexes(model)
+  if reader.column_lane_index(model, "edge_lane") then return end
+  local lanes = model.edge_lane
+  for k = 1, model.nedges do
+    local lane = lanes[k]
+    if type(lane) == "table" then lanes[k] = lane.index end
+  end
 end
 
 -- A Chrome "B" or "E", kept in its lane's list (begin_end: lane -> list,
@@ -602,7 +645,7 @@ end
 -- the first event that may be a chained slice is read.
 local function new_state(model, ours)
   return {model = model, ours = ours, t0 = math.huge, t1 = -math.huge, nev = 0, nextra = 0,
-          nmarkers = 0, begin_end = {}, async = {}, skip_entry = {}}
+          nmarkers = 0, nedges = 0, begin_end = {}, async = {}, skip_entry = {}}
 end
 
 -- A marker (an instant of scope g or p), inline: a trace can hold a million.
@@ -683,6 +726,8 @@ local function read_one(st, e, i)
     elseif ph == "i" or ph == "I" or ph == "R" then
       if e.s == "g" or e.s == "p" then
         read_marker(st, e, ts)
+      elseif st.ours and ph == "i" and e.s == "t" and e.cat == "edge" and EDGE_KINDS[e.name] then
+        add_edge(st, e, ts)
       else
         read_instant(model, e, ts, st.ours)
       end
@@ -746,6 +791,7 @@ local function read_lane_info(model, meta)
       lane.recorded = math.tointeger(l.recorded)
       lane.unclosed_spans = math.tointeger(l.unclosedSpans) -- spans its job's end or the stop closed
       lane.dropped = math.tointeger(l.dropped) or lane.dropped
+      lane.queue = integer_of(l.queue) -- a worker lane's queue
       local full = ns_time(l.fullAtUs)
       if type(full) == "number" then
         if not (full >= -MAX_US and full <= MAX_US) then
@@ -837,6 +883,8 @@ local function finish(st, meta)
   local ok, err = read_lane_info(model, meta)
   if not ok then return nil, err end
   order_lanes(model)
+  model.nedges = st.nedges
+  edge_lane_indexes(model)
   if rawget(model, "marker_pid") then markers_to_lanes(model) end -- else the loader did
   model.markers = marker_list(model)
   model.copies = copy_list(model)

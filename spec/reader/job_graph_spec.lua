@@ -268,7 +268,7 @@ describe("a recorded graph", function()
                 {d.ph, d.dur, d.cat, d.args.job, d.args.dependant, d.args.ready, d.flow_out})
     local _, a_end = span_of(t, ids.a)
     assert.is_true(d.ts >= a_end, "recorded once A ended")
-    local ends = S.events(t, function(ev) return ev.name == "after" end)
+    local ends = S.events(t, function(ev) return ev.name == "after" and ev.cat == "flow" end)
     assert.equal(1, #ends)
     local e = ends[1]
     assert.same({"X", 0, "flow", ids.b, ids.a, true, d.bind_id},

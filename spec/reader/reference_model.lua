@@ -11,7 +11,7 @@
 -- A summary: { format, nevents, t0, t1, skipped, lanes = { [pid:tid] = {
 -- name, slices = sorted list of "ts dur cat kind name job" } }, markers =
 -- sorted list of "ts kind arg", counters = { ["name pid"] = sorted list of
--- "ts value" } }. Slices, markers and samples are compared as sets of the
+-- "ts value" }, edges = sorted list of "ts pid:tid kind job on queue" }. Slices, markers and samples are compared as sets of the
 -- same size: the order of ties is checked by hand elsewhere.
 local cjson = require "cjson.safe"
 
@@ -62,6 +62,14 @@ local function id(v)
 end
 
 local function lane_key(e) return id(e.pid or 0) .. ":" .. id(e.tid or 0) end
+
+-- An edge of ours (trace-format.md, Edges) as text: its kind by its name,
+-- its args' ids when they are integers.
+local EDGE_KINDS = {["waited for"] = 1, ["after"] = 2, ["waited for all"] = 3}
+local function edge_text(ts, key, kind, job, on, queue)
+  local function int(v) return tostring(math.type(v) and math.tointeger(v) or nil) end
+  return ("%s %s %d %s %s %s"):format(num(ts), key, kind, int(job), int(on), int(queue))
+end
 
 local function slice_text(ts, dur, kind, cat, e)
   local args = type(e.args) == "table" and e.args or {}
@@ -153,6 +161,9 @@ local function read_event(s, e)
     add_slice(s, lane(s, e), ts, dur, e)
   elseif ph == "B" or ph == "E" then
     table.insert(lane(s, e).begin_end, {ts = ts, e = e})
+  elseif s.ours and ph == "i" and e.s == "t" and e.cat == "edge" and EDGE_KINDS[e.name] then
+    local args = type(e.args) == "table" and e.args or {}
+    s.edges[#s.edges + 1] = edge_text(ts, lane_key(e), EDGE_KINDS[e.name], args.job, args.on, args.queue)
   elseif (ph == "i" or ph == "I" or ph == "R") and (e.s == "g" or e.s == "p") then
     local arg = type(e.args) == "table" and e.args.arg
     arg = (type(arg) == "number" and int_text(arg)) or (type(arg) == "string" and arg) or "nil"
@@ -210,6 +221,7 @@ end
 
 local function sorted(s)
   table.sort(s.markers)
+  table.sort(s.edges)
   for _, l in pairs(s.lanes) do table.sort(l.slices) end
   for _, c in pairs(s.counters) do table.sort(c) end
   return s
@@ -226,7 +238,8 @@ function R.read(text)
   local why = unsupported(events, meta)
   if why then return nil, "unsupported: " .. why end
   local s = {format = meta and "jobque" or "chrome", nevents = 0, t0 = math.huge, t1 = -math.huge, skipped = 0,
-             lanes = {}, markers = {}, counters = {}, ours = meta ~= nil, tags = chain_tags(events), by_id = {}}
+             lanes = {}, markers = {}, counters = {}, edges = {}, ours = meta ~= nil, tags = chain_tags(events),
+             by_id = {}}
   local start, stop = false, false
   if meta then
     start, stop = session(meta)
@@ -252,7 +265,12 @@ end
 
 function R.summary(model)
   local s = {format = model.format, nevents = model.nevents, t0 = model.t0, t1 = model.t1, skipped = model.skipped,
-             lanes = {}, markers = {}, counters = {}}
+             lanes = {}, markers = {}, counters = {}, edges = {}}
+  for k = 1, model.nedges do
+    local l = model.lanes[model.edge_lane[k]]
+    s.edges[k] = edge_text(model.edge_ts[k], lane_key({pid = l.pid, tid = l.tid}), model.edge_kind[k], model.edge_job[k],
+                           model.edge_on[k], model.edge_queue[k])
+  end
   for _, l in ipairs(model.lanes) do
     local e = {pid = l.pid, tid = l.tid}
     local slices = {}
@@ -286,7 +304,7 @@ function R.differ(want, got)
       if a[i] ~= b[i] then return ("%s[%d]: %s ~= %s"):format(path, i, a[i], b[i]) end
     end
   end
-  local d = list("markers", want.markers, got.markers)
+  local d = list("markers", want.markers, got.markers) or list("edges", want.edges, got.edges)
   if d then return d end
   for key, l in pairs(want.lanes) do
     local g = got.lanes[key]

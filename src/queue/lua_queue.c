@@ -311,10 +311,20 @@ static void push_error(lua_State *L, jq_job *job) {
   lua_concat(L, lua_gettop(L) - top);
 }
 
+/* Records a happens-before edge here: the job running on this thread (0:
+ * none) went on once `on` ended (JQ_EDGE_WAIT, JQ_EDGE_AFTER: a job's id)
+ * or every job of the queue numbered `queue` did (JQ_EDGE_ALL). One ring
+ * event: no allocation, no lock. */
+static void put_edge(uint8_t kind, uint64_t waiter, uint64_t on, uint32_t queue) {
+  jq_ring_put(JQ_EV_EDGE, kind, jq_self.tag, queue, (int64_t)on, 0, waiter);
+}
+
 /* Pushes what a finished job delivers: (pwait) true, results / false, err;
- * (wait) results, or raises the error. */
+ * (wait) results, or raises the error. The wait's edge comes first, before
+ * the copy of its results: the waiter went on once `job` ended. */
 static int deliver(lua_State *L, jq_job *job, int protected) {
   int top = lua_gettop(L);
+  put_edge(JQ_EDGE_WAIT, jq_self.job, job->id, 0);
   if (protected)
     lua_pushboolean(L, job->state == JQ_JOB_DONE);
   if (job->state == JQ_JOB_DONE) {
@@ -514,6 +524,17 @@ static int l_queue_is_closed(lua_State *L) {
   return 1;
 }
 
+/* Where a submit was made: the Lua function `level` levels up, or, when
+ * that one is not a Lua line (pcall called the function that submits, or
+ * a tail call replaced its caller's frame), the nearest one above it with
+ * a line. 0 when no function up the stack has one. */
+static int submitted_at(lua_State *L, int level, lua_Debug *ar) {
+  for (; lua_getstack(L, level, ar); level++)
+    if (lua_getinfo(L, "Sl", ar) && ar->currentline > 0)
+      return 1;
+  return 0;
+}
+
 /* Submits the function at fn_idx with the values after it, which users know
  * as argument `number` onwards; deps as given. Where it was submitted, and
  * where its errors point: the Lua function `level` levels up (1: the one
@@ -548,7 +569,7 @@ static int submit(lua_State *L, jq_queue *q, int fn_idx, int number, jq_job **de
   if (jq_encode(L, fn_idx, nvals, &payload, "argument", number, q->handles, err, sizeof err) != 0)
     return raise_at(L, level, "cannot submit: %s", err);
   lua_Debug ar; /* where it was submitted, kept unformatted until an error needs it */
-  int known = lua_getstack(L, level, &ar) && lua_getinfo(L, "Sl", &ar) && ar.currentline > 0;
+  int known = submitted_at(L, level, &ar);
   jq_job *job = jq_job_new(q, &payload, known ? ar.short_src : "?", known ? ar.currentline : -1);
   if (!job) {
     jq_buf_free(&payload);
@@ -559,6 +580,8 @@ static int submit(lua_State *L, jq_queue *q, int fn_idx, int number, jq_job **de
   if (jq_queue_publish(q, job, deps, ndeps) != 0)
     return raise_at(L, level, "cannot submit: the queue is closed");
   jq_span_end(JQ_EV_SUBMIT, 0, job->tag, 0, (int64_t)job->id, t0);
+  for (int i = 0; i < ndeps; i++) /* (the list of handles still holds them) */
+    put_edge(JQ_EDGE_AFTER, job->id, deps[i]->id, 0);
   return 1;
 }
 
@@ -672,6 +695,7 @@ static int collect_failures(lua_State *L) {
   jq_queue *q = h->q;
   if (jq_wait(L, q, NULL, 2) == JQ_WAIT_ERROR)
     return lua_error(L);
+  put_edge(JQ_EDGE_ALL, jq_self.job, 0, jq_queue_number(q));
   lua_settop(L, 2);
   lua_newtable(L); /* 3: a handle for each failure, which holds the list's reference */
   int n = 0;

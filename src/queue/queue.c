@@ -155,6 +155,7 @@ jq_job *jq_job_new(jq_queue *q, jq_buf *payload, const char *src, int line) {
   job->q = q;
   job->id = atomic_fetch_add_explicit(&next_job_id, 1, memory_order_relaxed);
   job->tag = jq_self.tag;
+  job->run_tag = job->tag;
   job->worker = -1;
   size_t n = strlen(src);
   if (n >= sizeof job->src)

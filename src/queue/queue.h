@@ -112,6 +112,8 @@ typedef struct jq_job {
                               * (holds a reference), and a hash of that message */
   uint64_t raised_hash;
   uint64_t span_depth;   /* spans open in it (profile_begin), by the thread running it */
+  uint16_t run_tag;      /* the op tag current in it when it last yielded (its
+                          * profile_tag survives awaits); `tag` until then */
   char inline_payload[]; /* a small payload lives in the job's own block */
 } jq_job;
 
@@ -283,6 +285,13 @@ void jq_queue_fail_rest(jq_queue *q);
  * results that hold job handles. Returns how many jobs the close
  * cancelled. */
 long jq_queue_close(jq_queue *q);
+
+/* The queue's number as the trace gives it (a worker lane's laneInfo
+ * queue, a wait_all's edge): its creation order from 1, the queues made
+ * after the first 2^20 - 2 sharing the last number. */
+static inline uint32_t jq_queue_number(const jq_queue *q) {
+  return q->seq > 0 && q->seq < (1 << 20) - 1 ? (uint32_t)q->seq : (uint32_t)(1 << 20) - 1;
+}
 
 /* Before `job` finishes: it fails because `cause` failed (reason
  * JQ_FAIL_DEPENDENCY or JQ_FAIL_AWAITED). Takes a reference to `cause`

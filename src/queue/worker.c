@@ -428,11 +428,14 @@ static int resume_job(jq_runner *r, jq_job *job, lua_State *co, int nargs, int *
   r->current = job;
   r->current_co = co;
   r->awaiting = NULL;
-  uint16_t outer_tag = jq_self.tag; /* work a job submits carries its category */
-  jq_self.tag = job->tag;
+  /* Work a job submits carries its category, or the tag it set (kept
+   * across its awaits and yields). */
+  uint16_t outer_tag = jq_self.tag;
+  jq_self.tag = job->run_tag;
   span_context outer_spans = enter_job(job);
   int status = lua_resume(co, L, nargs, nres);
   leave_job(outer_spans);
+  job->run_tag = jq_self.tag;
   jq_self.tag = outer_tag;
   *awaiting = r->awaiting;
   r->current = NULL;
@@ -780,10 +783,11 @@ static void *worker_main(void *arg) {
     snprintf(name, sizeof name, "worker %d", w->index);
   /* Lane order: by queue, then worker (index < 1024). Keys stay below 2^30,
    * where other threads' lanes start (session.c), and never overflow: the
-   * queues made after the first 2^20 - 2 share the last queue number. */
-  int seq = q->seq > 0 && q->seq < (1 << 20) - 1 ? q->seq : (1 << 20) - 1;
+   * queues made after the first 2^20 - 2 share the last queue number
+   * (jq_queue_number). */
+  int seq = (int)jq_queue_number(q);
   int key = seq * 1024 + w->index + 1;
-  jq_session_name_thread(name, key);
+  jq_session_name_thread(name, key, seq);
 #ifdef JQ_TESTING
   lua_State *L = jq_test_newstate(); /* the specs' allocation-failure hook */
 #else

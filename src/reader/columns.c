@@ -360,7 +360,64 @@ static int l_column_native(lua_State *L) {
   return 1;
 }
 
+/* The `index` of the lane at position `k` of the list at `lanes`, as a
+ * cell's bits in *bits: 1, or 0 when it has none (not an integer). */
+static int lane_index_bits(lua_State *L, int lanes, uint64_t k, uint64_t *bits) {
+  lua_rawgeti(L, lanes, (lua_Integer)k);
+  int ok = lua_type(L, -1) == LUA_TTABLE && lua_getfield(L, -1, "index") == LUA_TNUMBER && lua_isinteger(L, -1);
+  if (ok) {
+    int64_t i = (int64_t)lua_tointeger(L, -1);
+    memcpy(bits, &i, sizeof i);
+  }
+  lua_settop(L, lanes);
+  return ok;
+}
+
+/* column_lane_index(owner, field) -> true when owner[field] is a native
+ * column (not yet made a list) whose lane cells became, in place, their
+ * lane's `index` (an integer); false when it is no native column, or a lane
+ * of it has no integer index (nothing changed: Lua does it). Each lane is
+ * looked up once per run of cells on it. */
+static int l_column_lane_index(lua_State *L) {
+  const char *field = luaL_checkstring(L, 2);
+  jq_column *c = jq_column_get(L, 1, field);
+  lua_settop(L, 2);
+  if (!c || !lua_getmetatable(L, 1)) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  lua_pushvalue(L, 2);
+  lua_rawget(L, 3);               /* 4: the column */
+  lua_getiuservalue(L, 4, 1);     /* 5: its strings */
+  lua_getiuservalue(L, 5, 2);     /* 6: the lanes */
+  for (int pass = 0; pass < 2; pass++) {
+    uint64_t last = 0, bits = 0;
+    for (size_t k = 0; k < c->n; k++) {
+      if (jq_cell_tag(c, k) != JQ_C_LANE)
+        continue;
+      if (c->v[k] != last || !last) {
+        last = c->v[k];
+        if (!lane_index_bits(L, 6, last, &bits)) {
+          lua_pushboolean(L, 0);
+          return 1;
+        }
+      }
+      if (pass) {
+        c->v[k] = bits;
+        if (c->tag)
+          c->tag[k] = JQ_C_INT;
+      }
+    }
+  }
+  if (c->tag0 == JQ_C_LANE)
+    c->tag0 = JQ_C_INT;
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 void jq_open_columns(lua_State *L) {
-  static const luaL_Reg fns[] = {{"column_native", l_column_native}, {NULL, NULL}};
+  static const luaL_Reg fns[] = {{"column_native", l_column_native},
+                                 {"column_lane_index", l_column_lane_index},
+                                 {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
 }

@@ -792,6 +792,25 @@ void jq_graph_push_cats(lua_State *L) {
   lua_getiuservalue(L, 1, GU_NAME_INDEX);
 }
 
+int32_t jq_graph_find_int(const graph *g, lua_Integer id) { return find_int(g, id); }
+
+int32_t jq_graph_find(lua_State *L, int gidx, const graph *g, int idx) {
+  int t = lua_type(L, idx), ok = 0;
+  if (t == LUA_TNIL || (t == LUA_TBOOLEAN && !lua_toboolean(L, idx)))
+    return -1;
+  if (t == LUA_TNUMBER || t == LUA_TSTRING) {
+    lua_Integer i = lua_tointegerx(L, idx, &ok);
+    if (ok)
+      return find_int(g, i);
+  }
+  idx = lua_absindex(L, idx);
+  lua_getiuservalue(L, gidx, GU_ID_INDEX);
+  lua_pushvalue(L, idx);
+  int32_t j = lua_rawget(L, -2) == LUA_TNUMBER ? (int32_t)lua_tointeger(L, -1) : -1;
+  lua_pop(L, 2);
+  return j;
+}
+
 int jq_graph_finished(const graph *g, int32_t k) { return k >= 0 && g->jobs[k].ns > 0; }
 
 static int l_graph_count(lua_State *L) {

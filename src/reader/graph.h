@@ -1,7 +1,8 @@
 /*
- * graph.h - the job graph's data, shared by its three files: graph.c
- * builds it (job_graph(model)), graph_path.c gives its latencies and
- * critical path, page_graph.c writes the page's graph part from it.
+ * graph.h - the job graph's data, shared by its files: graph.c builds it
+ * (job_graph(model)), graph_path.c gives its latencies and critical path,
+ * page_graph.c writes the page's graph part from it, job_ops_build.c
+ * builds the happens-before graph (job_ops.h) on it.
  *
  * A number is the reader's jq_num (reader/number.h: Lua's subtypes,
  * integers wrapping, exact comparisons). A job's id is any value a model
@@ -153,6 +154,11 @@ void jq_graph_push_id(lua_State *L, const graph *g, int32_t job);
 void *jq_graph_scratch(lua_State *L, size_t n, size_t elem);
 void jq_graph_sort_jobs(lua_State *L, graph *g, int32_t *a, size_t n, size_t off);
 int jq_graph_finished(const graph *g, int32_t k);
+/* The index of the job whose id is the value at idx, read as a job's id
+ * (an integer, or a string or float that reads as one; another value as
+ * it is; nil and false name none), in the graph at gidx: -1 for none. */
+int32_t jq_graph_find(lua_State *L, int gidx, const graph *g, int idx);
+int32_t jq_graph_find_int(const graph *g, lua_Integer id); /* the same for an integer id */
 
 /* graph_path.c */
 void jq_graph_walk(lua_State *L, graph *g, path *p);

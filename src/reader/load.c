@@ -126,7 +126,7 @@ static int classify(loader *ld, const ev *e, uint32_t *cat) {
   if ((e->cat.kind != V_NONE && e->cat.kind != V_STR) || (e->cat.kind == V_STR && e->cat.esc))
     return 0;
   if (ld->ours && is_str(t, &e->cat, "copy")) {
-    if ((e->amask & (A_ARG | A_OTHER)) || (e->job.kind != V_NONE && e->job.kind != V_INT) ||
+    if ((e->amask & (A_ARG | A_OTHER | A_ON | A_QUEUE)) || (e->job.kind != V_NONE && e->job.kind != V_INT) ||
         (e->bytes.kind != V_NONE && e->bytes.kind != V_INT) || (e->acat.kind != V_NONE && e->acat.kind != V_STR))
       return 0;
     if (e->args.kind == V_OBJ && (e->amask & ~A_JOB) != 0 && e->amask != (A_JOB | A_BYTES | A_CAT))
@@ -254,6 +254,46 @@ static int fast_marker(loader *ld, const ev *e) {
   put_id(L, &ld->marker[3], &e->pid);
   put_id(L, &ld->marker[4], &e->tid);
   note_time(ld, e->ts.d, e->ts.d);
+  return 1;
+}
+
+/* An id of an edge's args (job, on, queue) into its column: the integer,
+ * nil when absent. */
+static void put_opt_int(lua_State *L, cells *c, const val *v) {
+  if (v->kind == V_INT)
+    put_i(L, c, v->i);
+  else
+    col_put(L, c, T_NIL, 0);
+}
+
+/* A happens-before edge of ours (an instant of scope t, category "edge",
+ * named by its kind) straight into the model's edge columns, its time into
+ * extra_ts (trace.lua's add_edge): 1, or 0 when the generic path must read
+ * it (args that are not integers, other keys, another name). */
+static int fast_edge(loader *ld, const ev *e) {
+  lua_State *L = ld->L;
+  jq_src *t = &ld->t;
+  if (e->odd || !time_ok(&e->ts) || !id_ok(&e->pid) || !id_ok(&e->tid) || !is_str(t, &e->s, "t") ||
+      (e->args.kind != V_NONE && e->args.kind != V_OBJ) || (e->amask & ~(A_JOB | A_ON | A_QUEUE)) ||
+      (e->job.kind != V_NONE && e->job.kind != V_INT) || (e->on.kind != V_NONE && e->on.kind != V_INT) ||
+      (e->queue.kind != V_NONE && e->queue.kind != V_INT))
+    return 0;
+  int kind = is_str(t, &e->name, "waited for") ? 1 : is_str(t, &e->name, "after") ? 2
+           : is_str(t, &e->name, "waited for all") ? 3 : 0;
+  if (!kind)
+    return 0;
+  uint32_t li = use_lane(ld, e);
+  double ts = e->ts.d;
+  ld->nedges++;
+  put_d(L, &ld->edge[0], ts);
+  col_put(L, &ld->edge[1], T_LANE, li);
+  put_i(L, &ld->edge[2], kind);
+  put_opt_int(L, &ld->edge[3], &e->job);
+  put_opt_int(L, &ld->edge[4], &e->on);
+  put_opt_int(L, &ld->edge[5], &e->queue);
+  note_time(ld, ts, ts);
+  ld->nextra++;
+  put_d(L, &ld->extra, ts);
   return 1;
 }
 
@@ -405,6 +445,8 @@ static void sync_counts(loader *ld, int to_lua) {
     lua_setfield(L, S_ST, "nmarkers");
     lua_pushinteger(L, ld->nextra);
     lua_setfield(L, S_ST, "nextra");
+    lua_pushinteger(L, ld->nedges);
+    lua_setfield(L, S_ST, "nedges");
     return;
   }
   ld->t0 = get_num(L, S_ST, "t0");
@@ -412,12 +454,14 @@ static void sync_counts(loader *ld, int to_lua) {
   ld->nev = (lua_Integer)get_num(L, S_ST, "nev");
   ld->nmarkers = (lua_Integer)get_num(L, S_ST, "nmarkers");
   ld->nextra = (lua_Integer)get_num(L, S_ST, "nextra");
+  ld->nedges = (lua_Integer)get_num(L, S_ST, "nedges");
 }
 
 /* The generic path adds nothing to the columns for this event (read by
  * jq_read_event; e NULL: not an object): a metadata event, a "B", an instant
- * of another scope than g and p. Anything else may (a slice, a marker, a
- * counter, an "E", a flow...): the cells go into the lists first. */
+ * of another scope than g and p that is no edge. Anything else may (a
+ * slice, a marker, an edge, a counter, an "E", a flow...): the cells go
+ * into the lists first. */
 static int touches_no_column(const jq_src *t, const ev *e) {
   if (!e)
     return 1;
@@ -425,6 +469,8 @@ static int touches_no_column(const jq_src *t, const ev *e) {
     return 0;
   if (is_str(t, &e->ph, "M") || is_str(t, &e->ph, "B"))
     return 1;
+  if (e->cat.kind == V_STR && (e->cat.esc || is_str(t, &e->cat, "edge")))
+    return 0;
   if (is_str(t, &e->ph, "i") || is_str(t, &e->ph, "I") || is_str(t, &e->ph, "R"))
     return e->s.kind != V_STR || (!e->s.esc && !is_str(t, &e->s, "g") && !is_str(t, &e->s, "p"));
   return 0;
@@ -569,6 +615,8 @@ static size_t one_event(loader *ld, size_t i, lua_Integer index, int *said_no) {
       done = fast_slice(ld, &e);
       break;
     case 'i':
+      done = ld->ours && is_str(t, &e.cat, "edge") ? fast_edge(ld, &e) : fast_marker(ld, &e);
+      break;
     case 'I':
     case 'R':
       done = fast_marker(ld, &e);

@@ -39,7 +39,7 @@ static inline int is_str_n(const jq_src *t, const val *v, const char *word, size
 /* v is the string literal `word` (no escapes in it). */
 #define is_str(t, v, word) is_str_n(t, v, word, sizeof(word) - 1)
 
-enum { A_JOB = 1, A_BYTES = 2, A_CAT = 4, A_ARG = 8, A_OTHER = 16 };
+enum { A_JOB = 1, A_BYTES = 2, A_CAT = 4, A_ARG = 8, A_OTHER = 16, A_ON = 32, A_QUEUE = 64 };
 
 #define COUNTER_KEYS 8 /* of a "C" event's args, at most, for the fast path */
 
@@ -49,7 +49,7 @@ typedef struct member {
 } member;
 
 typedef struct ev {
-  val ph, ts, dur, pid, tid, name, cat, s, args, job, bytes, acat, arg;
+  val ph, ts, dur, pid, tid, name, cat, s, args, job, bytes, acat, arg, on, queue;
   int amask; /* the keys args has (A_*) */
   int odd;   /* an escaped key: only the generic path reads it right */
   member mem[COUNTER_KEYS]; /* args' members in file order (a counter's) */
@@ -78,6 +78,7 @@ static inline int cell_tag(const cells *c, size_t k) { return c->tag.p ? (unsign
 
 #define LANE_COLS 7
 #define COPY_COLS 7
+#define EDGE_COLS 6
 #define MARKER_COLS 5
 
 typedef struct lane_buf {
@@ -132,7 +133,7 @@ typedef struct loader {
   jq_src t;
   int ours;
   double t0, t1;
-  lua_Integer nev, nmarkers, ncopies, nextra;
+  lua_Integer nev, nmarkers, ncopies, nextra, nedges;
   size_t progress_at; /* the farthest progress reported */
   /* the strings */
   str_slot *strs;
@@ -149,6 +150,7 @@ typedef struct loader {
   jq_vec dirty_lanes, dirty_tracks;
   /* the model's columns */
   cells copy[COPY_COLS];     /* ts dur lane category name job bytes */
+  cells edge[EDGE_COLS];     /* ts lane kind job on queue */
   cells marker[MARKER_COLS]; /* ts kind arg pid tid */
   cells extra;               /* extra_ts */
   jq_vec order;              /* time_order's indexes */

@@ -135,6 +135,8 @@ void jq_loader_free(loader *ld) {
   }
   for (int c = 0; c < COPY_COLS; c++)
     jq_col_free(&ld->copy[c]);
+  for (int c = 0; c < EDGE_COLS; c++)
+    jq_col_free(&ld->edge[c]);
   for (int c = 0; c < MARKER_COLS; c++)
     jq_col_free(&ld->marker[c]);
   jq_col_free(&ld->extra);
@@ -492,6 +494,21 @@ static void set_maxdur(loader *ld, const cells *dur, int lane) {
   lua_setfield(L, lane, "maxdur");
 }
 
+/* The model's columns `cols` (n of them, named `names`, `count` items in
+ * all) into its lists, in file order; native (kept C cells) when `native`
+ * and none of their items is in Lua yet. */
+static void model_columns(loader *ld, cells *cols, int n, const char *const *names, lua_Integer count, int native,
+                          int last) {
+  lua_Integer base = count - (lua_Integer)cols[0].n;
+  int keep = native && base == 0 && cols[0].n > 0;
+  for (int c = 0; c < n; c++) {
+    if (keep)
+      col_native(ld, &cols[c], S_MODEL, names[c], NULL);
+    else
+      col_flush(ld->L, &cols[c], S_MODEL, names[c], base, last, NULL);
+  }
+}
+
 /* Every cell into the model's lists (`last`: the load's end, the cells put
  * in time order and their memory freed as each column is done; a column
  * with no item in Lua stays native, see columns.h). */
@@ -500,6 +517,7 @@ void jq_flush_all(loader *ld, int last) {
   static const char *const copy_cols[] = {"copy_ts", "copy_dur", "copy_lane", "copy_category",
                                           "copy_name", "copy_job", "copy_bytes"};
   static const char *const marker_cols[] = {"marker_ts", "marker_kind", "marker_arg", "marker_pid", "marker_tid"};
+  static const char *const edge_cols[] = {"edge_ts", "edge_lane", "edge_kind", "edge_job", "edge_on", "edge_queue"};
   lua_State *L = ld->L;
   int native = last;
   if (native)
@@ -547,15 +565,9 @@ void jq_flush_all(loader *ld, int last) {
     tb->dirty = 0;
   }
   ld->dirty_tracks.n = 0;
-  lua_Integer base = ld->ncopies - (lua_Integer)ld->copy[0].n;
-  int copies_native = native && base == 0 && ld->copy[0].n > 0;
-  for (int c = 0; c < COPY_COLS; c++) {
-    if (copies_native)
-      col_native(ld, &ld->copy[c], S_MODEL, copy_cols[c], NULL);
-    else
-      col_flush(L, &ld->copy[c], S_MODEL, copy_cols[c], base, last, NULL);
-  }
-  base = ld->nmarkers - (lua_Integer)ld->marker[0].n;
+  model_columns(ld, ld->copy, COPY_COLS, copy_cols, ld->ncopies, native, last);
+  model_columns(ld, ld->edge, EDGE_COLS, edge_cols, ld->nedges, native, last);
+  lua_Integer base = ld->nmarkers - (lua_Integer)ld->marker[0].n;
   const uint32_t *order = last ? time_order(ld, &ld->marker[0]) : NULL;
   if (native && base == 0 && ld->marker[0].n > 0) {
     markers_to_lanes(ld, order);

@@ -1,7 +1,7 @@
 /*
  * load_event.c - one event of the events array read into an ev: the keys
  * the loader reads (ph, ts, dur, pid, tid, name, cat, s, args and, in args,
- * job, bytes, category, arg) as values in place, a counter's args kept in
+ * job, bytes, category, arg, on, queue) as values in place, a counter's args kept in
  * file order, keys of at most 15 bytes told a word at a time. Containers
  * inside are skipped (checked); an escaped key marks the event odd (the
  * generic path reads it).
@@ -73,6 +73,10 @@ static val *args_field(ev *e, const char *k, size_t len, int *bit) {
     return *bit = A_CAT, &e->acat;
   if (len == 3 && memcmp(k, "arg", 3) == 0)
     return *bit = A_ARG, &e->arg;
+  if (len == 2 && memcmp(k, "on", 2) == 0)
+    return *bit = A_ON, &e->on;
+  if (len == 5 && memcmp(k, "queue", 5) == 0)
+    return *bit = A_QUEUE, &e->queue;
   return NULL;
 }
 
@@ -99,6 +103,10 @@ static inline val *word_field(ev *e, uint64_t w, uint64_t w2, size_t n, int in_a
       v = &e->acat, bit = A_CAT;
     else if (n == 3 && w == KW3('a', 'r', 'g'))
       v = &e->arg, bit = A_ARG;
+    else if (n == 2 && w == KW2('o', 'n'))
+      v = &e->on, bit = A_ON;
+    else if (n == 5 && w == KW5('q', 'u', 'e', 'u', 'e'))
+      v = &e->queue, bit = A_QUEUE;
     e->amask |= bit;
     return v;
   }
@@ -218,7 +226,7 @@ static size_t read_members(jq_src *t, size_t i, ev *e, int in_args, int depth0) 
  * earlier one said): its keys of interest in e when it is an object. */
 static size_t read_args(jq_src *t, size_t i, ev *e, int depth0) {
   e->amask = e->nmem = 0;
-  e->job.kind = e->bytes.kind = e->acat.kind = e->arg.kind = V_NONE;
+  e->job.kind = e->bytes.kind = e->acat.kind = e->arg.kind = e->on.kind = e->queue.kind = V_NONE;
   i = ws(t, i);
   if (i >= t->n || t->s[i] != '{')
     return read_val(t, i, &e->args, depth0);
@@ -233,7 +241,7 @@ static size_t read_args(jq_src *t, size_t i, ev *e, int depth0) {
 size_t jq_read_event(jq_src *t, size_t i, ev *e) {
   e->ph.kind = e->ts.kind = e->dur.kind = e->pid.kind = e->tid.kind = e->name.kind = V_NONE;
   e->cat.kind = e->s.kind = e->args.kind = e->job.kind = e->bytes.kind = e->acat.kind = V_NONE;
-  e->arg.kind = V_NONE;
+  e->arg.kind = e->on.kind = e->queue.kind = V_NONE;
   e->amask = e->odd = e->nmem = 0;
   return read_members(t, i, e, 0, EVENT_DEPTH);
 }

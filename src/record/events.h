@@ -63,7 +63,14 @@ enum {
                             running, suspended), id = the state's Lua heap, KB
                             (at the end only),
                             cat = the queue's number (creation order, from 1,
-                            saturated at 65535) */
+                            saturated at 65535) */,
+  JQ_EV_EDGE = 37        /* instant: a happens-before edge, recorded where the
+                            waiter went on: flags = JQ_EDGE_*, arg = the job
+                            waited for (0 for JQ_EDGE_ALL), t1 = the waiting
+                            job's id (0: outside jobs; not a time, as for
+                            JQ_EV_DEP), id = the queue's number for
+                            JQ_EDGE_ALL (jq_queue_number), else 0, cat = the
+                            op tag current there */
 };
 
 /* Flags of JQ_EV_SPAN_BEGIN/END. */
@@ -101,6 +108,16 @@ static inline long jq_counts_field(int64_t packed, int i) {
 /* Flags of JQ_EV_DEP. */
 enum {
   JQ_DEP_READY = 1 /* the dependant became ready here */
+};
+
+/* Flags of JQ_EV_EDGE: what the waiter waited for. */
+enum {
+  JQ_EDGE_WAIT = 1,  /* job:wait()/pwait() returned (from a job or any thread,
+                        the job finished before or not) */
+  JQ_EDGE_AFTER = 2, /* a dependency named in q:after (finished or not),
+                        recorded by the submit; the waiter is the new job */
+  JQ_EDGE_ALL = 3    /* wait_all/pwait_all or a scope's end returned: every
+                        job of queue `id` finished */
 };
 
 /* What a JQ_EV_COPY copied. */
@@ -164,5 +181,9 @@ static inline uint64_t jq_event_span(const jq_event *e) {
 #define JQ_NAME_COPY_RESULT "copy result"
 #define JQ_NAME_WAKE_JOB "wake job"     /* JQ_EV_FLOW */
 #define JQ_NAME_DEP_DONE "dependency done" /* JQ_EV_DEP */
+#define JQ_CAT_EDGE "edge"              /* a happens-before edge (JQ_EV_EDGE) */
+#define JQ_NAME_EDGE_WAIT "waited for"  /* JQ_EV_EDGE names, by JQ_EDGE_* */
+#define JQ_NAME_EDGE_AFTER "after"
+#define JQ_NAME_EDGE_ALL "waited for all"
 
 #endif

@@ -740,6 +740,33 @@ static void put_wait(const lane_out *o, const jq_event *e) {
   o->b->p = p;
 }
 
+/* A happens-before edge: an instant on the lane where the waiter went on,
+ * named by what it waited for; args.job the waiting job (none outside
+ * jobs), args.on the job waited for (a wait, an after) or args.queue the
+ * queue's number (every job of it). */
+static void put_edge(const lane_out *o, const jq_event *e) {
+  static const char *const names[4] = {NULL, JQ_NAME_EDGE_WAIT, JQ_NAME_EDGE_AFTER, JQ_NAME_EDGE_ALL};
+  if (e->flags < JQ_EDGE_WAIT || e->flags > JQ_EDGE_ALL)
+    return;
+  char *p = wbuf_room(o->b, EVENT_MAX);
+  p = put_instant_head(p, o, 't', ns_at(o, e->t0));
+  p = put_lit(p, names[e->flags], strlen(names[e->flags]));
+  p = LIT(p, "\",\"cat\":\"" JQ_CAT_EDGE "\",\"args\":{");
+  if (e->t1) {
+    p = LIT(p, "\"job\":");
+    p = jq_put_u64(p, e->t1);
+    *p++ = ',';
+  }
+  if (e->flags == JQ_EDGE_ALL) {
+    p = LIT(p, "\"queue\":");
+    p = jq_put_u64(p, e->id);
+  } else {
+    p = LIT(p, "\"on\":");
+    p = jq_put_i64(p, e->arg);
+  }
+  o->b->p = LIT(p, "}}");
+}
+
 /* A park: an instant where the worker woke, with how long it slept. */
 static void put_park(const lane_out *o, const jq_event *e) {
   char *p = wbuf_room(o->b, EVENT_MAX);
@@ -894,6 +921,7 @@ static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane,
     case JQ_EV_WAIT: put_wait(&o, e); break;
     case JQ_EV_PARK: put_park(&o, e); break;
     case JQ_EV_DEP: put_dep(&o, e); break;
+    case JQ_EV_EDGE: put_edge(&o, e); break;
     case JQ_EV_COUNTER: put_counter(&o, e); break;
     case JQ_EV_COUNTS: put_counts(&o, e); break;
     default: break; /* JQ_EV_TEXT: written with the event before it; span ends: as pieces */
@@ -938,6 +966,10 @@ static void put_profile(wbuf *b, const context *ctx) {
      * "thread" or "caller". */
     PUT_LIT(b, ",\"role\":");
     put_string(b, l->role, strlen(l->role));
+    if (l->queue > 0) {
+      PUT_LIT(b, ",\"queue\":");
+      put_number(b, l->queue);
+    }
     PUT_LIT(b, ",\"recorded\":");
     put_number(b, (int64_t)l->count);
     PUT_LIT(b, ",\"dropped\":");

@@ -45,6 +45,7 @@ typedef struct jq_lane {
   int dead;              /* the owning thread has exited */
   int index;             /* position in the session's join order */
   int sort_key;          /* lane order in the saved file */
+  int queue;             /* a worker lane's queue number (from 1), else 0 */
   char name[40];
 } __attribute__((aligned(64))) jq_lane;
 
@@ -63,6 +64,7 @@ typedef struct jq_thread {
   uint64_t *span_depth;
   uint64_t own_depth;
   uint8_t span_flags; /* of the span events it records (JQ_SPAN_AFTER_END) */
+  int queue;          /* a queue's worker: the queue's number (from 1); else 0 */
 } jq_thread;
 
 /* The open-span count of the code running on this thread. */

@@ -38,7 +38,7 @@ const uint32_t jq_palette[JQ_PALETTE_SIZE] = {
     0xd678b4, 0x8385e8, 0x9bb54a, 0xd9675e, 0x5aa6a0, 0xb58f6b};
 
 _Atomic uint32_t jq_session_state = 0;
-_Thread_local jq_thread jq_self JQ_TLS_MODEL = {NULL, 0, 0, {0}, 0, NULL, 0, 0};
+_Thread_local jq_thread jq_self JQ_TLS_MODEL = {NULL, 0, 0, {0}, 0, NULL, 0, 0, 0};
 int jq_need_fence = 0;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -213,9 +213,11 @@ jq_lane *jq_lane_join(uint32_t state) {
       if (jq_self.sort_key) {
         memcpy(lane->name, jq_self.name, sizeof lane->name);
         lane->sort_key = jq_self.sort_key;
+        lane->queue = jq_self.queue;
       } else {
         snprintf(lane->name, sizeof lane->name, "thread %d", ++thread_names);
         lane->sort_key = LANE_UNNAMED + lane->index;
+        lane->queue = 0;
       }
     } else {
       atomic_fetch_add_explicit(&session_lost, 1, memory_order_relaxed);
@@ -316,9 +318,10 @@ void jq_session_stop(void) {
   pthread_mutex_unlock(&control_mu);
 }
 
-void jq_session_name_thread(const char *name, int sort_key) {
+void jq_session_name_thread(const char *name, int sort_key, int queue) {
   snprintf(jq_self.name, sizeof jq_self.name, "%s", name);
   jq_self.sort_key = sort_key > 0 ? sort_key : 1;
+  jq_self.queue = queue > 0 ? queue : 0;
 }
 
 #ifdef JQ_TESTING
@@ -545,6 +548,7 @@ static void snapshot_lane(jq_save_lane *s, const jq_lane *l) {
   s->no_ring = l->cap == 0;
   s->sort_key = l->sort_key;
   s->role = lane_role(l->sort_key);
+  s->queue = l->queue;
   memcpy(s->name, l->name, sizeof s->name);
 }
 

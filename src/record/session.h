@@ -49,8 +49,9 @@ void jq_session_stop(void);
 
 /* Names the calling thread's lane in this and later sessions ("worker 0"),
  * placed by sort_key (smaller first; unnamed threads follow, the caller
- * comes last). */
-void jq_session_name_thread(const char *name, int sort_key);
+ * comes last); `queue` is the number of the queue whose worker it is
+ * (laneInfo's queue; 0: none). */
+void jq_session_name_thread(const char *name, int sort_key, int queue);
 
 /* The color a name gets when none is given: a stable hash into the palette. */
 uint32_t jq_palette_color(const char *name, size_t len);

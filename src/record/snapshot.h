@@ -29,6 +29,7 @@ typedef struct jq_save_lane {
   char name[40];
   int sort_key;
   const char *role; /* "worker", "caller" or "other" (a static string) */
+  int queue;        /* a worker lane's queue number (from 1), else 0 */
 } jq_save_lane;
 
 typedef struct jq_save_name {
