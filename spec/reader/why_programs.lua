@@ -242,7 +242,7 @@ function M.frames(frames)
       for i = 1, 4 do
         local reached = clock()
         fr.jobs[i] = jobs[i]:wait()
-        fr.jobs[i].id, fr.jobs[i].reached = jobs[i]:id(), reached
+        fr.jobs[i].id, fr.jobs[i].wait0 = jobs[i]:id(), reached
       end
       fr.t1 = clock()
       t.frames[f] = fr
@@ -262,8 +262,8 @@ function M.fan_in()
     local q <close> = jobque.new{workers = 2}
     local blocker = q:submit(sleeper, 5000)
     local parent = q:submit(function(sleep, tok, clk)
-      local jq = require("jobque").current()
       local r = {t0 = clk(), tok = tok()}
+      local jq = require("jobque").current()
       local long = jq:submit(sleep, 20000)
       local short = jq:submit(sleep, 2000)
       r.sub1 = clk()
@@ -288,33 +288,41 @@ function M.fan_in()
 end
 
 --- A copy-heavy pipeline (2 workers): a job builds a big table and the
--- caller waits for it (its results decoded on the caller); then a job
--- builds another and a second job awaits it (decoded in that job).
+-- caller waits for it (its results decoded on the caller), then waits
+-- for it again (decoded again, the job finished: t_dec0 .. t_dec1 is that
+-- decode alone); then a job builds another and a second job awaits it
+-- (decoded in that job), then waits for it again (in the job alone).
 function M.copies(size)
   return function(t)
     local q <close> = jobque.new{workers = 2}
     local function build(n)
-      local t0 = require("jobque.core").monotonic_ns() / 1000
+      local c = require "jobque.core"
+      local t0 = c.monotonic_ns() / 1000
       local out = {}
       for i = 1, n do out[i] = {i, "item " .. i} end
-      return out, t0, require("jobque.core").monotonic_ns() / 1000
+      return out, t0, c.monotonic_ns() / 1000
     end
     local a0 = clock()
     local j1 = q:submit(build, size)
     local a1 = clock()
     local r1, t0, t1 = j1:wait()
     local a2 = clock()
-    t.j1 = {id = j1:id(), t0 = t0, t1 = t1, n = #r1, sub0 = a0, sub1 = a1, wait1 = a2}
+    j1:wait()
+    local a3 = clock()
+    t.j1 = {id = j1:id(), t0 = t0, t1 = t1, n = #r1, sub0 = a0, sub1 = a1, wait1 = a2,
+            t_dec0 = a2, t_dec1 = a3}
     r1 = nil -- luacheck: ignore (let it go before the next stage)
     local b0 = clock()
     local j2 = q:submit(build, size)
     local m = q:submit(function(job)
-      local c = require("jobque.core")
+      local c = require "jobque.core"
       local m0 = c.monotonic_ns() / 1000
       local r, s0, s1 = job:wait()
       local m1 = c.monotonic_ns() / 1000
-      return {n = #r, t0 = m0, wait0 = m0, wait1 = m1, j2_t0 = s0, j2_t1 = s1,
-              t1 = c.monotonic_ns() / 1000}
+      job:wait()
+      local m2 = c.monotonic_ns() / 1000
+      return {n = #r, t0 = m0, wait0 = m0, wait1 = m1, t_dec0 = m1, t_dec1 = m2, j2_t0 = s0,
+              j2_t1 = s1, t1 = c.monotonic_ns() / 1000}
     end, j2)
     local b1 = clock()
     local rm = m:wait()
