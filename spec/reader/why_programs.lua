@@ -75,7 +75,7 @@ end
 -- session's start, and the program fills the rest. Returns truth (its times
 -- shifted to the session: t_start 0, t_stop the clock at the stop), the
 -- job_ops graph built from the saved trace (nil and, fourth, the error
--- when it cannot be built), and the model.
+-- when it cannot be built), the model, and fifth the trace's path.
 function M.record(program)
   local rt = M.round_trip()
   p.profile_start(1 << 17)
@@ -89,7 +89,7 @@ function M.record(program)
   local _, _, path = S.save(p)
   local model = assert(trace.load(path))
   local built, ops = pcall(function() return reader.job_graph(model):ops(model) end)
-  return truth, built and ops or nil, model, not built and ops or nil
+  return truth, built and ops or nil, model, not built and ops or nil, path
 end
 
 -- Every field named t*, wait* or sub* in truth and its tables, made
@@ -137,6 +137,7 @@ function M.chain_after(n, link_us, wide, wide_us)
       for _ = 1, wide do wides[#wides + 1] = q:submit(sleeper, wide_us) end
       links[k] = q:after({links[k - 1]}, sleeper, link_us)
     end
+    t.t_subs = clock()
     t.links = collect(links)
     t.t_waited = clock()
     t.wides = collect(wides)
@@ -153,6 +154,7 @@ function M.chain_await(n, link_us, wide, wide_us)
     t.sub0 = clock()
     for k = 1, n do links[k] = q:submit(link, links[k - 1], link_us) end
     for _ = 1, wide do wides[#wides + 1] = q:submit(sleeper, wide_us) end
+    t.t_subs = clock()
     t.links = collect(links)
     t.t_waited = clock()
     t.wides = collect(wides)
@@ -172,6 +174,7 @@ function M.chain_interleaved(n, link_us, wide, wide_us)
       links[k] = q:submit(link, links[k - 1], link_us)
       subs[k] = clock()
     end
+    t.t_subs = clock()
     t.links = collect(links)
     t.t_waited = clock()
     for k = 1, n do t.links[k].sub1 = subs[k] end
@@ -343,10 +346,10 @@ function M.blocked()
     local q <close> = jobque.new{workers = 2}
     t.sub0 = clock()
     local j = q:submit(function(sleep, hold_us)
-      local jq = require "jobque"
       local c = require "jobque.core"
       local function now() return c.monotonic_ns() / 1000 end
       local r = {t0 = now()}
+      local jq = require "jobque"
       local z <close> = jq.new{workers = 0}
       local zj = z:submit(sleep, 10000)
       r.sub1 = now()

@@ -25,14 +25,31 @@ local EPS = 1
 
 -- Records `program` once per block; returns a function giving the truth,
 -- the path and the replay (failing with the builder's error when the
--- graph cannot be built).
+-- graph cannot be built), and a function that declares a spec of the
+-- block: when it fails, the trace is kept in /tmp and the failure says
+-- where (a failure on a loaded machine is worth reading again).
+local kept = 0
 local function once(program)
-  local truth, ops, model, err
-  return function()
-    if not truth then truth, ops, model, err = W.record(program) end
+  local truth, ops, model, err, file
+  local function get()
+    if not truth then truth, ops, model, err, file = W.record(program) end
     assert(ops, err)
     return truth, ops:critical_path(), ops:whatif(), model
   end
+  local function spec(name, body)
+    it(name, function()
+      local ok, failure = pcall(body)
+      if ok then return end
+      if file then
+        kept = kept + 1
+        local copy = ("/tmp/why_spec-%d-%d.json"):format(os.time(), kept)
+        os.execute(("cp '%s' '%s'"):format(file, copy))
+        failure = tostring(failure) .. "\n(the trace is kept at " .. copy .. ")"
+      end
+      error(failure, 0)
+    end)
+  end
+  return get, spec
 end
 
 local function between(x, lo, hi, what)
@@ -72,7 +89,7 @@ end
 -- What the contract says of every path: steps of the known kinds, in time
 -- order, not overlapping, adding up to its duration; by_kind their sums,
 -- most first, ties by kind name; not partial (no event was lost).
-local function check_shape(path, replay, workers, truth)
+local function check_path(path)
   assert.is_table(path, "a path")
   assert.is_false(path.partial, path.partial_why)
   local sum, at = 0, path.start_us
@@ -100,8 +117,19 @@ local function check_shape(path, replay, workers, truth)
     end
   end
   for _, s in ipairs(path.steps) do assert(seen[s.kind], "by_kind lacks " .. s.kind) end
-  -- The replay: the recorded run as the program measured it.
-  assert.is_false(replay.partial)
+end
+
+-- What the contract says of every replay here: not partial (nothing was
+-- lost, and every wait can be satisfied), the recorded run as the program
+-- measured it, and unlimited workers never slower than the recorded run
+-- (no job of these programs waited for anything but a worker or its
+-- inputs).
+local function check_replay(replay, workers, truth)
+  if replay.partial then
+    local text = {}
+    for _, pr in ipairs(replay.predictions) do text[#text + 1] = pr.workers .. ": " .. pr.predicted_us end
+    error("the replay is partial (nothing was lost): " .. table.concat(text, ", "), 2)
+  end
   assert.are.equal(workers, replay.recorded_workers)
   between(replay.recorded_us, truth.t_stop - EPS, truth.t_stop + truth.rt, "recorded_us (the session)")
   assert(replay.span_us <= replay.recorded_us + EPS,
@@ -109,10 +137,39 @@ local function check_shape(path, replay, workers, truth)
                                                                                    replay.recorded_us))
 end
 
+-- The kinds every path here may have: no job runs on the caller's thread
+-- and no wait's target was lost (so nothing is "blocked").
+local BASE = {"caller", "submit", "scheduling delay", "ready latency", "copy in", "run", "copy out",
+              "copy result", "resume latency"}
+
+-- The path's kinds are among BASE and `more`, and include each of `needed`.
+local function kinds_are(path, more, needed)
+  local set, text = kinds(path)
+  local ok = {}
+  for _, k in ipairs(BASE) do ok[k] = true end
+  for _, k in ipairs(more or {}) do ok[k] = true end
+  for k in pairs(set) do assert(ok[k], "no " .. k .. " on this path: " .. text) end
+  for _, k in ipairs(needed) do assert(set[k], "a " .. k .. " step on this path: " .. text) end
+end
+
 local function ids(list, from, to)
   local out = {}
   for k = from or 1, to or #list do out[#out + 1] = list[k].id end
   return out
+end
+
+-- The path's jobs are `expected`; else the failure lists both and what
+-- the program measured (`records`: job records with id, t0, t1 and the
+-- wait times where the job waited).
+local function same_jobs(expected, got, records)
+  if table.concat(expected, " ") == table.concat(got, " ") then return end
+  local lines = {("the path's jobs: %s\nexpected:         %s\nmeasured (us from the session's start):")
+                   :format(table.concat(got, " "), table.concat(expected, " "))}
+  for _, r in ipairs(records) do
+    lines[#lines + 1] = ("  job %d: body %.1f .. %.1f%s"):format(r.id, r.t0, r.t1,
+      r.wait0 and ("; its wait %.1f .. %.1f"):format(r.wait0, r.wait1) or "")
+  end
+  error(table.concat(lines, "\n"), 2)
 end
 
 -- The first link of a chain's tail that the walk visits, by its rule on
@@ -136,11 +193,39 @@ local function check_link_runs(path, links, from, rt)
   end
 end
 
+-- The program ran as designed: its chain's last link ended after every
+-- wide job (else the walk rightly ends at a wide job; only a very loaded
+-- machine stretches the wide jobs that far).
+local function chain_ended_last(t)
+  local last = t.links[#t.links]
+  for _, w in ipairs(t.wides) do
+    assert(w.t1 < last.t1, ("the program did not run as designed: wide job %d ended at %.1f us, after the "
+                            .. "chain's last link (%.1f us)"):format(w.id, w.t1, last.t1))
+  end
+end
+
 -- Sum of the links' parts after their waits: what no schedule shortens.
 local function after_waits(links)
   local us = 0
   for _, l in ipairs(links) do us = us + (l.t1 - (l.wait1 or l.t0)) end
   return us
+end
+
+-- The replay's span for a chain among wide jobs: the chain from `start`
+-- (when its first link could start), its links' parts after their waits
+-- and the caller's tail, give or take what a job costs besides its body;
+-- unless a wide job alone lasted longer (a loaded machine can stall a
+-- sleep by tens of ms: unlimited workers run it beside the chain, from
+-- its submit, between the first submit and the end of the submits).
+local function check_chain_span(t, start, span)
+  local tail = t.t_stop - t.t_waited
+  local lo = start + after_waits(t.links) + tail
+  local hi = lo + (#t.links + 3) * t.rt
+  local widest = 0
+  for _, w in ipairs(t.wides) do widest = math.max(widest, w.t1 - w.t0) end
+  lo = math.max(lo, widest + tail)
+  hi = math.max(hi, t.t_subs + widest + tail + 3 * t.rt)
+  between(span, lo, hi, "span_us")
 end
 
 describe("sleep_us", function()
@@ -166,17 +251,15 @@ end)
 
 describe("a chain written with after, hidden among wide jobs (2 workers)", function()
   local N = 10
-  local get = once(W.chain_after(N, 5000, 5, 2000))
+  local get, spec = once(W.chain_after(N, 5000, 5, 2000))
 
-  it("walks the whole chain, each link's run its body, the wait for workers as ready latency", function()
-    local t, path, replay = get()
-    check_shape(path, replay, 2, t)
-    assert.are.same(ids(t.links), path.jobs)
+  spec("walks the whole chain, each link's run its body, the wait for workers as ready latency", function()
+    local t, path = get()
+    check_path(path)
+    chain_ended_last(t)
+    same_jobs(ids(t.links), path.jobs, t.links)
     check_link_runs(path, t.links, 1, t.rt)
-    local set, text = kinds(path)
-    for _, k in ipairs({"worker busy", "blocked", "job on caller"}) do
-      assert.is_nil(set[k], "no " .. k .. " here: " .. text)
-    end
+    kinds_are(path, {}, {"submit", "run", "ready latency"})
     -- Between two links: copy out, the wait for a worker, copy in.
     local gaps, widest = 0, 0
     for k = 2, N do
@@ -191,23 +274,26 @@ describe("a chain written with after, hidden among wide jobs (2 workers)", funct
              :format(widest, kind_us(path, "ready latency")))
   end)
 
-  it("predicts the chain for unlimited workers, not the recorded run", function()
+  spec("predicts the chain for unlimited workers, not the recorded run", function()
     local t, _, replay = get()
-    local lo = t.sub0 + after_waits(t.links) + (t.t_stop - t.t_waited)
-    between(replay.span_us, lo, lo + (N + 3) * t.rt, "span_us")
+    check_replay(replay, 2, t)
+    chain_ended_last(t)
+    check_chain_span(t, t.sub0, replay.span_us)
   end)
 end)
 
 describe("a chain of awaits submitted first, wide jobs after (2 workers)", function()
   local N = 10
-  local get = once(W.chain_await(N, 5000, 20, 2000))
+  local get, spec = once(W.chain_await(N, 5000, 12, 2000))
 
-  it("walks the chain through its awaits and names the job that held a link's worker", function()
-    local t, path, replay = get()
-    check_shape(path, replay, 2, t)
+  spec("walks the chain through its awaits and names the job that held a link's worker", function()
+    local t, path = get()
+    check_path(path)
+    chain_ended_last(t)
     local from = chain_from(t.links)
-    assert.are.same(ids(t.links, from), path.jobs)
+    same_jobs(ids(t.links, from), path.jobs, t.links)
     check_link_runs(path, t.links, from, t.rt)
+    kinds_are(path, {"worker busy"}, {"submit", "run", "resume latency"})
     -- A link resumes on the worker that started it: when the link before
     -- it ended while a wide job ran there, that wide job held it.
     local wide_ids = {}
@@ -227,55 +313,61 @@ describe("a chain of awaits submitted first, wide jobs after (2 workers)", funct
     end
   end)
 
-  it("predicts the chain's length for unlimited workers", function()
+  spec("predicts the chain's length for unlimited workers", function()
     local t, _, replay = get()
-    local lo = t.sub0 + after_waits(t.links) + (t.t_stop - t.t_waited)
-    between(replay.span_us, lo, lo + (N + 3) * t.rt, "span_us")
+    check_replay(replay, 2, t)
+    chain_ended_last(t)
+    check_chain_span(t, t.sub0, replay.span_us)
   end)
 end)
 
 describe("a chain of awaits interleaved with wide jobs (2 workers)", function()
   local N = 10
-  local get = once(W.chain_interleaved(N, 5000, 5, 2000))
+  local get, spec = once(W.chain_interleaved(N, 5000, 5, 2000))
 
-  it("leaves the chain where a link found the one before it finished: it waited for a worker", function()
-    local t, path, replay = get()
-    check_shape(path, replay, 2, t)
+  spec("leaves the chain where a link found the one before it finished: it waited for a worker", function()
+    local t, path = get()
+    check_path(path)
+    chain_ended_last(t)
     local from = chain_from(t.links)
-    assert.are.same(ids(t.links, from), path.jobs)
+    same_jobs(ids(t.links, from), path.jobs, t.links)
     check_link_runs(path, t.links, from, t.rt)
+    kinds_are(path, {}, {"submit", "run", "ready latency"})
     local first = t.links[from]
     assert(kind_us(path, "ready latency") >= (first.t0 - first.sub1) / 2,
            ("link %d was ready %.1f us before it started: ready latency %.1f us")
              :format(from, first.t0 - first.sub1, kind_us(path, "ready latency")))
   end)
 
-  it("predicts the chain for unlimited workers: awaits on finished jobs still tie it", function()
+  spec("predicts the chain for unlimited workers: awaits on finished jobs still tie it", function()
     local t, _, replay = get()
-    local lo = t.links[1].sub1 + after_waits(t.links) + (t.t_stop - t.t_waited)
-    between(replay.span_us, lo, lo + (N + 3) * t.rt, "span_us")
+    check_replay(replay, 2, t)
+    chain_ended_last(t)
+    check_chain_span(t, t.links[1].sub1, replay.span_us)
   end)
 end)
 
 describe("awaits on jobs already finished (1 worker)", function()
   local N = 6
-  local get = once(W.finished_awaits(N, 5000))
+  local get, spec = once(W.finished_awaits(N, 5000))
 
-  it("ends at the last job, which waited for the worker, not for the jobs it awaited", function()
-    local t, path, replay = get()
-    check_shape(path, replay, 1, t)
+  spec("ends at the last job, which waited for the worker, not for the jobs it awaited", function()
+    local t, path = get()
+    check_path(path)
     for k = 2, N do
       assert(t.links[k].wait0 >= t.links[k - 1].t1, "one worker: link " .. k .. "'s wait found it finished")
     end
-    assert.are.same({t.links[N].id}, path.jobs)
+    same_jobs({t.links[N].id}, path.jobs, t.links)
     check_link_runs(path, t.links, N, t.rt)
+    kinds_are(path, {}, {"submit", "run", "ready latency", "copy result"})
     local last = t.links[N]
     between(kind_us(path, "ready latency") + kind_us(path, "scheduling delay"),
             last.t0 - last.sub1 - 2 * t.rt, last.t0 - last.sub1, "the last job's wait for the worker")
   end)
 
-  it("predicts the chain for unlimited workers from the waits on finished jobs", function()
+  spec("predicts the chain for unlimited workers from the waits on finished jobs", function()
     local t, _, replay = get()
+    check_replay(replay, 1, t)
     local lo = t.links[1].sub1 + after_waits(t.links) + (t.t_stop - t.t_waited)
     between(replay.span_us, lo, lo + (N + 3) * t.rt, "span_us")
   end)
@@ -283,23 +375,25 @@ end)
 
 describe("a caller-bound submit loop (2 workers)", function()
   local N = 60
-  local get = once(W.caller_bound(N, 800, 300))
+  local get, spec = once(W.caller_bound(N, 800, 300))
 
-  it("runs through the caller's own work, by its span's category, and every submit", function()
-    local t, path, replay = get()
-    check_shape(path, replay, 2, t)
-    assert.are.same({t.jobs[N].id}, path.jobs)
+  spec("runs through the caller's own work, by its span's category, and every submit", function()
+    local t, path = get()
+    check_path(path)
+    same_jobs({t.jobs[N].id}, path.jobs, {t.jobs[N - 1], t.jobs[N]})
     local inner, outer = 0, 0
     for _, pr in ipairs(t.preps) do inner, outer = inner + pr.inner, outer + pr.outer end
     between(kind_us(path, "caller", function(s) return s.category == "prepare" end),
             inner - N * EPS, outer + N * EPS, "the caller's prepare spans on the path")
     assert.are.equal(N, #steps_of(path, "submit"))
+    kinds_are(path, {}, {"caller", "submit", "run"})
     local last = t.jobs[N]
     between(kind_us(path, "run"), last.t1 - last.t0 - t.rt, last.t1 - last.t0 + t.rt, "the last job's run")
   end)
 
-  it("predicts the caller's pace for unlimited workers", function()
+  spec("predicts the caller's pace for unlimited workers", function()
     local t, _, replay = get()
+    check_replay(replay, 2, t)
     local last = t.jobs[N]
     local lo = t.t_loop + (last.t1 - last.t0) + (t.t_stop - t.t_waited) - EPS
     between(replay.span_us, lo, lo + 3 * t.rt, "span_us")
@@ -308,7 +402,7 @@ end)
 
 describe("a frame loop waiting for its straggler last (4 workers)", function()
   local F = 16
-  local get = once(W.frames(F))
+  local get, spec = once(W.frames(F))
 
   -- The job the walk visits in frame fr: back from the last wait, the
   -- first job that ended after the caller reached its wait (else none).
@@ -318,9 +412,9 @@ describe("a frame loop waiting for its straggler last (4 workers)", function()
     end
   end
 
-  it("visits the job that finished last in each frame, and the caller's waits are not its work", function()
-    local t, path, replay = get()
-    check_shape(path, replay, 4, t)
+  spec("visits the job that finished last in each frame, and the caller's waits are not its work", function()
+    local t, path = get()
+    check_path(path)
     local expected, bodies, submitting = {}, 0, 0
     for f, fr in ipairs(t.frames) do
       local j = visited(fr)
@@ -329,7 +423,12 @@ describe("a frame loop waiting for its straggler last (4 workers)", function()
       bodies = bodies + (j.t1 - j.t0)
       submitting = submitting + (fr.t_submitted - fr.t0)
     end
-    assert.are.same(expected, path.jobs)
+    local all = {}
+    for _, fr in ipairs(t.frames) do
+      for _, j in ipairs(fr.jobs) do all[#all + 1] = j end
+    end
+    same_jobs(expected, path.jobs, all)
+    kinds_are(path, {}, {"submit", "run", "resume latency", "copy result"})
     between(kind_us(path, "run"), bodies - F * EPS, bodies + F * t.rt, "the visited jobs' runs")
     -- The caller does nothing but submit and wait: its own work on the
     -- path is at most its submit loops' time, before the first frame (the
@@ -341,8 +440,9 @@ describe("a frame loop waiting for its straggler last (4 workers)", function()
              :format(own, submitting, outside))
   end)
 
-  it("predicts the frames for unlimited workers", function()
+  spec("predicts the frames for unlimited workers", function()
     local t, _, replay = get()
+    check_replay(replay, 4, t)
     local bodies = 0
     for _, fr in ipairs(t.frames) do
       local j = visited(fr)
@@ -354,15 +454,16 @@ describe("a frame loop waiting for its straggler last (4 workers)", function()
 end)
 
 describe("a fan-in whose long child runs on its parent's worker (2 workers)", function()
-  local get = once(W.fan_in())
+  local get, spec = once(W.fan_in())
 
-  it("names the long child as what held the parent's worker", function()
-    local t, path, replay = get()
-    check_shape(path, replay, 2, t)
+  spec("names the long child as what held the parent's worker", function()
+    local t, path = get()
+    check_path(path)
     local pa = t.parent
     assert.are.equal(pa.tok, pa.long.tok, "the long child ran on the parent's worker")
     assert.are.equal(t.blocker.tok, pa.short.tok, "the short child ran on the blocker's worker")
-    assert.are.same({pa.id, pa.short.id, pa.id}, path.jobs)
+    same_jobs({pa.id, pa.short.id, pa.id}, path.jobs, {pa, pa.short, pa.long, t.blocker})
+    kinds_are(path, {"worker busy"}, {"submit", "run", "ready latency", "worker busy"})
     local busy = steps_of(path, "worker busy")
     assert.are.equal(1, #busy, "one worker busy step")
     assert.are.equal(pa.long.id, busy[1].held_by)
@@ -375,8 +476,9 @@ describe("a fan-in whose long child runs on its parent's worker (2 workers)", fu
             pa.t1 - pa.wait1 + (pa.sub1 - pa.t0) + 2 * t.rt, "the parent's run on the path")
   end)
 
-  it("predicts the long child's length for unlimited workers", function()
+  spec("predicts the long child's length for unlimited workers", function()
     local t, _, replay = get()
+    check_replay(replay, 2, t)
     local pa = t.parent
     local lo = t.sub_parent + (pa.long.t1 - pa.long.t0) + (t.t_stop - t.t_waited)
     between(replay.span_us, lo, lo + (pa.sub1 - pa.t0) + 4 * t.rt, "span_us")
@@ -384,13 +486,14 @@ describe("a fan-in whose long child runs on its parent's worker (2 workers)", fu
 end)
 
 describe("copy-heavy stages: results decoded on the caller and in a job (2 workers)", function()
-  local get = once(W.copies(5000))
+  local get, spec = once(W.copies(5000))
 
-  it("files the decodes as copy result, wherever they ran, not as the caller's work or run", function()
-    local t, path, replay = get()
-    check_shape(path, replay, 2, t)
+  spec("files the decodes as copy result, wherever they ran, not as the caller's work or run", function()
+    local t, path = get()
+    check_path(path)
     local j1, j2, m = t.j1, t.j2, t.m
-    assert.are.same({j1.id, j2.id, m.id}, path.jobs)
+    same_jobs({j1.id, j2.id, m.id}, path.jobs, {j1, j2, m})
+    kinds_are(path, {}, {"copy out", "copy result", "run"})
     local on_caller, in_job = {}, {}
     for _, s in ipairs(steps_of(path, "copy result")) do
       if s.lane == "caller" then on_caller[#on_caller + 1] = s else in_job[#in_job + 1] = s end
@@ -428,8 +531,9 @@ describe("copy-heavy stages: results decoded on the caller and in a job (2 worke
     assert(copies >= j1.wait1 - j1.t1 - waits - 2 * t.rt, "the first stage's copies")
   end)
 
-  it("predicts the stages with their copies for unlimited workers", function()
+  spec("predicts the stages with their copies for unlimited workers", function()
     local t, _, replay = get()
+    check_replay(replay, 2, t)
     local j1, j2, m = t.j1, t.j2, t.m
     local tail = t.t_stop - t.t_waited
     local measured = j1.sub0 + (j1.t1 - j1.t0) + (j1.t_dec1 - j1.t_dec0) + (j2.t1 - j2.t0)
@@ -439,21 +543,23 @@ describe("copy-heavy stages: results decoded on the caller and in a job (2 worke
 end)
 
 describe("a job blocked on another queue's job (2 workers)", function()
-  local get = once(W.blocked())
+  local get, spec = once(W.blocked())
 
-  it("visits the job it waited for, and the blocked time is not its run", function()
-    local t, path, replay = get()
-    check_shape(path, replay, 2, t)
+  spec("visits the job it waited for, and the blocked time is not its run", function()
+    local t, path = get()
+    check_path(path)
     local j, z = t.j, t.j.z
-    assert.are.same({j.id, z.id, j.id}, path.jobs)
+    same_jobs({j.id, z.id, j.id}, path.jobs, {j, z})
+    kinds_are(path, {}, {"submit", "run"})
     local own = (j.t1 - j.t0) - (j.wait1 - j.sub1)
     assert(kind_us(path, "run", of_job(j.id)) <= own + 2 * t.rt,
            ("the blocked job's run %.1f us; its own work %.1f us"):format(kind_us(path, "run", of_job(j.id)), own))
     assert(kind_us(path, "run", of_job(z.id)) >= z.t1 - z.t0 - EPS, "the awaited job's run")
   end)
 
-  it("predicts the run for unlimited workers, a job holding its worker while it waits", function()
+  spec("predicts the run for unlimited workers, a job holding its worker while it waits", function()
     local t, _, replay = get()
+    check_replay(replay, 2, t)
     local j, z = t.j, t.j.z
     local tail = t.t_stop - t.t_waited
     between(replay.span_us, t.sub0 + (z.t1 - z.t0) + (j.t1 - j.wait1) + tail, t.t_waited + tail + t.rt,
