@@ -211,6 +211,23 @@ local function after_waits(links)
   return us
 end
 
+-- No number of workers does the measured work faster than they can share
+-- it: the prediction for w workers is at least the jobs' bodies (the parts
+-- after their waits) over w, for w = 1 and 2.
+local function check_shared_work(replay, ...)
+  local work = 0
+  for _, records in ipairs({...}) do work = work + after_waits(records) end
+  local seen = 0
+  for _, pr in ipairs(replay.predictions) do
+    if pr.workers == 1 or pr.workers == 2 then
+      seen = seen + 1
+      assert(pr.predicted_us >= work / pr.workers - EPS,
+             ("%d workers predicted %.1f us for %.1f us of measured work"):format(pr.workers, pr.predicted_us, work))
+    end
+  end
+  assert.are.equal(2, seen, "predictions for 1 and 2 workers")
+end
+
 -- The replay's span for a chain among wide jobs: the chain from `start`
 -- (when its first link could start), its links' parts after their waits
 -- and the caller's tail, give or take what a job costs besides its body;
@@ -279,6 +296,7 @@ describe("a chain written with after, hidden among wide jobs (2 workers)", funct
     check_replay(replay, 2, t)
     chain_ended_last(t)
     check_chain_span(t, t.sub0, replay.span_us)
+    check_shared_work(replay, t.links, t.wides)
   end)
 end)
 
@@ -318,6 +336,7 @@ describe("a chain of awaits submitted first, wide jobs after (2 workers)", funct
     check_replay(replay, 2, t)
     chain_ended_last(t)
     check_chain_span(t, t.sub0, replay.span_us)
+    check_shared_work(replay, t.links, t.wides)
   end)
 end)
 
@@ -344,6 +363,7 @@ describe("a chain of awaits interleaved with wide jobs (2 workers)", function()
     check_replay(replay, 2, t)
     chain_ended_last(t)
     check_chain_span(t, t.links[1].sub1, replay.span_us)
+    check_shared_work(replay, t.links, t.wides)
   end)
 end)
 
@@ -370,6 +390,7 @@ describe("awaits on jobs already finished (1 worker)", function()
     check_replay(replay, 1, t)
     local lo = t.links[1].sub1 + after_waits(t.links) + (t.t_stop - t.t_waited)
     between(replay.span_us, lo, lo + (N + 3) * t.rt, "span_us")
+    check_shared_work(replay, t.links)
   end)
 end)
 
@@ -397,6 +418,7 @@ describe("a caller-bound submit loop (2 workers)", function()
     local last = t.jobs[N]
     local lo = t.t_loop + (last.t1 - last.t0) + (t.t_stop - t.t_waited) - EPS
     between(replay.span_us, lo, lo + 3 * t.rt, "span_us")
+    check_shared_work(replay, t.jobs)
   end)
 end)
 
@@ -450,6 +472,11 @@ describe("a frame loop waiting for its straggler last (4 workers)", function()
     end
     local tail = t.t_stop - t.t_waited
     between(replay.span_us, t.frames[1].t0 + bodies + tail, t.t_waited + tail + t.rt, "span_us")
+    local jobs = {}
+    for _, fr in ipairs(t.frames) do
+      for _, j in ipairs(fr.jobs) do jobs[#jobs + 1] = j end
+    end
+    check_shared_work(replay, jobs)
   end)
 end)
 
