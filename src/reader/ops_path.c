@@ -10,7 +10,10 @@
  * JO_SUSPEND ops between: they last as long as what they wait for), what
  * each of those waited for (a job's end; for a whole queue, the last end
  * among its jobs submitted before the wait ended), and, before a job's
- * first work op, its JO_SUBMIT's end. Ties pick program order, then the
+ * first work op, its JO_SUBMIT's end (what a wait waited for counts only
+ * when it ended by then: a file whose wait returned before the job ended
+ * is inconsistent; a job may start before its submit's span ends, so the
+ * walk goes into that submit). Ties pick program order, then the
  * submit, then the wait nearest in program order. The time between that
  * predecessor's end and the op's start is labelled by what covers it: a
  * job not yet started (ready latency while every worker of its queue ran
@@ -99,6 +102,19 @@ JQ_SORT_DEFINE(sort_qjobs, qjob, void *, QJ_LESS)
 /* a queue's busy changes by time, ends before starts at one time */
 #define QP_LESS(ctx, x, y) ((void)(ctx), (x).t < (y).t || ((x).t == (y).t && (x).n < (y).n))
 JQ_SORT_DEFINE(sort_qpts, qpt, void *, QP_LESS)
+
+/* Moves lo to the first index of [lo, hi) where BEFORE(k) is false (it is
+ * true on a prefix of the range): a binary search. */
+#define FIRST_NOT(lo, hi, BEFORE)                                                                              \
+  do {                                                                                                         \
+    while ((lo) < (hi)) {                                                                                      \
+      size_t k_ = (size_t)(lo) + ((size_t)(hi) - (size_t)(lo)) / 2;                                            \
+      if (BEFORE(k_))                                                                                          \
+        (lo) = k_ + 1;                                                                                         \
+      else                                                                                                     \
+        (hi) = k_;                                                                                             \
+    }                                                                                                          \
+  } while (0)
 
 /* Each lane's ops that held it, by start. */
 static void index_lanes(walk *w) {
@@ -250,13 +266,8 @@ static int32_t queue_last(const walk *w, int32_t q, int64_t t, int32_t x) {
   if (q < 0 || q > w->nq)
     return -1;
   uint32_t lo = w->qj0[q], hi = w->qj0[q + 1]; /* the first submitted at or after t */
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if (w->qj[mid].sub < t)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+#define SUB_BEFORE(k) (w->qj[k].sub < t)
+  FIRST_NOT(lo, hi, SUB_BEFORE);
   int32_t j = lo > w->qj0[q] ? w->qmax[lo - 1] : -1;
   return j == x ? -1 : j;
 }
@@ -264,13 +275,8 @@ static int32_t queue_last(const walk *w, int32_t q, int64_t t, int32_t x) {
 /* The all-busy time of queue q before t. */
 static int64_t busy_before(const walk *w, int32_t q, int64_t t) {
   uint32_t lo = w->qp0[q], hi = w->qp0[q + 1]; /* the first step after t */
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if (w->qp[mid].t <= t)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+#define STEP_BY(k) (w->qp[k].t <= t)
+  FIRST_NOT(lo, hi, STEP_BY);
   if (lo == w->qp0[q])
     return 0;
   const qpt *p = &w->qp[lo - 1];
@@ -319,13 +325,8 @@ static void push_suspended(walk *w, int64_t t0, int64_t t1, at a) {
     return;
   }
   uint32_t lo = w->lop0[l], hi = w->lop0[l + 1], end = hi; /* the first starting at or after t0 */
-  while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2;
-    if (w->lop[mid].t0 < t0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+#define LOP_BEFORE(k) (w->lop[k].t0 < t0)
+  FIRST_NOT(lo, hi, LOP_BEFORE);
   if (lo > w->lop0[l] && w->lop[lo - 1].t1 > t0)
     lo--;
   int64_t busy = 0, first = t1;
@@ -375,13 +376,8 @@ static int64_t target_end(const walk *w, const jo_op *c, int32_t e, int32_t *x) 
  * in order: ex[x].o0 grows with x). */
 static int32_t exec_of(const jo_graph *g, uint32_t op) {
   size_t lo = 0, hi = g->nex; /* the first starting after op */
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (g->ex[mid].o0 <= op)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
+#define EXEC_BY(k) (g->ex[k].o0 <= op)
+  FIRST_NOT(lo, hi, EXEC_BY);
   while (lo > 0 && g->ex[lo - 1].no == 0) /* executors without ops share an o0 */
     lo--;
   return lo > 0 && op < g->ex[lo - 1].o0 + g->ex[lo - 1].no ? (int32_t)lo - 1 : -1;
@@ -408,7 +404,7 @@ static pred find_pred(const walk *w, int32_t e, int32_t s, int64_t T, int32_t *w
   for (int32_t c = s; c > k; c--) {
     int32_t x;
     int64_t end = target_end(w, &g->ops[c], e, &x);
-    if (x >= 0 && end >= 0 && (p.how == P_NONE || end > p.end))
+    if (x >= 0 && end >= 0 && end <= T && (p.how == P_NONE || end > p.end))
       p = (pred){P_TARGET, end, x, jq_ops_last_op(g, x)};
   }
   if (p.how != P_NONE && p.end > T)
@@ -480,15 +476,10 @@ static void push_work(walk *w, int32_t e, const jo_op *o, int64_t t) {
 static int32_t settle(const jo_graph *g, int32_t x, int32_t op, int64_t t) {
   if (g->ops[op].t0 <= t)
     return op;
-  int32_t lo = (int32_t)g->ex[x].o0, hi = op; /* the first starting at or after t */
-  while (lo < hi) {
-    int32_t mid = lo + (hi - lo) / 2;
-    if (g->ops[mid].t0 < t)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo > (int32_t)g->ex[x].o0 ? lo - 1 : lo;
+  uint32_t lo = g->ex[x].o0, hi = (uint32_t)op; /* the first starting at or after t */
+#define OP_BEFORE(k) (g->ops[k].t0 < t)
+  FIRST_NOT(lo, hi, OP_BEFORE);
+  return (int32_t)(lo > g->ex[x].o0 ? lo - 1 : lo);
 }
 
 int jq_ops_has_job(const jo_graph *g) {
