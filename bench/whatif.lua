@@ -7,6 +7,10 @@
 -- program is run (and recorded the same way) on 4, 8 and 16. The session
 -- lengths are compared: predicted against measured, medians of the rounds
 -- (default 3) interleaved. Target: within 15% for every program and count.
+-- "replayed" is each measured run's own trace replayed at its worker
+-- count: near the measured length, the replay models that run, and a
+-- prediction far from it comes from a schedule the queue chose otherwise
+-- (see docs/cli.md, "What if").
 local jobque = require "jobque"
 local p = require "jobque_profile"
 local trace = require "jobque_profile.trace"
@@ -109,8 +113,10 @@ local function recorded_run(prog, workers)
   return model
 end
 
-local function session_us(model)
-  return graph.build(model):ops(model):whatif{1}.recorded_us
+-- A run's session length, and its own trace replayed at its worker count.
+local function measured(model, workers)
+  local w = graph.build(model):ops(model):whatif{workers}
+  return w.recorded_us, w.predictions[1].predicted_us
 end
 
 local function round(prog, r)
@@ -123,18 +129,21 @@ local function round(prog, r)
     table.insert(r.pred[i], pr.predicted_us)
   end
   for i, n in ipairs(COUNTS) do
-    r.meas[i] = r.meas[i] or {}
-    table.insert(r.meas[i], session_us(recorded_run(prog, n)))
+    r.meas[i], r.self[i] = r.meas[i] or {}, r.self[i] or {}
+    local me, self = measured(recorded_run(prog, n), n)
+    table.insert(r.meas[i], me)
+    table.insert(r.self[i], self)
   end
 end
 
 print(("what-if: programs recorded on %d workers, replayed for %d and more, against runs on them")
   :format(RECORDED, COUNTS[1]))
 print(("(session lengths in ms, medians of %d interleaved rounds; target: within 15%%)"):format(ROUNDS))
-print(("%-74s %7s %9s %9s %7s"):format("program", "workers", "predicted", "measured", "error"))
+print(("%-74s %7s %9s %9s %7s %9s"):format("program", "workers", "predicted", "measured", "error",
+  "replayed"))
 local within, total, worst = 0, 0, 0
 local results = {}
-for i = 1, #programs do results[i] = {recorded = {}, pred = {}, meas = {}} end
+for i = 1, #programs do results[i] = {recorded = {}, pred = {}, meas = {}, self = {}} end
 for _ = 1, ROUNDS do
   for i, prog in ipairs(programs) do round(prog, results[i]) end
 end
@@ -148,7 +157,8 @@ for i, prog in ipairs(programs) do
     total = total + 1
     if math.abs(err) <= 0.15 then within = within + 1 end
     if math.abs(err) > math.abs(worst) then worst = err end
-    print(("%-74s %7d %9.1f %9.1f %+6.1f%%"):format("", n, pr / 1e3, me / 1e3, err * 100))
+    print(("%-74s %7d %9.1f %9.1f %+6.1f%% %9.1f"):format("", n, pr / 1e3, me / 1e3, err * 100,
+      median(r.self[k]) / 1e3))
   end
 end
 print(("within 15%%: %d of %d (worst %+.1f%%)"):format(within, total, worst * 100))

@@ -209,6 +209,23 @@ describe("ops:whatif", function()
     assert.equal(6, r.span_us)
     assert.equal(6, r.work_us)
     assert.equal(0, r.recorded_workers)
+    -- As graph:ops() gives it: the caller's wait split around the slices
+    -- it ran. The wait's pieces before and after them cost nothing (the
+    -- job ended with its last slice): 0-1 submit, 1-2 own, 2-8 the job's
+    -- copies and slice, 8-9 the copy of its result, 9-18 own work.
+    o = reader.job_ops{stop = 20, queues = {}, lanes = {"caller"}, execs = {
+      {job = 1, lane = 1, cat = "w", sub = {2, 1}, ready = 1, ops = {
+        {"copy in", 3, 4, lane = 1, cat = "w"}, {"run", 4, 8, lane = 1, cat = "w"},
+        {"copy out", 8, 9, lane = 1, cat = "w"}}},
+      {thread = true, caller = true, lane = 1, ops = {
+        {"submit", 0, 1, lane = 1, job = 1}, {"own", 1, 2, lane = 1}, {"block", 2, 3, lane = 1, job = 1},
+        {"job", 3, 4, lane = 1, job = 1}, {"job", 4, 8, lane = 1, job = 1}, {"job", 8, 9, lane = 1, job = 1},
+        {"block", 9, 10, lane = 1, job = 1}, {"wait", 10, lane = 1, job = 1},
+        {"copy result", 10, 11, lane = 1, cat = "w", job = 1}, {"own", 11, 20, lane = 1}}},
+    }}
+    r = o:whatif{1}
+    assert.same({18, 18, false}, {predictions(r)[1], r.span_us, r.partial})
+    assert.equal(18, r.work_us)
   end)
 
   it("ends a graph whose waits can never be met with what finished, partial", function()
@@ -242,6 +259,30 @@ describe("ops:whatif", function()
     }}
     local r = o:whatif{1, 2}
     assert.same({[1] = 11, [2] = 9}, predictions(r))
+  end)
+
+  it("replays a chain of 20,000 awaits as a loop", function()
+    -- Job k awaits job k + 1, submitted after it (the caller submits one
+    -- a microsecond). Each job suspends at once; job N runs N..N + 1, and
+    -- each end resumes the job before it: job 1 ends at 2N, on one worker
+    -- (every job on its resume list) as with a worker per job.
+    local N = 20000
+    local ops, execs = {}, {}
+    for k = 1, N do
+      ops[k] = {"submit", k - 1, k, job = k + 1}
+      local jops = k < N and {{"suspend", k, 2 * N - k, job = k + 2}, {"wait", 2 * N - k, job = k + 2},
+                               {"run", 2 * N - k, 2 * N - k + 1}}
+                         or {{"run", N, N + 1}}
+      execs[k + 1] = {job = k, queue = 1, lane = 2, sub = {1, k}, ops = jops}
+    end
+    ops[N + 1] = {"block", N, 2 * N, queue = 1}
+    ops[N + 2] = {"wait", 2 * N, queue = 1}
+    execs[1] = caller(ops)
+    local r = reader.job_ops{stop = 2 * N, queues = {1}, execs = execs}:whatif{1}
+    assert.equal(2 * N, predictions(r)[1])
+    assert.equal(2 * N, r.span_us)
+    assert.equal(2 * N, r.work_us)
+    assert.is_false(r.partial)
   end)
 
   it("checks its worker counts", function()
