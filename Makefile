@@ -79,6 +79,7 @@ bench: build
 	LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" $(LUA) bench/queue.lua
 	LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" $(LUA) bench/whatif.lua
 	LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" $(LUA) bench/report.lua
+	LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" $(LUA) bench/edges_load.lua
 
 clean:
 	rm -rf build build-address build-thread trace.json timeline.html

@@ -16,10 +16,11 @@
 --   top_ready[i] = { job, category, latency_us, ready_us, start_us } }
 --   dist = { count, p50_us, p95_us, max_us, by_category[i] = { name, count,
 --   p50_us, p95_us, max_us } } (nearest-rank percentiles; 0 when count is 0).
--- critical_path = { duration_us, share, jobs[], by_category[i] =
---   { name, run_us }, run_us, ready_us, resume_us, copy_us, caller_us,
---   bound, parallelism, achieved, floor_us, start_us, finish_us,
---   total_run_us, session_us } (see docs/cli.md).
+-- critical_path = the walk over the happens-before graph (ops:critical_path(),
+--   src/reader/ops_path.c): { duration_us, start_us, finish_us, share,
+--   session_us, total_run_us, parallelism, achieved, jobs[], steps[i] =
+--   { kind, start_us, dur_us, lane, job, category, held_by }, by_kind[i] =
+--   { kind, us }, by_category[i] = { name, run_us }, partial, partial_why }
 -- Ties are ordered: jobs of one value by id (numbers by value, then
 -- strings by their bytes, then false, then other ids in the order first
 -- met), a job's slices and awaits of one time in the order read.
@@ -28,8 +29,8 @@ local C = require "jobque_profile.reader"
 local M = {}
 
 --- The job graph of a model (a userdata: count(), latency([top]),
--- critical_path(); jobque_profile.reader's page_graph writes the page's
--- part from it).
+-- ops(model), the happens-before graph the walk reads;
+-- jobque_profile.reader's page_graph writes the page's part from it).
 function M.build(model)
   return C.job_graph(model)
 end
@@ -38,7 +39,7 @@ end
 function M.figures(model, top)
   local g = C.job_graph(model)
   if g:count() == 0 then return nil, nil end
-  return g:latency(top or 10), g:critical_path()
+  return g:latency(top or 10), g:ops(model):critical_path()
 end
 
 return M

@@ -33,18 +33,22 @@ local function file(events, stop)
 end
 
 -- A (job 1, 20 us) then B (job 2, 30 us, after A) beside C (job 3, 10 us):
---   caller:   submit A 0..1, submit C 1..2, submit B 2..3
+--   caller:   submit A 0..1, submit C 1..2, submit B 2..3, wait all 3..62
 --   worker 0: A 5..25; "dependency done" A -> B (ready) at 26;
 --             B: copy in 29..30, slice 30..60, copy out 60..61
 --   worker 1: C 4..14; the session stops at 70.
--- Path, back from B (finished last, at 61): copy out 1, B's run 30, copy in 1,
--- ready latency 29 - 25 = 4 (A's end to B taken), A's run 20, ready latency
--- 5 - 1 = 4 (A's submit's end to A's start), A's submit 1 (copy): 61 us from 0.
+-- Path, back from the session's end: the caller's own time 62..70 (8), its
+-- wake after its wait for all (61..62: 1) whose last job to end was B (61):
+-- B's copy out 1, run 30, copy in 1; B started after A (its dependency,
+-- ended at 25) with both workers free: scheduling delay 25..29 (4); A's
+-- run 20, scheduling delay 1..5 (4: worker 1 ran C from 4, worker 0 was
+-- free), A's submit 0..1: 70 us from 0, jobs 1 then 2.
 -- Ready latencies: A 5 - 1 = 4, B 29 - 26 = 3, C 4 - 2 = 2.
 local CHAIN = file([[
 {"ph":"X","ts":0,"dur":1,"pid":1,"tid":3,"name":"submit alpha","cat":"submit","args":{"job":1}},
 {"ph":"X","ts":1,"dur":1,"pid":1,"tid":3,"name":"submit gamma","cat":"submit","args":{"job":3}},
 {"ph":"X","ts":2,"dur":1,"pid":1,"tid":3,"name":"submit beta","cat":"submit","args":{"job":2}},
+{"ph":"X","ts":3,"dur":59,"pid":1,"tid":3,"name":"wait all","cat":"wait"},
 {"ph":"X","ts":5,"dur":20,"pid":1,"tid":1,"name":"alpha","cat":"job","args":{"job":1}},
 {"ph":"X","ts":26,"dur":0,"pid":1,"tid":1,"name":"dependency done","cat":"flow","args":{"job":1,"dependant":2,"ready":true}},
 {"ph":"X","ts":29,"dur":1,"pid":1,"tid":1,"name":"copy in","cat":"copy","args":{"job":2,"bytes":9,"category":"beta"}},
@@ -58,11 +62,13 @@ local CHAIN = file([[
 --   caller:   submit P 0..1, wait P 1..21, submit R 22..23
 --   worker 0: P 2..6 (submit Q 3..4 inside), await 6..16, P 16..20
 --   worker 1: Q 5..13, wake job (P) at 14; R 24..30; the session stops at 40.
--- Path, back from R (30): R's run 6, ready 24 - 23 = 1, R's submit 1 (copy),
--- caller between P's end and that submit 22 - 20 = 2; P's run 16..20 = 4,
--- resume latency 16 - 13 = 3 (Q's end to P resumed); Q's run 8, ready 5 - 4 = 1,
--- Q's submit 1 (copy, inside P); P's run 2..3 = 1, ready 2 - 1 = 1, P's submit 1.
--- In all 30 = run 19 (R 6, P 5, Q 8) + ready 3 + copy 3 + resume 3 + caller 2.
+-- Path, back from the session's end (40): the caller's own time 23..40
+-- (R is not waited for: not on the path), its submit of R 22..23, its own
+-- 21..22, its wake 20..21 after P's end (it waited for P); P's run 16..20,
+-- resume latency 13..16 (Q's end to P resumed, its worker free); Q's run
+-- 5..13, scheduling delay 4..5 (worker 1 free), Q's submit 3..4 inside P;
+-- P's run 2..3, scheduling delay 1..2, P's submit 0..1. In all 40 = caller
+-- 18 + run 13 (P 5, Q 8) + resume latency 4 + submit 3 + scheduling delay 2.
 -- P's resume latency: woken at 14, resumed at 16: 2.
 local AWAIT = file([[
 {"ph":"X","ts":0,"dur":1,"pid":1,"tid":3,"name":"submit p","cat":"submit","args":{"job":10}},
@@ -78,8 +84,15 @@ local AWAIT = file([[
 {"ph":"X","ts":24,"dur":6,"pid":1,"tid":2,"name":"r","cat":"job","args":{"job":12}}
 ]], 40)
 
-local function run_of(cp, name)
-  for _, c in ipairs(cp.by_category) do if c.name == name then return c.run_us end end
+-- A step as "kind start+dur job".
+local function steps_of(cp)
+  local out = {}
+  for _, x in ipairs(cp.steps) do out[#out + 1] = ("%s %s+%s %s"):format(x.kind, x.start_us, x.dur_us, x.job or "-") end
+  return out
+end
+
+local function us_of(cp, kind)
+  for _, k in ipairs(cp.by_kind) do if k.kind == kind then return k.us end end
   return 0
 end
 
@@ -88,35 +101,32 @@ describe("the critical path of a hand-built trace", function()
     local f = stats.compute(load_text(CHAIN))
     local cp = f.critical_path
     assert.same({1, 2}, cp.jobs)
-    assert.equal(61, cp.duration_us)
-    assert.equal(50, cp.run_us)
-    assert.equal(20, run_of(cp, "alpha"))
-    assert.equal(30, run_of(cp, "beta"))
-    assert.equal(0, run_of(cp, "gamma"))
-    assert.equal(8, cp.ready_us)
-    assert.equal(3, cp.copy_us)
-    assert.equal(0, cp.resume_us)
-    assert.equal(0, cp.caller_us)
-    assert.near(61 / 70, cp.share, 1e-12)
-    -- With a worker always free the path loses its 8 us of ready latency: 61 - 8 = 53.
-    assert.equal(53, cp.floor_us)
-    assert.near(70 / 53, cp.bound, 1e-12)
-    assert.near(60 / 53, cp.parallelism, 1e-12) -- all run time (20 + 30 + 10) over that path
-    assert.near(60 / 70, cp.achieved, 1e-12)
+    assert.same({"submit 0+1 1", "scheduling delay 1+4 1", "run 5+20 1", "scheduling delay 25+4 2", "copy in 29+1 2",
+      "run 30+30 2", "copy out 60+1 2", "resume latency 61+1 -", "caller 62+8 -"}, steps_of(cp))
+    assert.same({70, 0, 70, 70}, {cp.duration_us, cp.start_us, cp.finish_us, cp.session_us})
+    assert.same({{name = "beta", run_us = 30}, {name = "alpha", run_us = 20}}, cp.by_category)
+    assert.same({50, 8, 8, 1, 1, 1, 1}, {us_of(cp, "run"), us_of(cp, "scheduling delay"), us_of(cp, "caller"),
+      us_of(cp, "copy in"), us_of(cp, "copy out"), us_of(cp, "submit"), us_of(cp, "resume latency")})
+    assert.same({1, 60 / 70, 60 / 70, 60}, {cp.share, cp.parallelism, cp.achieved, cp.total_run_us}) -- run 20 + 30 + 10
+    assert.is_false(cp.partial)
   end)
 
   it("goes through an awaited job, the job that submitted it and the caller's wait", function()
     local cp = stats.compute(load_text(AWAIT)).critical_path
-    assert.same({10, 11, 10, 12}, cp.jobs)
-    assert.equal(30, cp.duration_us)
-    assert.same({19, 3, 3, 3, 2}, {cp.run_us, cp.ready_us, cp.copy_us, cp.resume_us, cp.caller_us})
-    assert.same({{name = "q", run_us = 8}, {name = "r", run_us = 6}, {name = "p", run_us = 5}}, cp.by_category)
+    assert.same({10, 11, 10}, cp.jobs)
+    assert.same({"submit 0+1 10", "scheduling delay 1+1 10", "run 2+1 10", "submit 3+1 10",
+      "scheduling delay 4+1 11", "run 5+8 11", "resume latency 13+3 10", "run 16+4 10", "resume latency 20+1 -",
+      "caller 21+1 -", "submit 22+1 12", "caller 23+17 -"}, steps_of(cp))
+    assert.same({{kind = "caller", us = 18}, {kind = "run", us = 13}, {kind = "resume latency", us = 4},
+      {kind = "submit", us = 3}, {kind = "scheduling delay", us = 2}}, cp.by_kind)
+    assert.same({{name = "q", run_us = 8}, {name = "p", run_us = 5}}, cp.by_category)
   end)
 
-  it("goes back through a wait for all to the job that finished first", function()
+  it("goes back through a wait for all to the job that ended last before it", function()
     -- caller: submit A 0..1, wait all 1..21, submit B 22..23; worker 0: A 2..20, B 24..30.
-    -- Back from B: run 6, ready 24 - 23 = 1, submit 1 (copy), caller 22 - 20 = 2 after A
-    -- (the one job finished by the wait's end), A's run 18, ready 2 - 1 = 1, submit 1: 30.
+    -- Back from the session's end (40): the caller's own time and its submit of B (not
+    -- waited for), its wake 20..21 after A (the one job ended by the wait's end), A's
+    -- run 18, scheduling delay 1..2 (both workers free), A's submit: 40.
     local cp = stats.compute(load_text(file([[
 {"ph":"X","ts":0,"dur":1,"pid":1,"tid":3,"name":"submit a","cat":"submit","args":{"job":1}},
 {"ph":"X","ts":1,"dur":20,"pid":1,"tid":3,"name":"wait all","cat":"wait"},
@@ -124,14 +134,19 @@ describe("the critical path of a hand-built trace", function()
 {"ph":"X","ts":2,"dur":18,"pid":1,"tid":1,"name":"a","cat":"job","args":{"job":1}},
 {"ph":"X","ts":24,"dur":6,"pid":1,"tid":1,"name":"b","cat":"job","args":{"job":2}}
 ]], 40))).critical_path
-    assert.same({1, 2}, cp.jobs)
-    assert.same({30, 24, 2, 2, 0, 2}, {cp.duration_us, cp.run_us, cp.ready_us, cp.copy_us, cp.resume_us, cp.caller_us})
+    assert.same({1}, cp.jobs)
+    assert.same({"submit 0+1 1", "scheduling delay 1+1 1", "run 2+18 1", "resume latency 20+1 -", "caller 21+1 -",
+      "submit 22+1 2", "caller 23+17 -"}, steps_of(cp))
   end)
 
   it("walks a chain of 100,000 jobs without recursion", function()
-    -- job i runs i*10 .. i*10+5 on worker 0, ready at its predecessor's end + 1
+    -- job i runs i*10 .. i*10+5 on worker 0, ready at its predecessor's end + 1; the caller
+    -- submits job 1 (0..1) and waits for all until n*10+6. Back from the end (n*10+10):
+    -- the caller 4, its wake 1, each job's run 5 and the scheduling delay 5 before it (the
+    -- other worker was free), job 1's 1..10 (9), the submit 1.
     local ev, n = {}, 100000
     ev[1] = '{"ph":"X","ts":0,"dur":1,"pid":1,"tid":3,"name":"submit c","cat":"submit","args":{"job":1}}'
+    ev[2] = ('{"ph":"X","ts":1,"dur":%d,"pid":1,"tid":3,"name":"wait all","cat":"wait"}'):format(n * 10 + 5)
     for i = 1, n do
       ev[#ev + 1] = ('{"ph":"X","ts":%d,"dur":5,"pid":1,"tid":1,"name":"c","cat":"job","args":{"job":%d}}')
         :format(i * 10, i)
@@ -142,10 +157,10 @@ describe("the critical path of a hand-built trace", function()
     end
     local cp = stats.compute(load_text(file(table.concat(ev, ",\n"), n * 10 + 10))).critical_path
     assert.equal(n, #cp.jobs)
-    assert.equal(1, cp.jobs[1])
-    assert.equal(n, cp.jobs[n])
-    assert.equal(n * 10 + 5, cp.duration_us) -- from the first submit to the last end
-    assert.equal(n * 5, cp.run_us)
+    assert.same({1, 2, n}, {cp.jobs[1], cp.jobs[2], cp.jobs[n]})
+    assert.equal(n * 10 + 10, cp.duration_us)
+    assert.same({{kind = "scheduling delay", us = 5 * (n - 1) + 9}, {kind = "run", us = n * 5},
+      {kind = "caller", us = 4}, {kind = "resume latency", us = 1}, {kind = "submit", us = 1}}, cp.by_kind)
   end)
 end)
 
@@ -178,18 +193,19 @@ describe("latencies of a hand-built trace", function()
     assert.same({count = 0, time = 0}, stats.compute(m, 17, 40).awaits)
   end)
 
-  it("prints both sections and their JSON keys", function()
+  it("prints the latencies and puts both sections in the JSON", function()
+    -- (the critical path's lines: why_view_spec)
     local f = stats.compute(load_text(CHAIN))
-    local text = report.text(f, load_text(CHAIN))
-    assert.matches("critical path: 61 us, 87.1%% of the session", text)
-    assert.matches("jobs: 1 %-> 2\n", text)
-    assert.matches("more workers can speed this up by at most x1.32", text)
-    assert.matches("the 3 longest ready latencies", text)
+    assert.matches("the 3 longest ready latencies", table.concat(report.latency_lines(f), "\n"))
     local j = cjson.decode(report.json(f))
-    assert.equal(61, j.critical_path.duration_us)
+    assert.equal(70, j.critical_path.duration_us)
     assert.same({1, 2}, j.critical_path.jobs)
     assert.is_number(j.critical_path.share)
     assert.is_table(j.critical_path.by_category)
+    assert.same({"submit", 0, 1, "caller", 1}, {j.critical_path.steps[1].kind, j.critical_path.steps[1].start_us,
+      j.critical_path.steps[1].dur_us, j.critical_path.steps[1].lane, j.critical_path.steps[1].job})
+    assert.same({kind = "run", us = 50}, j.critical_path.by_kind[1])
+    assert.is_false(j.critical_path.partial)
     for _, k in ipairs{"ready", "resume"} do
       for _, key in ipairs{"p50_us", "p95_us", "max_us"} do assert.is_number(j.latency[k][key], k .. "." .. key) end
       assert.is_table(j.latency[k].by_category)
@@ -304,8 +320,12 @@ describe("a recorded graph", function()
     local a_run, b_run = 0, 0
     for _, ev in ipairs(job_slices(t, ids.a)) do a_run = a_run + ev.dur end
     for _, ev in ipairs(job_slices(t, ids.b)) do b_run = b_run + ev.dur end
-    assert.near(a_run + b_run, cp.run_us, 0.01)
-    -- From A's submit (before A started) to B's end (and its copy out).
+    local on_path = 0 -- the path's run steps of A and B: all their slices
+    for _, x in ipairs(cp.steps) do
+      if x.kind == "run" and (x.job == ids.a or x.job == ids.b) then on_path = on_path + x.dur_us end
+    end
+    assert.near(a_run + b_run, on_path, 0.01)
+    -- From the session's start (the caller's own time before A's submit) to its end.
     assert.is_true(cp.duration_us >= b1 - a0 and cp.duration_us <= model.t1 - model.t0)
     assert.is_true(b0 >= a0)
   end)
@@ -346,9 +366,10 @@ local function model_of(t)
   local m = {lanes = {}, flows = t.flows or {}, awaits = t.awaits or {}, copy_ts = {}, copy_dur = {},
              copy_name = {}, copy_job = {}, t0 = t.t0 or 0, t1 = t.t1 or 100, categories = {}}
   for i, rows in ipairs(t.lanes) do
-    local lane = {index = i, n = #rows, kind = {}, job = {}, ts = {}, dur = {}, cat = {}}
+    local lane = {index = i, n = #rows, kind = {}, job = {}, ts = {}, dur = {}, cat = {}, sname = {}}
     for k, r in ipairs(rows) do
       lane.kind[k], lane.job[k], lane.ts[k], lane.dur[k], lane.cat[k] = r[1], r[2], r[3], r[4], r[5]
+      lane.sname[k] = r[5]
     end
     m.lanes[i] = lane
   end
@@ -377,12 +398,14 @@ describe("the page's graph part", function()
     assert.same({2000, 1000, 3000}, g.st)
     assert.same({2, 1}, g.deps)
     assert.same({}, g.by)
+    -- The path (see CHAIN) in ns, steps as [kind, start, dur, lane index, job, held_by].
+    local null = cjson.null
     assert.same({1, 2}, g.path.jobs)
-    assert.same({61000, 0, 61000, 50000, 8000, 0, 3000, 0},
-                {g.path.dur, g.path.start, g.path.finish, g.path.run, g.path.ready, g.path.resume, g.path.copy,
-                 g.path.caller})
-    assert.near(61 / 70, g.path.share, 1e-15)
-    assert.near(70 / 53, g.path.bound, 1e-15)
+    assert.same({70000, 0, 70000, 1, false}, {g.path.dur, g.path.start, g.path.finish, g.path.share, g.path.partial})
+    assert.same({{"submit", 0, 1000, 2, 1, null}, {"scheduling delay", 1000, 4000, 0, 1, null},
+      {"run", 5000, 20000, 0, 1, null}, {"scheduling delay", 25000, 4000, 0, 2, null},
+      {"copy in", 29000, 1000, 0, 2, null}, {"run", 30000, 30000, 0, 2, null}, {"copy out", 60000, 1000, 0, 2, null},
+      {"resume latency", 61000, 1000, 2, null, null}, {"caller", 62000, 8000, 2, null, null}}, g.path.steps)
   end)
 
   it("of the await holds who submitted whom, the awaited job, resume latency and suspended time", function()
@@ -396,7 +419,7 @@ describe("the page's graph part", function()
     assert.same({0, 11, 1}, g.aw)
     assert.same({0, 2000, 1}, g.rs)
     assert.same({0, 10000}, g.sp)
-    assert.same({10, 11, 10, 12}, g.path.jobs)
+    assert.same({10, 11, 10}, g.path.jobs)
   end)
 
   it("is null without jobs", function()
@@ -409,22 +432,23 @@ end)
 describe("the job graph of shapes a hand-made file can hold", function()
   it("keys jobs by ids that are no integers: a string, a float", function()
     -- A (job 1) 5..25 on worker 0; "dependency done" A -> "b" (ready) at 26; job "b" 30..35;
-    -- job 1.5 40..50 on worker 1, woken at 38.
-    -- "b" finished last (50 is 1.5's, but ...): 1.5 ends at 50, so the path starts there:
-    -- 1.5 ran 10, has no submit nor dependency: the path is 1.5 alone, 10 us.
+    -- job 1.5 40..50 on worker 1, woken at 38; the caller waits for all 0..50, the end.
+    -- 1.5 ended last (50), so the path starts there: 1.5 ran 10, has no submit nor
+    -- dependency: the path is 1.5 alone, 10 us.
     -- Ready latency: "b" only, 30 - 26 = 4. Resume latency: 1.5's, 40 - 38 = 2.
     local model = load_text(file([[
+{"ph":"X","ts":0,"dur":50,"pid":1,"tid":3,"name":"wait all","cat":"wait"},
 {"ph":"X","ts":5,"dur":20,"pid":1,"tid":1,"name":"a","cat":"job","args":{"job":1}},
 {"ph":"X","ts":26,"dur":0,"pid":1,"tid":1,"name":"dependency done","cat":"flow","args":{"job":1,"dependant":"b","ready":true}},
 {"ph":"X","ts":30,"dur":5,"pid":1,"tid":1,"name":"b","cat":"job","args":{"job":"b"}},
 {"ph":"X","ts":38,"dur":0,"pid":1,"tid":2,"name":"wake job","cat":"flow","args":{"job":1.5}},
 {"ph":"X","ts":40,"dur":10,"pid":1,"tid":2,"name":"f","cat":"job","args":{"job":1.5}}
-]], 100))
+]], 50))
     local f = stats.compute(model)
     assert.same({{job = "b", category = "b", latency_us = 4, ready_us = 26, start_us = 30}}, f.latency.top_ready)
     assert.same({1, 2, 2}, {f.latency.resume.count, f.latency.resume.p50_us, f.latency.resume.max_us})
     assert.same({1.5}, f.critical_path.jobs)
-    assert.same({10, 10}, {f.critical_path.duration_us, f.critical_path.run_us})
+    assert.same({10, {{kind = "run", us = 10}}}, {f.critical_path.duration_us, f.critical_path.by_kind})
     -- The page draws the jobs whose id is a number: 1 (start 5) and 1.5 (start 40).
     local g = page_graph(model)
     assert.same({1, 1.5}, g.id)
@@ -433,30 +457,34 @@ describe("the job graph of shapes a hand-made file can hold", function()
   end)
 
   it("follows a string id's after dependency back to the job it names", function()
-    -- Without job 1.5: "b" finished last (35): run 5, ready 30 - 25 = 5 after A, A's run 20.
+    -- Without job 1.5, the caller waiting for all until 35: "b" finished last (35): run 5,
+    -- scheduling delay 30 - 25 = 5 after A (both workers free), A's run 20.
     local cp = stats.compute(load_text(file([[
+{"ph":"X","ts":0,"dur":35,"pid":1,"tid":3,"name":"wait all","cat":"wait"},
 {"ph":"X","ts":5,"dur":20,"pid":1,"tid":1,"name":"a","cat":"job","args":{"job":1}},
 {"ph":"X","ts":26,"dur":0,"pid":1,"tid":1,"name":"dependency done","cat":"flow","args":{"job":1,"dependant":"b","ready":true}},
 {"ph":"X","ts":30,"dur":5,"pid":1,"tid":1,"name":"b","cat":"job","args":{"job":"b"}}
-]], 100))).critical_path
+]], 35))).critical_path
     assert.same({1, "b"}, cp.jobs)
-    assert.same({30, 25, 5}, {cp.duration_us, cp.run_us, cp.ready_us})
+    assert.same({30, {{kind = "run", us = 25}, {kind = "scheduling delay", us = 5}}}, {cp.duration_us, cp.by_kind})
   end)
 
   it("reads a string that is an integer as that job's id, as math.tointeger does, but draws only number cells", function()
     -- "dependency done" names the dependant "2": job 2 (30..35), ready at 26 after A (5..25):
-    -- its ready latency 4; the path 2 <- 1: 35 - 5 = 30 us, ready 30 - 25 = 5.
-    -- Job 3's slice (1..2) has the job cell " 3 ": job 3 in the figures, not on the page.
+    -- its ready latency 4; the caller waits for all until 35: the path 2 <- 1: 35 - 5 = 30 us,
+    -- scheduling delay 30 - 25 = 5. Job 3's slice (1..2) has the job cell " 3 ": job 3 in
+    -- the figures, not on the page.
     local model = load_text(file([[
+{"ph":"X","ts":0,"dur":35,"pid":1,"tid":3,"name":"wait all","cat":"wait"},
 {"ph":"X","ts":5,"dur":20,"pid":1,"tid":1,"name":"a","cat":"job","args":{"job":1}},
 {"ph":"X","ts":26,"dur":0,"pid":1,"tid":1,"name":"dependency done","cat":"flow","args":{"job":1,"dependant":"2","ready":true}},
 {"ph":"X","ts":30,"dur":5,"pid":1,"tid":1,"name":"b","cat":"job","args":{"job":2}},
 {"ph":"X","ts":1,"dur":1,"pid":1,"tid":2,"name":"c","cat":"job","args":{"job":" 3 "}}
-]], 100))
+]], 35))
     local f = stats.compute(model)
     assert.same({{job = 2, category = "b", latency_us = 4, ready_us = 26, start_us = 30}}, f.latency.top_ready)
     assert.same({1, 2}, f.critical_path.jobs)
-    assert.same({30, 5}, {f.critical_path.duration_us, f.critical_path.ready_us})
+    assert.same({30, 5}, {f.critical_path.duration_us, f.critical_path.by_kind[2].us})
     assert.equal(3, f.latency.run.count)
     local g = page_graph(model)
     assert.same({1, 2}, g.id)
@@ -465,7 +493,8 @@ describe("the job graph of shapes a hand-made file can hold", function()
 
   it("orders jobs tied on a value by id: numbers by value, then strings", function()
     -- Jobs 9, "x", 2 and 7 all start at 5 (after submits ending at 1: ready latency 4 each);
-    -- 9 and 2 both end at 20, last: the later by id, 9, ends the path.
+    -- 9 and 2 both end at 20, when the caller's wait for all (10..20) ends: of the jobs it
+    -- waited for that ended last, the path takes the first by start, then id: 2.
     local model = load_text(file([[
 {"ph":"X","ts":0,"dur":1,"pid":1,"tid":3,"name":"s","cat":"submit","args":{"job":9}},
 {"ph":"X","ts":0,"dur":1,"pid":1,"tid":3,"name":"s","cat":"submit","args":{"job":"x"}},
@@ -474,26 +503,26 @@ describe("the job graph of shapes a hand-made file can hold", function()
 {"ph":"X","ts":5,"dur":15,"pid":1,"tid":1,"name":"a","cat":"job","args":{"job":9}},
 {"ph":"X","ts":5,"dur":5,"pid":1,"tid":3,"name":"a","cat":"job","args":{"job":"x"}},
 {"ph":"X","ts":5,"dur":15,"pid":1,"tid":2,"name":"a","cat":"job","args":{"job":2}},
-{"ph":"X","ts":5,"dur":1,"pid":1,"tid":3,"name":"a","cat":"job","args":{"job":7}}
-]], 100))
+{"ph":"X","ts":5,"dur":1,"pid":1,"tid":3,"name":"a","cat":"job","args":{"job":7}},
+{"ph":"X","ts":10,"dur":10,"pid":1,"tid":3,"name":"wait all","cat":"wait"}
+]], 20))
     local f = stats.compute(model, nil, nil, 3)
     local top = {}
     for i, t in ipairs(f.latency.top_ready) do top[i] = t.job end
     assert.same({2, 7, 9}, top) -- one latency: the first three by id
-    assert.same({9}, f.critical_path.jobs)
+    assert.same({2}, f.critical_path.jobs)
+    assert.same({20, 0, 20}, {f.critical_path.duration_us, f.critical_path.start_us, f.critical_path.finish_us})
     assert.same({2, 7, 9}, page_graph(model).id) -- "x" is not drawn
   end)
 
   it("keeps a job's slices of one time in the order read: lane by lane", function()
-    -- Job 1: 5..25 on worker 0 (lane 1), 5..8 on worker 1 (lane 2), in that order: its last
-    -- slice is worker 1's, so it finishes at 8. The path: that slice's run 3 (5..8), then the
-    -- one before it starts at 5 too: nothing more. (Worker 1's first would make it 25 and 20.)
+    -- Job 1: 5..25 on worker 0 (lane 1), 5..8 on worker 1 (lane 2), in that order: the
+    -- page lists worker 0's slice first. (The critical path reads the happens-before
+    -- graph's ops, whose builder clips overlapping slices: job_ops_spec.)
     local model = load_text(file([[
 {"ph":"X","ts":5,"dur":20,"pid":1,"tid":1,"name":"a","cat":"job","args":{"job":1}},
 {"ph":"X","ts":5,"dur":3,"pid":1,"tid":2,"name":"a","cat":"job","args":{"job":1}}
 ]], 100))
-    local cp = stats.compute(model).critical_path
-    assert.same({3, 3, 5, 8}, {cp.duration_us, cp.run_us, cp.start_us, cp.finish_us})
     assert.same({0, 0, 1, 0}, page_graph(model).s)
   end)
 
@@ -512,18 +541,22 @@ describe("the job graph of shapes a hand-made file can hold", function()
 
   it("computes integer times and sums beyond 2^53 as Lua's integers do", function()
     -- Job 1 from T = 2^60 + 1 for 3, job 2 (after 1, ready at T + 4) from T + 5 for 2: ready
-    -- latency 1; the path 2 <- 1: T + 7 - T = 7 (a double would lose the + 1s).
+    -- latency 1; the session starts at T: the path 2 <- 1, 0 .. 7 us from its start (a
+    -- double would lose the + 1s): run 5 and 2 of scheduling delay (3..5, the worker free).
     local graph = require "jobque_profile.graph"
     local T = (1 << 60) + 1
     local l, cp = graph.figures(model_of{lanes = {{{"job", 1, T, 3, "a"}, {"job", 2, T + 5, 2, "b"}}},
-      flows = {{name = "dependency done", ts = T + 4, args = {job = 1, dependant = 2, ready = true}}}, t1 = T + 10})
+      flows = {{name = "dependency done", ts = T + 4, args = {job = 1, dependant = 2, ready = true}}}, t0 = T,
+      t1 = T + 10})
     assert.same({2, 1, T + 4, T + 5}, {l.top_ready[1].job, l.top_ready[1].latency_us, l.top_ready[1].ready_us,
                                        l.top_ready[1].start_us})
     assert.same({1, 2}, cp.jobs)
-    assert.same({7, 5, 2, T, T + 7}, {cp.duration_us, cp.run_us, cp.ready_us, cp.start_us, cp.finish_us})
+    assert.same({7, 0, 7}, {cp.duration_us, cp.start_us, cp.finish_us})
+    assert.same({{kind = "run", us = 5}, {kind = "scheduling delay", us = 2}}, cp.by_kind)
     assert.equal("integer", math.type(cp.duration_us))
     -- and wrap as they do: two slices of maxinteger us run -2 us in all
-    local wrapped = graph.figures(model_of{lanes = {{{"job", 1, 0, math.maxinteger, "a"}, {"job", 1, 1, math.maxinteger, "a"}}}})
+    local wrapped = graph.build(model_of{lanes = {{{"job", 1, 0, math.maxinteger, "a"},
+      {"job", 1, 1, math.maxinteger, "a"}}}}):latency()
     assert.equal(-2, wrapped.run.max_us)
   end)
 
@@ -537,18 +570,21 @@ describe("the job graph of shapes a hand-made file can hold", function()
                {name = "wake job", ts = 1, args = {job = false}}}})
     assert.same({1, 1}, {l.top_ready[1].job, l.top_ready[1].latency_us})
     assert.same({1}, cp.jobs)
-    assert.same({0, 1, 0}, {l.resume.count, cp.duration_us, cp.ready_us})
+    assert.same({0, 1, {{kind = "run", us = 1}}}, {l.resume.count, cp.duration_us, cp.by_kind})
   end)
 
   it("reads epoch times and ids beyond 2^53 exactly", function()
     -- A (job 1) 1764000000000000 + 0..20; B (job 2^53 + 1) from ...021 for 0.5 us, ready at
-    -- ...010 (after A): ready latency 11. Path back from B (ends at ...021.5):
-    -- run 0.5, ready 21 - 20 = 1 after A, A's run 20: 21.5 us, run 20.5.
+    -- ...010 (after A): ready latency 11. The caller waits for all ...000..022. Path back
+    -- from the end (...100): the caller 78, its wake 0.5 after B, B's run 0.5, scheduling
+    -- delay 21 - 20 = 1 after A, A's run 20: 100 us (its times are nanoseconds from the
+    -- session's start, 0 in this file: doubles, near to a tenth of a microsecond here).
     local model = load_text(file([[
 {"ph":"X","ts":1764000000000000,"dur":20,"pid":1,"tid":1,"name":"a","cat":"job","args":{"job":1}},
 {"ph":"X","ts":1764000000000021,"dur":0.5,"pid":1,"tid":1,"name":"b","cat":"job","args":{"job":9007199254740993}},
 {"ph":"X","ts":1764000000000010,"dur":0,"pid":1,"tid":1,"name":"dependency done","cat":"flow",
- "args":{"job":1,"dependant":9007199254740993,"ready":true}}
+ "args":{"job":1,"dependant":9007199254740993,"ready":true}},
+{"ph":"X","ts":1764000000000000,"dur":22,"pid":1,"tid":3,"name":"wait all","cat":"wait"}
 ]], 1764000000000100))
     local f = stats.compute(model)
     local top = f.latency.top_ready[1]
@@ -556,7 +592,8 @@ describe("the job graph of shapes a hand-made file can hold", function()
     assert.equal("integer", math.type(top.job))
     local cp = f.critical_path
     assert.same({1, 9007199254740993}, cp.jobs)
-    assert.same({21.5, 20.5, 1}, {cp.duration_us, cp.run_us, cp.ready_us})
+    assert.near(100, cp.duration_us, 0.2)
+    assert.same({"run", "caller"}, {cp.steps[1].kind, cp.steps[#cp.steps].kind})
     local html = require("jobque_profile.page").render(model)
     assert.truthy(html:find('"path":{"jobs":[1,9007199254740993],', 1, true))
   end)

@@ -5,7 +5,8 @@
  * the copy columns, model.flows and model.awaits) into flat arrays owned
  * by a userdata (freed by its __gc, so an error raised mid-way leaks
  * nothing); no Lua table per job or slice, no recursion. Its methods:
- * count() here, latency() and critical_path() in graph_path.c; the page's
+ * count() here, latency() in graph_path.c, ops(model) in job_ops_build.c
+ * (the happens-before graph, whose walk is the critical path); the page's
  * graph part is page_graph.c's.
  *
  * Every shape the loader gives is taken: a job id of any type (graph.h),
@@ -821,7 +822,6 @@ static int l_graph_count(lua_State *L) {
 void jq_open_graph(lua_State *L) {
   static const luaL_Reg methods[] = {{"count", l_graph_count},
                                      {"latency", jq_graph_latency},
-                                     {"critical_path", jq_graph_critical_path},
                                      {"ops", jq_graph_ops},
                                      {NULL, NULL}};
   if (luaL_newmetatable(L, JQ_GRAPH_MT)) {

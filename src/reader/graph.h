@@ -1,6 +1,6 @@
 /*
  * graph.h - the job graph's data, shared by its files: graph.c builds it
- * (job_graph(model)), graph_path.c gives its latencies and critical path,
+ * (job_graph(model)), graph_path.c gives its latencies,
  * page_graph.c writes the page's graph part from it, job_ops_build.c
  * builds the happens-before graph (job_ops.h) on it.
  *
@@ -137,16 +137,6 @@ typedef struct graph {
   num total_run, session;
 } graph;
 
-/* The critical path's walk (graph_path.c). */
-typedef struct path {
-  num duration, t, run, ready, resume, copy, caller;
-  int32_t last;
-  int32_t *seq; /* job indices, from the last back */
-  size_t nseq;
-  num *run_by; /* per category */
-  unsigned char *has_run_by;
-} path;
-
 /* graph.c */
 graph *jq_graph_check(lua_State *L);
 void jq_graph_push_cats(lua_State *L);
@@ -161,9 +151,7 @@ int32_t jq_graph_find(lua_State *L, int gidx, const graph *g, int idx);
 int32_t jq_graph_find_int(const graph *g, lua_Integer id); /* the same for an integer id */
 
 /* graph_path.c */
-void jq_graph_walk(lua_State *L, graph *g, path *p);
 int jq_graph_latency(lua_State *L);
-int jq_graph_critical_path(lua_State *L);
 
 /* page_graph.c: page_graph(graph, model), set in the table on top */
 void jq_open_page_graph(lua_State *L);

@@ -222,7 +222,7 @@ static int l_job_ops(lua_State *L) {
     lua_pop(L, 1);
   }
   lua_getfield(L, 1, "queues"); /* 3 */
-  for (lua_Integer q = 1; lua_rawgeti(L, 3, q) == LUA_TNUMBER; q++) {
+  for (lua_Integer q = 1; lua_istable(L, 3) && lua_rawgeti(L, 3, q) == LUA_TNUMBER; q++) {
     int32_t *w = grow(L, &g->mem[JM_QW], sizeof *w);
     *w = (int32_t)lua_tointeger(L, -1);
     g->queue_workers = (int32_t *)g->mem[JM_QW].p;

@@ -112,6 +112,49 @@ int jq_ops_last_op(const jo_graph *g, int32_t exec);            /* index in ops[
  *                    ops:dump() -> the executors and ops as a table of the
  *                    shape reader.job_ops takes (specs read it) */
 int jq_ops_critical_path(lua_State *L);
+
+/* The critical path's steps (ops_path.c; their names in jq_path_kinds). */
+enum {
+  JP_RUN,          /* a job's JO_RUN */
+  JP_COPY_IN,      /* JO_COPY_IN */
+  JP_COPY_OUT,     /* JO_COPY_OUT */
+  JP_COPY_RESULT,  /* JO_COPY_RESULT, in a job or on a thread */
+  JP_SUBMIT,       /* JO_SUBMIT, in a job or on a thread */
+  JP_CALLER,       /* a thread's JO_OWN */
+  JP_JOB_ON_CALLER, /* a thread's JO_JOB */
+  JP_READY,        /* a job ready while every worker of its queue was busy */
+  JP_SCHED,        /* a job ready while a worker of its queue was free, or taken, not started */
+  JP_BUSY,         /* a job could resume but its worker ran another (held_by) */
+  JP_RESUME,       /* the rest of the time from what it waited for to its going on */
+  JP_BLOCKED,      /* blocked in a wait, before what it waited for ended (or unknown) */
+  JP_N
+};
+extern const char *const jq_path_kinds[JP_N];
+
+typedef struct jp_step {
+  int64_t t0, t1; /* ns */
+  int32_t kind;   /* JP_* */
+  int32_t owner;  /* the executor whose step it is */
+  int32_t lane;   /* lane index, -1 none */
+  int32_t job;    /* an executor index (a job) the step names, -1 none */
+  int32_t cat;    /* category index, -1 none */
+  int32_t held_by; /* JP_BUSY: the executor its worker ran, else -1 */
+} jp_step;
+
+typedef struct jo_path {
+  jp_step *steps;   /* in time order, back to back from start to finish */
+  size_t nsteps;
+  int32_t *jobs;    /* the job executors visited, in time order, once per visit */
+  size_t njobs;
+  int64_t start, finish; /* ns */
+  int cut;          /* the walk stopped at its step limit */
+} jo_path;
+
+/* ops_path.c: whether g has a job; the walk (g has one), its memory a
+ * scratch userdata (scratch.h) it leaves on the stack. */
+int jq_ops_has_job(const jo_graph *g);
+void jq_ops_walk(lua_State *L, const jo_graph *g, jo_path *p);
+int64_t jq_ops_total_run(const jo_graph *g); /* the jobs' slices' time (ns) */
 int jq_ops_whatif(lua_State *L);
 int jq_ops_dump(lua_State *L);
 int jq_graph_ops(lua_State *L);

@@ -415,7 +415,8 @@ static void walk_lane(bstate *s, int idx, int32_t l) {
   jq_col *cols[] = {&c.kind, &c.job, &c.ts, &c.dur, &c.cat, &c.sname};
   const char *f = "kind\0job\0ts\0dur\0cat\0sname\0";
   lua_getfield(L, idx, "n");
-  lua_Integer n = lua_isinteger(L, -1) ? lua_tointeger(L, -1) : 0;
+  jq_num nn = jq_num_at(L, -1);
+  lua_Integer n = nn.t == JQ_NUM_NIL ? 0 : jq_num_loop_count(nn); /* as job_graph counts it */
   lua_pop(L, 1);
   if (n <= 0)
     return;

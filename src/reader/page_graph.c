@@ -1,7 +1,7 @@
 /*
  * page_graph.c - page_graph(graph, model): the page's graph part (its
- * @GRAPH@ JSON) from a job graph (graph.c) and its critical path
- * (graph_path.c).
+ * @GRAPH@ JSON) from a job graph (graph.c) and the critical path of its
+ * happens-before graph (graph:ops(model), job_ops.h; ops_path.c's walk).
  *
  * In columns (a page may hold a million jobs), k a drawn job's index (the
  * jobs with a slice whose lane's job cell is a number, in order of
@@ -12,7 +12,14 @@
  * flat lists: by (k, the id of the job that submitted it), deps (k, an
  * after dependency's id), aw (k, the id of a job it awaited, the index
  * among its drawn slices of the one that resumed), rs (k, resume latency summed in ns, how many),
- * sp (k, suspended ns); and the critical path. "null" without jobs.
+ * sp (k, suspended ns); and the critical path, "path": {jobs (ids in
+ * time order, once per visit), dur (ns), share (of the session), start,
+ * finish (ns from t0), steps: [[kind, start ns, dur ns, lane index
+ * (0-based) or -1, job id or null, held_by id or null], ...] (in time
+ * order, back to back; kind one of docs/cli.md's: "run", "copy in", ...,
+ * "worker busy" with held_by the job its worker ran), partial (true when
+ * events were lost, spans left unclosed or the walk cut)}, null when the
+ * happens-before graph has no job. "null" without jobs.
  * A time is written as integer nanoseconds, (us * 1000 + 0.5) // 1 with
  * Lua's arithmetic (an error when that has no integer value); an id or a
  * ratio as an integer when it is one, a finite float to 17 digits, else
@@ -28,6 +35,7 @@
 #include <lauxlib.h>
 
 #include "reader/graph.h"
+#include "reader/job_ops.h"
 #include "reader/number_text.h"
 
 /* us as the page's integer nanoseconds: (us * 1000 + 0.5) // 1 | 0, an
@@ -199,29 +207,58 @@ static void add_columns(lua_State *L, luaL_Buffer *b, const graph *g, const int3
   }
 }
 
-/* Adds the critical path: "path":{...}. */
-static void add_path(lua_State *L, luaL_Buffer *b, const graph *g, const path *p, num t0) {
+/* An id of the ops graph at gidx (executor x) as the page writes it: a
+ * number's text, else null. */
+static void item_ops_id(lua_State *L, list *l, int gidx, int32_t x) {
+  char d[JQ_NUMBER_TEXT];
+  num v = jq_num_nil();
+  if (x >= 0) {
+    jq_ops_push_job_id(L, gidx, x);
+    if (lua_type(L, -1) == LUA_TNUMBER)
+      v = jq_num_at(L, -1);
+    lua_pop(L, 1);
+  }
+  item_text(l, d, jq_page_number(d, v));
+}
+
+/* Adds the critical path: "path":{...}, or null without a job (pp NULL):
+ * the walk pp over the happens-before graph at gidx (ops_path.c), its
+ * times already nanoseconds from model.t0. */
+static void add_path(lua_State *L, luaL_Buffer *b, const graph *g, int gidx, const jo_path *pp) {
+  if (!pp) {
+    luaL_addstring(b, ",\n\"path\":null}");
+    return;
+  }
+  const jo_graph *o = jq_ops_check(L, gidx);
+  jo_path p = *pp;
   luaL_addstring(b, ",\n\"path\":{\"jobs\":[");
   list l = {b, 1};
-  for (size_t k = 0; k < p->nseq; k++)
-    item_id(L, &l, g, p->seq[p->nseq - 1 - k]);
-  num session = g->session, floor_ = jq_num_sub(p->duration, p->ready);
-  num share = jq_num_nil(), bound = jq_num_nil(); /* null */
+  for (size_t k = 0; k < p.njobs; k++)
+    item_ops_id(L, &l, gidx, p.jobs[k]);
+  char d[JQ_NUMBER_TEXT];
+  num session = g->session, share = jq_num_nil(); /* null */
   if (jq_num_lt(jq_num_int(0), session))
-    share = jq_num_flt(jq_num_tof(p->duration) / jq_num_tof(session));
-  if (jq_num_lt(jq_num_int(0), floor_))
-    bound = jq_num_flt(jq_num_tof(session) / jq_num_tof(floor_));
-  static const char *const keys[] = {"],\"dur\":", ",\"share\":", ",\"start\":", ",\"finish\":", ",\"run\":",
-                                     ",\"ready\":", ",\"resume\":", ",\"copy\":", ",\"caller\":", ",\"bound\":"};
-  lua_Integer ns[] = {ns_of(L, p->duration), 0, ns_of(L, jq_num_sub(p->t, t0)),
-                      ns_of(L, jq_num_sub(g->jobs[p->last].finish, t0)), ns_of(L, p->run), ns_of(L, p->ready),
-                      ns_of(L, p->resume), ns_of(L, p->copy), ns_of(L, p->caller), 0};
-  for (int k = 0; k < 10; k++) {
-    char d[JQ_NUMBER_TEXT];
-    luaL_addstring(b, keys[k]);
-    luaL_addlstring(b, d, k == 1 ? jq_page_number(d, share) : k == 9 ? jq_page_number(d, bound) : jq_text_int(d, ns[k]));
+    share = jq_num_flt((double)(p.finish - p.start) / 1000 / jq_num_tof(session));
+  luaL_addstring(b, "],\"dur\":");
+  luaL_addlstring(b, d, jq_text_int(d, (lua_Integer)(p.finish - p.start)));
+  luaL_addstring(b, ",\"share\":");
+  luaL_addlstring(b, d, jq_page_number(d, share));
+  luaL_addstring(b, ",\"start\":");
+  luaL_addlstring(b, d, jq_text_int(d, (lua_Integer)p.start));
+  luaL_addstring(b, ",\"finish\":");
+  luaL_addlstring(b, d, jq_text_int(d, (lua_Integer)p.finish));
+  luaL_addstring(b, ",\"steps\":[");
+  for (size_t k = 0; k < p.nsteps; k++) {
+    const jp_step *s = &p.steps[k];
+    luaL_addstring(b, k ? ",[\"" : "[\"");
+    luaL_addstring(b, jq_path_kinds[s->kind]);
+    luaL_addchar(b, '"');
+    list m = {b, 0};
+    item_int(&m, s->t0), item_int(&m, s->t1 - s->t0), item_int(&m, s->lane);
+    item_ops_id(L, &m, gidx, s->job), item_ops_id(L, &m, gidx, s->held_by);
+    luaL_addchar(b, ']');
   }
-  luaL_addstring(b, "}}");
+  luaL_addstring(b, o->partial || p.cut ? "],\"partial\":true}}" : "],\"partial\":false}}");
 }
 
 /* Each category's index in model.categories (its last when a name is
@@ -264,13 +301,22 @@ static int l_page_graph(lua_State *L) {
   t0 = lua_isinteger(L, -1) ? jq_num_int(lua_tointeger(L, -1)) : jq_num_flt(lua_tonumber(L, -1));
   lua_pop(L, 1);
   const int32_t *catpage = page_cats(L, g, 2);
-  path p;
-  jq_graph_walk(L, g, &p);
+  lua_pushcfunction(L, jq_graph_ops); /* the happens-before graph: graph:ops(model) */
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, 2);
+  lua_call(L, 2, 1);
+  int gidx = lua_gettop(L);
+  const jo_graph *o = jq_ops_check(L, gidx);
+  jo_path p;
+  memset(&p, 0, sizeof p);
+  int has_path = jq_ops_has_job(o);
+  if (has_path)
+    jq_ops_walk(L, o, &p); /* its scratch stays on the stack, under the buffer's */
   luaL_Buffer b;
   luaL_buffinit(L, &b);
   luaL_addchar(&b, '{');
   add_columns(L, &b, g, catpage, t0);
-  add_path(L, &b, g, &p, t0);
+  add_path(L, &b, g, gidx, has_path ? &p : NULL);
   luaL_pushresult(&b);
   return 1;
 }

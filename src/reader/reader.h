@@ -40,7 +40,8 @@ void jq_open_stats(lua_State *L);
  *     jobque_profile.trace (any shape the loader gives; graph.h)
  *   graph:count() -> jobs with a slice
  *   graph:latency([top]) -> the jobs' latencies (jobque_profile.graph)
- *   graph:critical_path() -> the critical path, or nothing without jobs */
+ *   graph:ops(model) -> its happens-before graph (job_ops.h), whose
+ *     critical_path() is the critical path (ops_path.c) */
 void jq_open_graph(lua_State *L);
 
 /* The page's data columns (page.c; the graph's part page_graph.c):

@@ -19,7 +19,7 @@
 
 /* Event kinds. Spans have t0 < t1. The queue's are written by worker.c
  * (slices, copies in and out, awaits, parks, waits), lua_queue.c (submits,
- * copies of results) and queue.c (flows, cancellations). */
+ * copies of results, edges) and queue.c (flows, cancellations). */
 enum {
   JQ_EV_MARKER = 1, /* instant: id = marker kind, arg = user argument */
   JQ_EV_SUBMIT,     /* span: a submit on the submitting lane; arg = job id */
