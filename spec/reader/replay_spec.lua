@@ -183,6 +183,29 @@ describe("ops:whatif", function()
     assert.equal(2, r.recorded_workers)
   end)
 
+  it("runs a job of a queue without workers inside the blocked wait for it, on the waiter's worker", function()
+    -- J (worker 0) makes a queue without workers, submits Z to it and
+    -- waits: Z runs on J's worker thread during the wait (4-14), which
+    -- holds the worker; K runs on worker 1 (2-5). One worker: K waits for
+    -- J's end (18) and runs 18-21. Z is not a job for the workers: with a
+    -- worker taken by J, none could run it and J would wait forever.
+    local o = reader.job_ops{stop = 20, queues = {2}, execs = {
+      caller{{"submit", 0, 1, job = 2}, {"submit", 1, 2, job = 4}, {"block", 2, 18, job = 2},
+             {"wait", 18, job = 2}, {"copy result", 18, 19, job = 2}, {"own", 19, 20}},
+      job(1, 1, {{"copy in", 1, 2}, {"run", 2, 3}, {"submit", 3, 4, job = 3},
+                 {"block", 4, 14, job = 3, lane = 2}, {"wait", 14, job = 3}, {"copy result", 14, 15, job = 3},
+                 {"run", 15, 17}, {"copy out", 17, 18}}),
+      {job = 2, queue = 1, lane = 2, sub = {2, 3}, ops = {
+        {"copy in", 4, 5, lane = 2}, {"run", 5, 13, lane = 2}, {"copy out", 13, 14, lane = 2}}},
+      {job = 3, queue = 1, lane = 3, sub = {1, 2}, ops = {{"run", 2, 5, lane = 3}}},
+    }}
+    local r = o:whatif{1, 2}
+    assert.same({[1] = 21, [2] = 20}, predictions(r))
+    assert.is_false(r.partial)
+    -- the caller 1 + 1 + 1 + 1, J 7, Z 10, K 3
+    assert.equal(24, r.work_us)
+  end)
+
   it("waits for the jobs of a queue submitted before the wait, not those after", function()
     -- A (10 us); the caller waits for queue 1 (A alone) until 11, then
     -- submits B (1 us) 11-12, which runs 12-13.
