@@ -273,6 +273,19 @@ describe("ops:whatif", function()
     assert.equal(2, r.span_us)
   end)
 
+  it("starts a thread other than the caller at its first op, its own work between its ops", function()
+    -- Thread T (no caller) submits A at 5-6 (A: 4 us) and waits for it;
+    -- it then works 3 us (10-13). A 6-10. work: the submit 1, A 4, T's
+    -- own 3; the 5 us before T's first op are not its work.
+    local o = reader.job_ops{stop = 13, queues = {1}, execs = {
+      {thread = true, lane = 1, ops = {{"submit", 5, 6, job = 2}, {"block", 6, 10, job = 2},
+                                       {"wait", 10, job = 2}, {"own", 10, 13}}},
+      {job = 1, queue = 1, lane = 2, sub = {1, 1}, ops = {{"run", 6, 10}}},
+    }}
+    local r = o:whatif{1}
+    assert.same({13, 13, 8}, {predictions(r)[1], r.span_us, r.work_us})
+  end)
+
   it("replays a job without a submit from its recorded ready time", function()
     -- Two jobs ready at 5 and 6 (3 us each), no thread. One worker: 5-8,
     -- 8-11; two: 5-8, 6-9.

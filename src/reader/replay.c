@@ -25,9 +25,10 @@
  *   a yielded job takes a queued one first when there is one, as the
  *   queue does; JO_BLOCK holds the worker until what it waits for ended;
  * - threads (the caller, other lanes) run their ops in order on their
- *   own, from the session's start: the time between two of their ops is
- *   their own work and keeps its recorded length (the caller's own work
- *   after its last op too, to the session's stop), so the caller submits
+ *   own, the caller from the session's start, another thread from its
+ *   first op's recorded time: the time between two of their ops is their
+ *   own work and keeps its recorded length (the caller's own work after
+ *   its last op too, to the session's stop), so the caller submits
  *   at its recorded pace; a JO_WAIT/JO_BLOCK waits for what it names (a
  *   JO_BLOCK just before a JO_JOB is the thread running the jobs of a
  *   queue without workers, which needs no waiting); a job one of whose
@@ -641,13 +642,15 @@ static void prepare_order(lua_State *L, replay *R, jq_scratch *S) {
   }
 }
 
-/* Work ops' time, the threads' own work included (ns). */
+/* Work ops' time, the threads' own work between their ops included (the
+ * caller's from the start to its stop; another thread's from its first op
+ * to its last) (ns). */
 static int64_t work_of(const replay *R) {
   const jo_graph *g = R->g;
   int64_t sum = 0;
   for (size_t k = 0; k < g->nex; k++) {
     const jo_exec *e = &g->ex[k];
-    int64_t last = 0;
+    int64_t last = (int)k == g->caller || !e->no ? 0 : g->ops[e->o0].t0; /* another thread starts there */
     for (uint32_t i = 0; R->mode[k] != RM_BY_THREAD && i < e->no; i++) {
       const jo_op *o = &g->ops[e->o0 + i];
       if (o->kind <= JO_JOB && o->t1 > o->t0)
