@@ -208,12 +208,13 @@ describe("ops:whatif", function()
 
   it("waits for the jobs of a queue submitted before the wait, not those after", function()
     -- A (10 us); the caller waits for queue 1 (A alone) until 11, then
-    -- submits B (1 us) 11-12, which runs 12-13.
+    -- submits B (1 us) 11-12, which runs 12-13. (The caller comes last
+    -- here: executor 2 is B, not submitted when the wait begins.)
     local o = reader.job_ops{stop = 13, queues = {1}, execs = {
-      caller{{"submit", 0, 1, job = 2}, {"block", 1, 11, queue = 1}, {"wait", 11, queue = 1},
-             {"submit", 11, 12, job = 3}, {"block", 12, 13, job = 3}, {"wait", 13, job = 3}},
-      job(1, 1, {{"run", 1, 11}}),
-      job(2, 4, {{"run", 12, 13}}),
+      {job = 1, queue = 1, lane = 2, sub = {3, 1}, ops = {{"run", 1, 11}}},
+      {job = 2, queue = 1, lane = 2, sub = {3, 4}, ops = {{"run", 12, 13}}},
+      caller{{"submit", 0, 1, job = 1}, {"block", 1, 11, queue = 1}, {"wait", 11, queue = 1},
+             {"submit", 11, 12, job = 2}, {"block", 12, 13, job = 2}, {"wait", 13, job = 2}},
     }}
     local r = o:whatif{1, 2}
     assert.same({[1] = 13, [2] = 13}, predictions(r))

@@ -417,7 +417,7 @@ static int step(replay *R, int32_t x, const jo_op *o) {
   }
   if (o->kind == JO_BLOCK && !e->is_job && s->pc + 1 < e->no && o[1].kind == JO_JOB)
     return 1; /* the thread runs the jobs of a queue without workers meanwhile */
-  int32_t in = o->kind == JO_BLOCK ? R->aux[o - R->g->ops] : -1;
+  int32_t in = o->kind == JO_BLOCK && o->job >= 0 ? R->aux[o - R->g->ops] : -1;
   if (in >= 0 && R->x[in].state == XS_NEW)
     now_push(R, in); /* the job it waits for runs here meanwhile */
   if (cond_met(R, o, x))
