@@ -206,6 +206,23 @@ describe("ops:whatif", function()
     assert.equal(24, r.work_us)
   end)
 
+  it("gives every queue W workers of its own", function()
+    -- A and B on queue 1, C and D on queue 2, 10 us each, submitted 0-4.
+    -- One worker a queue: A 1-11, B 11-21 and C 3-13, D 13-23: 23. Two:
+    -- B ends at 12, D at 14. The caller waits for every job (queue 0).
+    local o = reader.job_ops{stop = 14, queues = {2, 2}, execs = {
+      caller{{"submit", 0, 1, job = 2}, {"submit", 1, 2, job = 3}, {"submit", 2, 3, job = 4},
+             {"submit", 3, 4, job = 5}, {"block", 4, 14}, {"wait", 14}},
+      job(1, 1, {{"run", 1, 11}}, 1),
+      job(2, 2, {{"run", 2, 12}}, 1),
+      job(3, 3, {{"run", 3, 13}}, 2),
+      job(4, 4, {{"run", 4, 14}}, 2),
+    }}
+    local r = o:whatif{1, 2}
+    assert.same({[1] = 23, [2] = 14}, predictions(r))
+    assert.equal(4, r.recorded_workers)
+  end)
+
   it("waits for the jobs of a queue submitted before the wait, not those after", function()
     -- A (10 us); the caller waits for queue 1 (A alone) until 11, then
     -- submits B (1 us) 11-12, which runs 12-13. (The caller comes last
