@@ -345,6 +345,12 @@ describe("ops:whatif", function()
       "bad argument #1 to 'whatif' (worker counts must be integers >= 1)")
     assert.has_error(function() o:whatif{"x"} end,
       "bad argument #1 to 'whatif' (worker counts must be integers >= 1)")
+    local many = {}
+    for i = 1, 65 do many[i] = i end
+    assert.has_error(function() o:whatif(many) end, "bad argument #1 to 'whatif' (at most 64 worker counts)")
+    assert.has_error(function() o:whatif(setmetatable({}, {__len = function() return -1 end})) end,
+      "bad argument #1 to 'whatif' (at most 64 worker counts)")
+    assert.has_error(function() o:whatif(5) end, "bad argument #1 to 'whatif' (table expected, got number)")
     local r = o:whatif{3}
     assert.same({{workers = 3, predicted_us = 0}}, r.predictions)
     assert.equal(0, r.span_us)

@@ -61,6 +61,8 @@
 #if !defined(JQ_WHATIF_MAX)
 #define JQ_WHATIF_MAX 64 /* worker counts one call replays */
 #endif
+#define JQ_STR_(x) #x
+#define JQ_STR(x) JQ_STR_(x)
 
 /* An executor's state in a replay. */
 enum {
@@ -704,7 +706,7 @@ static int worker_counts(lua_State *L, int32_t *ws) {
   }
   luaL_checktype(L, 2, LUA_TTABLE);
   lua_Integer n = luaL_len(L, 2);
-  luaL_argcheck(L, n <= JQ_WHATIF_MAX, 2, "too many worker counts");
+  luaL_argcheck(L, n >= 0 && n <= JQ_WHATIF_MAX, 2, "at most " JQ_STR(JQ_WHATIF_MAX) " worker counts");
   for (lua_Integer i = 1; i <= n; i++) {
     lua_geti(L, 2, i);
     int ok = 0;
