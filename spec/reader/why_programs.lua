@@ -114,12 +114,14 @@ function M.shift(truth, t0)
 end
 
 -- Waits for each job of `jobs` in order and returns their records, with
--- each one's id as `id`.
+-- each one's id as `id` and when the caller reached its wait as
+-- `t_reached`.
 local function collect(jobs)
   local out = {}
   for i, j in ipairs(jobs) do
+    local reached = clock()
     out[i] = j:wait()
-    out[i].id = j:id()
+    out[i].id, out[i].t_reached = j:id(), reached
   end
   return out
 end
