@@ -298,7 +298,8 @@ end
 -- caller waits for it (its results decoded on the caller), then waits
 -- for it again (decoded again, the job finished: t_dec0 .. t_dec1 is that
 -- decode alone); then a job builds another and a second job awaits it
--- (decoded in that job), then waits for it again (in the job alone).
+-- (decoded in that job; `waited`: the builder had not finished when it
+-- looked), then waits for it again (in the job alone).
 function M.copies(size)
   return function(t)
     local q <close> = jobque.new{workers = 2}
@@ -324,11 +325,12 @@ function M.copies(size)
     local m = q:submit(function(job)
       local c = require "jobque.core"
       local m0 = c.monotonic_ns() / 1000
+      local waited = job:status() ~= "done" -- (its copy out may still run)
       local r, s0, s1 = job:wait()
       local m1 = c.monotonic_ns() / 1000
       job:wait()
       local m2 = c.monotonic_ns() / 1000
-      return {n = #r, t0 = m0, wait0 = m0, wait1 = m1, t_dec0 = m1, t_dec1 = m2, j2_t0 = s0,
+      return {n = #r, waited = waited, t0 = m0, wait0 = m0, wait1 = m1, t_dec0 = m1, t_dec1 = m2, j2_t0 = s0,
               j2_t1 = s1, t1 = c.monotonic_ns() / 1000}
     end, j2)
     local b1 = clock()

@@ -533,9 +533,9 @@ describe("copy-heavy stages: results decoded on the caller and in a job (2 worke
     local j1, j2, m = t.j1, t.j2, t.m
     -- The decoding job's wait went on from the second builder's end only
     -- if it waited (else the path reaches it through its own start: the
-    -- machine gave it a worker only once that builder ended).
-    local builders = m.wait0 < j2.t1 and {j1, j2} or {j1}
-    same_jobs(m.wait0 < j2.t1 and {j1.id, j2.id, m.id} or {j1.id, m.id}, path.jobs, {j1, j2, m})
+    -- machine gave it a worker only once that builder had finished).
+    local builders = m.waited and {j1, j2} or {j1}
+    same_jobs(m.waited and {j1.id, j2.id, m.id} or {j1.id, m.id}, path.jobs, {j1, j2, m})
     kinds_are(path, {}, {"copy out", "copy result", "run"})
     local on_caller, in_job = {}, {}
     for _, s in ipairs(steps_of(path, "copy result")) do
