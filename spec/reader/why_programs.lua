@@ -139,7 +139,9 @@ function M.chain_after(n, link_us, wide, wide_us)
     links[1] = q:submit(sleeper, link_us)
     for k = 2, n do
       for _ = 1, wide do wides[#wides + 1] = q:submit(sleeper, wide_us) end
-      links[k] = q:after({links[k - 1]}, sleeper, link_us)
+      -- (its first dependency a wide job, which ends long before the link
+      -- before it: the chain is the second)
+      links[k] = q:after({wides[1], links[k - 1]}, sleeper, link_us)
     end
     t.t_subs = clock()
     t.links = collect(links)
@@ -209,7 +211,8 @@ function M.finished_awaits(n, link_us)
 end
 
 --- A caller that prepares each job itself (`prep_us`, in a span
--- "prepare") and submits it (`job_us`), `n` times: the submit loop is the
+-- "prepare") and submits it (`job_us`), `n` times, then waits for them all
+-- (wait_all) and collects their results: the submit loop is the
 -- bottleneck, whatever the workers.
 function M.caller_bound(n, prep_us, job_us)
   return function(t)
@@ -226,6 +229,7 @@ function M.caller_bound(n, prep_us, job_us)
       jobs[i] = q:submit(sleeper, job_us)
     end
     t.t_loop = clock()
+    q:wait_all()
     t.jobs = collect(jobs)
     t.t_waited = clock()
     t.preps = preps
