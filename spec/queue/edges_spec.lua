@@ -5,6 +5,7 @@ local p = require "jobque_profile"
 local S = require "support"
 
 local T = require("jobque.core")._test
+local here = debug.getinfo(1, "S").short_src
 
 -- Runs body() in a session and returns the decoded trace.
 local function traced(body)
@@ -242,7 +243,7 @@ describe("where a submit was made", function()
     local ok, err = pcall(q.parallel_for, q, 1, 2, function(lo) if lo == 1 then error("edges spec") end end, 2)
     local line = debug.getinfo(1, "l").currentline - 1
     assert.is_false(ok)
-    assert.truthy(err:find("submitted at spec/queue/edges_spec.lua:" .. line, 1, true), err)
+    assert.truthy(err:find("submitted at " .. here .. ":" .. line, 1, true), err)
     q:close()
   end)
 
@@ -250,7 +251,7 @@ describe("where a submit was made", function()
     local q = jobque.new{workers = 1}
     local ok, err = pcall(chunks_fail, q) local line = debug.getinfo(1, "l").currentline
     assert.is_false(ok)
-    assert.truthy(err:find("submitted at spec/queue/edges_spec.lua:" .. line, 1, true), err)
+    assert.truthy(err:find("submitted at " .. here .. ":" .. line, 1, true), err)
     q:close()
   end)
 end)

@@ -78,15 +78,22 @@ describe("error hints", function()
     end)
   end)
 
-  it("a job submitted from where no line is known (pcall, a C caller) says \"submitted at ?\", never ?:-1", function()
+  it("a job submitted through pcall names the nearest Lua line; with no Lua function up the stack, ?", function()
     jobque.with_job_que({workers = 1}, function(q)
       local _, job = pcall(q.submit, q, function() error("unplaced", 0) end)
+      local line = debug.getinfo(1, "l").currentline - 1
       local ok, err = job:pwait()
       assert.is_false(ok)
-      assert.matches("(in job #" .. job:id() .. " submitted at ?)", err, 1, true)
+      assert.matches(("(in job #%d submitted at %s:%d)"):format(job:id(), here, line), err, 1, true)
       local perr = select(2, pcall(q.parallel_for, q, 1, 2, function() error("chunk", 0) end))
-      assert.matches("submitted at ?)", perr, 1, true)
-      assert.is_nil(perr:find("?:-1", 1, true))
+      line = debug.getinfo(1, "l").currentline - 1
+      assert.matches(("submitted at %s:%d)"):format(here, line), perr, 1, true)
+      -- a coroutine whose body is the C function: no Lua line on its stack
+      job = coroutine.wrap(q.submit)(q, function() error("unplaced", 0) end)
+      ok, err = job:pwait()
+      assert.is_false(ok)
+      assert.matches("(in job #" .. job:id() .. " submitted at ?)", err, 1, true)
+      assert.is_nil(err:find("?:-1", 1, true))
     end)
   end)
 

@@ -57,13 +57,13 @@ enum {
   JQ_EV_COUNTER,         /* instant: profile_counter; id = counter name id,
                             arg = the value (a double's bits with
                             JQ_COUNTER_DOUBLE) */
-  JQ_EV_COUNTS           /* instant: the queue's counts at the start (flag
+  JQ_EV_COUNTS,          /* instant: the queue's counts at the start (flag
                             JQ_COUNTS_START) and at the end of a slice, on the
                             lane that ran it: arg = jq_counts_pack(ready,
                             running, suspended), id = the state's Lua heap, KB
                             (at the end only),
                             cat = the queue's number (creation order, from 1,
-                            saturated at 65535) */,
+                            saturated at 65535) */
   JQ_EV_EDGE = 37        /* instant: a happens-before edge, recorded where the
                             waiter went on: flags = JQ_EDGE_*, arg = the job
                             waited for (0 for JQ_EDGE_ALL), t1 = the waiting
