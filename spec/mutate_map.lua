@@ -11,8 +11,9 @@
 -- A file of src/ or lua/ that is missing here stops the generator. The files
 -- split off or added in the three-wing move (json_scan, load_event,
 -- load_cells, graph_path, page_graph, the reader's toolkit headers, the
--- headers) list the specs of the file they came from or serve, until
--- mutate_cover.sh measures them.
+-- headers) and the critical path's walk (ops_path: its own spec, then those
+-- of the report and the page that call it) list the specs of the file they
+-- came from or serve, until mutate_cover.sh measures them.
 return {
   ["lua/jobque-profile.lua"] = {"spec/reader/cli_spec.lua", "spec/record/file_replace_spec.lua",
     "spec/reader/loader_spec.lua", "spec/reader/page_view_spec.lua", "spec/reader/report_view_spec.lua",
@@ -239,6 +240,9 @@ return {
     "spec/reader/report_view_spec.lua", "spec/reader/seed_format_spec.lua", "spec/reader/util_spec.lua",
     "spec/record/file_replace_spec.lua", "spec/record/lanes_spec.lua", "spec/record/spans_spec.lua",
     "spec/record/trace_outcomes_spec.lua"},
+  ["src/reader/ops_path.c"] = {"spec/reader/critical_path_spec.lua", "spec/docs_spec.lua", "spec/reader/cli_spec.lua",
+    "spec/reader/job_graph_spec.lua", "spec/reader/page_files_spec.lua", "spec/reader/page_view_spec.lua",
+    "spec/reader/report_view_spec.lua"},
   ["src/reader/page.c"] = {"spec/reader/cli_spec.lua", "spec/record/file_replace_spec.lua",
     "spec/reader/job_graph_spec.lua", "spec/reader/columns_spec.lua", "spec/reader/loader_spec.lua",
     "spec/reader/page_files_spec.lua", "spec/reader/page_view_spec.lua", "spec/reader/model_spec.lua",

@@ -290,3 +290,53 @@ describe("the critical path of a hand-made graph", function()
     assert.same({"resume latency=" .. 2 * (n - 1), "run=" .. n - 1 + 5}, kinds(cp))
   end)
 end)
+
+-- A saved file of ours (edge events: every wait recorded, finished or not),
+-- read back through graph:ops(model):critical_path(). Lanes: worker 0 and
+-- worker 1 (queue 1), the caller.
+local function saved(events, stop)
+  local S = require "support"
+  local trace = require "jobque_profile.trace"
+  local file = S.tmpfile()
+  S.write(file, ([[{"traceEvents":[
+{"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"worker 0"}},
+{"ph":"M","pid":1,"tid":2,"name":"thread_name","args":{"name":"worker 1"}},
+{"ph":"M","pid":1,"tid":3,"name":"thread_name","args":{"name":"caller"}},
+%s],
+"jobqueProfile":{"version":1,"clock":"tsc","durationUs":%d,"startUs":0,"stopUs":%d,"lostEvents":0,"lanes":3,
+ "laneInfo":[{"tid":1,"name":"worker 0","role":"worker","queue":1,"recorded":1,"dropped":0},
+             {"tid":2,"name":"worker 1","role":"worker","queue":1,"recorded":1,"dropped":0},
+             {"tid":3,"name":"caller","role":"caller","recorded":1,"dropped":0}],
+ "categories":[],"markers":[]}}
+]]):format(events, stop, stop))
+  local model = assert(trace.load(file))
+  return R.job_graph(model):ops(model):critical_path()
+end
+
+describe("the critical path of a saved trace", function()
+  -- A frame: the caller submits A (job 1, 0..1) and B (job 2, 1..2), waits
+  -- for A (3..20; A ran 2..19 on worker 0), then for B, its straggler
+  -- waited last, which had ended at 10 (an edge at 20.5, no wait span),
+  -- decodes B's results 20.5..21 and works until the session stops (25).
+  -- Back from the end: the caller's work and the copy of B's results (B,
+  -- ended long before, is not on the path), its wake 19..20 after A's
+  -- end, A's run (its category "a", the slice's name), scheduling delay
+  -- 1..2 (both workers free), A's submit.
+  it("follows the latest-finishing wait, not the last, through the edges recorded", function()
+    local cp = saved([[
+{"ph":"X","ts":0,"dur":1,"pid":1,"tid":3,"name":"submit a","cat":"submit","args":{"job":1}},
+{"ph":"X","ts":1,"dur":1,"pid":1,"tid":3,"name":"submit b","cat":"submit","args":{"job":2}},
+{"ph":"X","ts":3,"dur":17,"pid":1,"tid":3,"name":"wait","cat":"wait","args":{"job":1}},
+{"ph":"i","s":"t","cat":"edge","name":"waited for","ts":20,"pid":1,"tid":3,"args":{"on":1}},
+{"ph":"i","s":"t","cat":"edge","name":"waited for","ts":20.5,"pid":1,"tid":3,"args":{"on":2}},
+{"ph":"X","ts":20.5,"dur":0.5,"pid":1,"tid":3,"name":"copy result","cat":"copy","args":{"job":2,"bytes":9,"category":"b"}},
+{"ph":"X","ts":2,"dur":17,"pid":1,"tid":1,"name":"a","cat":"job","args":{"job":1}},
+{"ph":"X","ts":2,"dur":8,"pid":1,"tid":2,"name":"b","cat":"job","args":{"job":2}}
+]], 25)
+    assert.same({"submit 0+1 caller 1 - -", "scheduling delay 1+1 worker 0 1 a -", "run 2+17 worker 0 1 a -",
+      "resume latency 19+1 caller - - -", "caller 20+0.5 caller - - -", "copy result 20.5+0.5 caller 2 b -",
+      "caller 21+4 caller - - -"}, rows(cp))
+    assert.same({1}, cp.jobs)
+    assert.is_false(cp.partial)
+  end)
+end)

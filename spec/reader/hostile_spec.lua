@@ -50,7 +50,9 @@ describe("the job graph under hostile input", function()
 
   it("reads a lane's n rows and no further, whatever its columns hold", function()
     -- n = 3 but one row in the columns: rows 2 and 3 have no kind (skipped), so job 1 alone
-    local l, cp = graph.figures(model({index = 1, n = 3, kind = {"job"}, job = {1}, ts = {1}, dur = {2}, cat = {"a"}}))
+    -- (sname: the happens-before graph reads the slices' names too)
+    local l, cp = graph.figures(model({index = 1, n = 3, kind = {"job"}, job = {1}, ts = {1}, dur = {2}, cat = {"a"},
+                                       sname = {"a"}}))
     assert.same({1}, cp.jobs)
     assert.same({1, 2}, {l.run.count, l.run.max_us})
   end)

@@ -4,6 +4,8 @@
 local S = require "support"
 local trace = require "jobque_profile.trace"
 local reader = require "jobque_profile.reader"
+local p = require "jobque_profile"
+local jobque = require "jobque"
 
 local function load_text(text)
   local path = S.tmpfile()
@@ -291,6 +293,27 @@ describe("graph:ops(model)", function()
     }}, dump(text))
   end)
 
+  it("gives another thread the range of its slices and edges", function()
+    -- worker 0: job 1 0..2; thread 1 waits for it (finished) at 3, submits
+    -- job 2 (never run) 5..6; the caller records nothing; the session stops at 9.
+    local lanes = {{name = "worker 0", role = "worker", queue = 1}, {name = "thread 1", role = "other"},
+                   {name = "caller", role = "caller"}}
+    local text = file(lanes, [[
+{"ph":"X","ts":0,"dur":2,"pid":1,"tid":1,"name":"a","cat":"job","args":{"job":1}},
+{"ph":"i","s":"t","cat":"edge","name":"waited for","ts":3,"pid":1,"tid":2,"args":{"on":1}},
+{"ph":"X","ts":5,"dur":1,"pid":1,"tid":2,"name":"submit b","cat":"submit","args":{"job":2}}
+]], 9)
+    assert.same({stop = 9, partial = false, queues = {1}, lanes = {"worker 0", "thread 1", "caller"}, execs = {
+      {job = 1, queue = 1, lane = 1, cat = "a", ops = {{"run", 0, 2, lane = 1, cat = "a"}}},
+      {thread = true, lane = 2, ops = {
+        {"wait", 3, lane = 2, job = 1},
+        {"own", 3, 5, lane = 2},
+        {"submit", 5, 6, lane = 2}, -- job 2 never ran: no executor
+      }},
+      {thread = true, caller = true, lane = 3, ops = {{"own", 0, 9, lane = 3}}},
+    }}, dump(text))
+  end)
+
   it("builds a big trace's graph without recursion, every job and op there", function()
     -- 20,000 jobs on 2 workers, each after the one before, submitted by the
     -- caller inside 5,000 nested spans; job k runs k*10+5 .. k*10+10 on
@@ -330,10 +353,241 @@ describe("graph:ops(model)", function()
     assert.same({"own", n * 10 + 2 * depth - 1, stop, lane = 3}, caller[#caller])
   end)
 
+  it("refuses what is no model, and keeps to the model's lanes", function()
+    local m = load_text(WITH_EDGES)
+    local g = reader.job_graph(m)
+    assert.has_error(function() g:ops(42) end)
+    assert.has_error(function() reader.job_graph{lanes = {}, flows = {}, awaits = {}, copy_ts = {}, copy_dur = {},
+                                                copy_name = {}, copy_job = {}}:ops({lanes = 7}) end,
+                     "graph:ops: model.lanes is not a table")
+    -- a hand-made model's slice ending past int64 nanoseconds
+    local huge = {t0 = 0, t1 = 1, lanes = {{name = "worker 0", n = 1, kind = {"job"}, job = {1}, ts = {8e15},
+                                             dur = {8e15}, cat = {"x"}, sname = {"x"}}},
+                  flows = {}, awaits = {}, copy_ts = {}, copy_dur = {}, copy_name = {}, copy_job = {}}
+    assert.has_error(function() reader.job_graph(huge):ops(huge) end, "graph:ops: a time is out of range")
+    -- this graph's jobs ran on lanes 1 and 2; a model with one lane has no such lanes
+    local one = load_text(file({{name = "caller", role = "caller"}},
+                                '{"ph":"X","ts":0,"dur":1,"pid":1,"tid":1,"name":"x","cat":"x"}', 5))
+    local d = g:ops(one):dump()
+    assert.same({"caller"}, d.lanes)
+    for _, e in ipairs(d.execs) do
+      assert.is_true(e.lane == nil or e.lane == 1)
+      for _, o in ipairs(e.ops) do assert.is_true(o.lane == nil or o.lane == 1) end
+    end
+  end)
+
   it("round-trips through reader.job_ops", function()
     for _, text in ipairs{WITH_EDGES, WITHOUT_EDGES} do
       local d = dump(text)
       assert.same(d, reader.job_ops(d):dump())
     end
   end)
+
+  -- What the program did, in order, by construction (the executors' kinds
+  -- without their own time and the run pieces, whose lengths are the
+  -- clock's; each named job as its id).
+  local function shape(d, e)
+    local out = {}
+    for _, o in ipairs(e.ops) do
+      if o[1] ~= "own" and o[1] ~= "run" then
+        out[#out + 1] = o.job and ("%s %d"):format(o[1], d.execs[o.job].job) or o[1]
+      end
+    end
+    return out
+  end
+
+  it("builds a recorded program's graph: every wait, await and after dependency there", function()
+    -- One worker: the parent submits a child and awaits it (the child can
+    -- only run once the parent yields); the caller waits for the parent,
+    -- then submits a job after the parent (finished by then: its edge is
+    -- recorded all the same) and waits for it, then for every job, and the
+    -- scope's end does once more.
+    p.profile_start(10000)
+    local ids = {}
+    jobque.with_job_que({workers = 1}, function(q)
+      local parent = q:submit(function()
+        local child = jobque.current():submit(function() return 1 end)
+        return child:wait() + 1
+      end)
+      assert.equal(2, parent:wait())
+      local after = q:after({parent}, function() return 3 end)
+      assert.equal(3, after:wait())
+      q:wait_all()
+      ids = {parent = parent:id(), after = after:id()}
+    end)
+    p.profile_stop()
+    local _, _, path = S.save(p)
+    local d = ops_of(assert(trace.load(path))):dump()
+    local by_id = {}
+    for _, e in ipairs(d.execs) do
+      if e.job then by_id[e.job] = e end
+    end
+    local parent, after = by_id[ids.parent], by_id[ids.after]
+    local child_id = d.execs[parent.ops[3].job].job -- the parent's submit (after its copy in and first run)
+    assert.same({"copy in", ("submit %d"):format(child_id), ("suspend %d"):format(child_id),
+                 ("wait %d"):format(child_id), ("copy result %d"):format(child_id), "copy out"}, shape(d, parent))
+    assert.same({"copy in", "copy out"}, shape(d, by_id[child_id]))
+    assert.same({("wait %d"):format(ids.parent), "copy in", "copy out"}, shape(d, after))
+    local caller = d.execs[#d.execs]
+    assert.is_true(caller.caller)
+    assert.same({("submit %d"):format(ids.parent), ("block %d"):format(ids.parent), ("wait %d"):format(ids.parent),
+                 ("copy result %d"):format(ids.parent), ("submit %d"):format(ids.after),
+                 ("block %d"):format(ids.after), ("wait %d"):format(ids.after), ("copy result %d"):format(ids.after),
+                 "block", "wait", "block", "wait"}, shape(d, caller)) -- wait_all, then the scope's end
+    local alls = 0
+    for _, o in ipairs(caller.ops) do
+      if (o[1] == "wait" or o[1] == "block") and not o.job then
+        assert.equal(1, o.queue) -- each names queue 1
+        alls = alls + 1
+      end
+    end
+    assert.equal(4, alls)
+    assert.same({1}, d.queues)
+    assert.is_false(d.partial)
+  end)
 end)
+
+-- Random traces (seeded: JQ_FUZZ_SEED=N repeats a run; the seed is in every
+-- failure's message) whose items nest as a writer of ours nests them: the
+-- graph's ops never overlap, the caller's tile the session, each job's
+-- slices are its run, submits, copy results and blocks, and the dump
+-- round-trips.
+describe("graph:ops on random traces", function()
+  local SEED = tonumber(os.getenv("JQ_FUZZ_SEED") or "") or os.time()
+  local ROUNDS = tonumber(os.getenv("JQ_FUZZ_ROUNDS") or "") or 60
+  local rnd = math.random
+
+  -- Items inside [t, t_end) of lane tid, one after the other (maybe touching):
+  -- submits, copy results, waits and edges (waiter `job`, nil outside jobs),
+  -- spans (job's, or the thread's holding more items, `depth` deep).
+  local function fill(ev, tid, t, t_end, job, njobs, depth, sums)
+    while true do
+      local gap, len = rnd(0, 3), rnd(0, 4)
+      if t + gap + len > t_end then return end
+      t = t + gap
+      local what = rnd(1, 6)
+      local jobarg = job and (',"job":%d'):format(job) or ""
+      if what == 1 then
+        ev[#ev + 1] = ('{"ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d,"name":"submit j","cat":"submit","args":{"job":%d}}')
+                        :format(t, len, tid, rnd(1, njobs + 1))
+        sums.work = sums.work + len
+      elseif what == 2 then
+        ev[#ev + 1] = ('{"ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d,"name":"copy result","cat":"copy",'
+                       .. '"args":{"job":%d,"bytes":1,"category":"j"}}'):format(t, len, tid, rnd(1, njobs))
+        sums.work = sums.work + len
+      elseif what == 3 then
+        local on = rnd(0, njobs)
+        ev[#ev + 1] = on == 0 and ('{"ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d,"name":"wait all","cat":"wait"}')
+                                    :format(t, len, tid)
+                      or ('{"ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d,"name":"wait","cat":"wait","args":{"job":%d}}')
+                           :format(t, len, tid, on)
+        sums.work = sums.work + len
+      elseif what == 4 then
+        ev[#ev + 1] = ('{"ph":"i","s":"t","cat":"edge","name":"waited for","ts":%d,"pid":1,"tid":%d,"args":{"on":%d%s}}')
+                        :format(t, tid, rnd(1, njobs), jobarg)
+        len = 0
+      elseif what == 5 and not job then
+        ev[#ev + 1] = ('{"ph":"i","s":"t","cat":"edge","name":"after","ts":%d,"pid":1,"tid":%d,"args":{"job":%d,"on":%d}}')
+                        :format(t, tid, rnd(1, njobs), rnd(1, njobs))
+        len = 0
+      else
+        len = len + rnd(0, 10)
+        if t + len > t_end then return end
+        ev[#ev + 1] = ('{"ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d,"name":"s","cat":"s%d","args":{"span":%d,"piece":1%s}}')
+                        :format(t, len, tid, depth, #ev + 1, jobarg)
+        if not job and depth < 3 then fill(ev, tid, t, t + len, nil, njobs, depth + 1, sums) end
+      end
+      t = t + len
+    end
+  end
+
+  -- A random trace: jobs one after another on two workers (copy in, slices
+  -- with items inside and suspensions between, copy out), the caller's
+  -- items from 0. Returns its text and what each job's slices and copies took.
+  local function random_trace()
+    local njobs, ev, jobs = rnd(1, 12), {}, {}
+    local at = {0, 0}
+    for j = 1, njobs do
+      local w = rnd(1, 2)
+      local t = at[w] + rnd(0, 5)
+      local info = {slices = 0, run = 0, nslices = rnd(1, 3), copies = 0}
+      local cin = rnd(0, 2)
+      ev[#ev + 1] = ('{"ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d,"name":"copy in","cat":"copy",'
+                     .. '"args":{"job":%d,"bytes":1,"category":"j"}}'):format(t, cin, w, j)
+      t = t + cin
+      info.copies = info.copies + cin
+      for k = 1, info.nslices do
+        if k > 1 then t = t + rnd(0, 6) end
+        local len = rnd(0, 30)
+        ev[#ev + 1] = ('{"ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d,"name":"j","cat":"job","args":{"job":%d}}')
+                        :format(t, len, w, j)
+        fill(ev, w, t, t + len, j, njobs, 1, {work = 0})
+        info.run = info.run + len
+        t = t + len
+      end
+      local cout = rnd(0, 2)
+      ev[#ev + 1] = ('{"ph":"X","ts":%d,"dur":%d,"pid":1,"tid":%d,"name":"copy out","cat":"copy",'
+                     .. '"args":{"job":%d,"bytes":1,"category":"j"}}'):format(t, cout, w, j)
+      info.copies = info.copies + cout
+      at[w] = t + cout
+      jobs[j] = info
+    end
+    local sums = {work = 0}
+    local stop = math.max(at[1], at[2]) + 100
+    fill(ev, 3, 0, stop, nil, njobs, 1, sums)
+    return file(LANES, table.concat(ev, ",\n"), stop), jobs, sums, stop
+  end
+
+  local KEEPS = {run = true, submit = true, ["copy result"] = true, block = true}
+
+  it("cuts every executor's items into ops that never overlap", function()
+    math.randomseed(SEED)
+    for r = 1, ROUNDS do
+      local text, jobs, sums, stop = random_trace()
+      local d = dump(text)
+      local why = ("round %d (seed %d)"):format(r, SEED)
+      for x, e in ipairs(d.execs) do
+        local at, lead, inside, copies, suspends = -math.huge, true, 0, 0, 0
+        for i, o in ipairs(e.ops) do
+          if o[1] == "wait" then
+            if not (lead and o.lane == nil) then
+              lead = false
+              assert(o[2] >= at, ("%s: exec %d op %d: a wait before the op it follows"):format(why, x, i))
+            end
+          else
+            lead = false
+            assert(o[2] >= at and o[3] >= o[2], ("%s: exec %d op %d overlaps"):format(why, x, i))
+            at = o[3]
+            if KEEPS[o[1]] then inside = inside + (o[3] - o[2]) end
+            if o[1] == "copy in" or o[1] == "copy out" then copies = copies + (o[3] - o[2]) end
+            if o[1] == "suspend" then suspends = suspends + 1 end
+          end
+        end
+        if e.job then
+          local info = jobs[e.job]
+          assert(info.run == inside, ("%s: job %d's slices %d, its ops %d"):format(why, e.job, info.run, inside))
+          assert(info.copies == copies, ("%s: job %d's copies"):format(why, e.job))
+          assert(info.nslices - 1 == suspends, ("%s: job %d's suspensions"):format(why, e.job))
+          if e.sub then
+            local o = d.execs[e.sub[1]].ops[e.sub[2]]
+            assert(o[1] == "submit" and o.job == x, ("%s: job %d's submit"):format(why, e.job))
+          end
+        elseif e.caller then
+          local own, t = 0, 0
+          for i, o in ipairs(e.ops) do
+            if o[1] ~= "wait" then
+              assert(o[2] == t, ("%s: the caller's op %d leaves a hole"):format(why, i))
+              t = o[3]
+              if o[1] == "own" then own = own + (o[3] - o[2]) end
+            end
+          end
+          assert(t == stop, ("%s: the caller's ops end at %s"):format(why, t))
+          assert(own == stop - sums.work, ("%s: the caller's own time"):format(why))
+        end
+      end
+      assert(#d.execs == #jobs + 1, why)
+      assert.same(d, reader.job_ops(d):dump(), why)
+    end
+  end)
+end)
+

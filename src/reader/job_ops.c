@@ -30,7 +30,7 @@
 #include "reader/reader.h"
 #include "reader/scratch.h"
 
-static void *grow(lua_State *L, jq_vec *v, size_t size) {
+void *jq_ops_grow(lua_State *L, jq_vec *v, size_t size) {
   if (jq_vec_reserve(v, size) != 0)
     jq_nomem(L);
   memset(v->p + v->n, 0, size);
@@ -61,7 +61,7 @@ jo_graph *jq_ops_new(lua_State *L) {
 jo_graph *jq_ops_check(lua_State *L, int idx) { return luaL_checkudata(L, idx, JQ_OPS_MT); }
 
 jo_op *jq_ops_push_op(lua_State *L, jo_graph *g) {
-  jo_op *o = grow(L, &g->mem[JM_OPS], sizeof *o);
+  jo_op *o = jq_ops_grow(L, &g->mem[JM_OPS], sizeof *o);
   g->ops = (jo_op *)g->mem[JM_OPS].p;
   g->nops++;
   o->lane = o->cat = o->job = -1;
@@ -69,7 +69,7 @@ jo_op *jq_ops_push_op(lua_State *L, jo_graph *g) {
 }
 
 jo_exec *jq_ops_push_exec(lua_State *L, jo_graph *g) {
-  jo_exec *e = grow(L, &g->mem[JM_EX], sizeof *e);
+  jo_exec *e = jq_ops_grow(L, &g->mem[JM_EX], sizeof *e);
   g->ex = (jo_exec *)g->mem[JM_EX].p;
   g->nex++;
   e->lane = e->sub = e->cat = -1;
@@ -223,7 +223,7 @@ static int l_job_ops(lua_State *L) {
   }
   lua_getfield(L, 1, "queues"); /* 3 */
   for (lua_Integer q = 1; lua_istable(L, 3) && lua_rawgeti(L, 3, q) == LUA_TNUMBER; q++) {
-    int32_t *w = grow(L, &g->mem[JM_QW], sizeof *w);
+    int32_t *w = jq_ops_grow(L, &g->mem[JM_QW], sizeof *w);
     *w = (int32_t)lua_tointeger(L, -1);
     g->queue_workers = (int32_t *)g->mem[JM_QW].p;
     g->nqueues = (int32_t)q;

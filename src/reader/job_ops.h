@@ -104,6 +104,7 @@ jo_op *jq_ops_push_op(lua_State *L, jo_graph *g);     /* room for one more op (z
 jo_exec *jq_ops_push_exec(lua_State *L, jo_graph *g); /* one more executor (zeroed, sub -1) */
 void jq_ops_push_job_id(lua_State *L, int gidx, int32_t exec); /* its id, or nil */
 int jq_ops_last_op(const jo_graph *g, int32_t exec);            /* index in ops[], -1 none */
+void *jq_ops_grow(lua_State *L, jq_vec *v, size_t size); /* one more zeroed item at v's end */
 
 /* Its methods, and graph:ops() (a job_graph's method):
  *   ops_path.c:      ops:critical_path() -> the walk (docs/cli.md)

@@ -21,13 +21,14 @@
  * start, a wait span at its end (`wait all`: every job, queue 0), a
  * `dependency done` at the dependant's start. Between two slices of a job,
  * a suspension (the job it awaited, from the await, else -1: a yield).
+ * A wait_all's block names the queue its edge names.
  *
  * The items are sorted (executor; an `after` point first; start; longer
  * first) and each executor's cut into ops, innermost wins: a slice split
  * where a submit, copy result, wait or edge lies in it, a thread's own
- * time (JO_OWN) from 0 (the caller; another thread from its first slice)
- * to the session's stop (another thread: its last slice's end) split where
- * its spans begin and end. Items that overlap without nesting are clipped
+ * time (JO_OWN) from 0 (the caller; another thread from its first slice
+ * or edge) to the session's stop (another thread: its last slice's end or
+ * edge) split where its spans begin and end. Items that overlap without nesting are clipped
  * to what holds them. Times: nanoseconds from model.t0.
  * g->partial: events were lost, a lane dropped some, or spans were left
  * unclosed. Linear in the items but for one sort; no recursion.
@@ -64,7 +65,7 @@ typedef struct bitem {
 
 typedef struct blane {
   int32_t role, queue, thread; /* thread: its executor, -1 a worker lane */
-  int64_t first, last;         /* its slices' first start and last end (ns) */
+  int64_t first, last;         /* its slices' first start and last end (ns), its edges' too */
   int has;                     /* it has a slice */
 } blane;
 
@@ -98,20 +99,18 @@ static int64_t ns_dur(bstate *s, double us) {
   return (int64_t)llround(x);
 }
 
-/* One more zeroed item of `size` bytes at the end of v: its address. */
-static void *append(lua_State *L, jq_vec *v, size_t size) {
-  if (jq_vec_reserve(v, size) != 0)
-    jq_nomem(L);
-  memset(v->p + v->n, 0, size);
-  v->n += size;
-  return v->p + v->n - size;
+/* t + d, raising when it leaves int64's range (a hand-made model's times). */
+static int64_t ns_add(bstate *s, int64_t t, int64_t d) {
+  if ((d > 0 && t > INT64_MAX - d) || (d < 0 && t < INT64_MIN - d))
+    luaL_error(s->L, "graph:ops: a time is out of range");
+  return t + d;
 }
 
 static bitem *new_item(bstate *s, uint8_t kind, int32_t owner, int32_t lane, int64_t t0, int64_t t1) {
   jq_vec *v = &s->sc->b[B_ITEMS];
   if (v->n / sizeof(bitem) >= UINT32_MAX / 2)
     jq_nomem(s->L);
-  bitem *it = append(s->L, v, sizeof *it);
+  bitem *it = jq_ops_grow(s->L, v, sizeof *it);
   it->kind = kind, it->owner = owner, it->lane = lane, it->t0 = t0, it->t1 = t1 < t0 ? t0 : t1;
   it->cat = it->job = -1;
   return it;
@@ -227,7 +226,7 @@ static int role_by_name(const char *name, size_t len) {
 static void note_queue(bstate *s, int32_t q) {
   jo_graph *g = s->g;
   while (q > 0 && q <= 65536 && g->nqueues < q) {
-    append(s->L, &g->mem[JM_QW], sizeof(int32_t));
+    jq_ops_grow(s->L, &g->mem[JM_QW], sizeof(int32_t));
     g->nqueues++;
     g->queue_workers = (int32_t *)g->mem[JM_QW].p;
   }
@@ -244,7 +243,7 @@ static void read_lanes(bstate *s) {
   for (lua_Integer li = 1; lua_rawgeti(L, lanes, li) == LUA_TTABLE; li++) {
     if (li > INT32_MAX / 2)
       luaL_error(L, "graph:ops: too many lanes");
-    blane *b = append(L, &s->sc->b[B_LANES], sizeof *b);
+    blane *b = jq_ops_grow(L, &s->sc->b[B_LANES], sizeof *b);
     b->thread = -1;
     size_t len = 0;
     const char *name = lua_rawget(L, (lua_pushliteral(L, "name"), -2)) == LUA_TSTRING ? lua_tolstring(L, -1, &len)
@@ -282,6 +281,10 @@ static void read_lanes(bstate *s) {
 
 /* ---- the executors ---- */
 
+/* A lane of the job graph's as one of the model's (-1: the graph was
+ * built from a model with fewer lanes). */
+static int32_t lane_ok(const bstate *s, int32_t l) { return l >= 0 && l < s->g->nlanes ? l : -1; }
+
 static void add_job_exec(bstate *s, int32_t k) {
   lua_State *L = s->L;
   const gjob *j = &s->gr->jobs[k];
@@ -300,7 +303,7 @@ static void add_job_exec(bstate *s, int32_t k) {
   if (j->flags & HAS_READY)
     e->ready = ns_at(s, jq_num_tof(j->ready));
   if (j->ns)
-    e->lane = s->gr->sl[j->s0].lane;
+    e->lane = lane_ok(s, s->gr->sl[j->s0].lane);
 }
 
 /* Jobs with a slice (by start), jobs with copies only, then the threads. */
@@ -431,7 +434,7 @@ static void walk_lane(bstate *s, int idx, int32_t l) {
     jq_num ts = jq_col_num(L, &c.ts, i), dur = jq_col_num(L, &c.dur, i);
     if (ts.t == JQ_NUM_NIL || dur.t == JQ_NUM_NIL)
       luaL_error(L, "graph:ops: a slice's time is not a number");
-    int64_t t0 = ns_at(s, jq_num_tof(ts)), t1 = t0 + ns_dur(s, jq_num_tof(dur));
+    int64_t t0 = ns_at(s, jq_num_tof(ts)), t1 = ns_add(s, t0, ns_dur(s, jq_num_tof(dur)));
     if (!b->has || t0 < b->first)
       b->first = t0;
     if (!b->has || t1 > b->last)
@@ -502,6 +505,12 @@ static void read_edges(bstate *s) {
     it->job = on, it->lead = kind.v.i == 2;
     if (kind.v.i == 3)
       it->queue = queue, note_queue(s, queue);
+    blane *b = !waiter && l >= 0 ? &s->lanes[l] : NULL;
+    if (b) { /* a thread's edge: within its range */
+      b->first = b->has && b->first < t ? b->first : t;
+      b->last = b->has && b->last > t ? b->last : t;
+      b->has = 1;
+    }
   }
   lua_pop(L, 6);
 }
@@ -517,13 +526,13 @@ static void job_edges(bstate *s) {
       continue;
     const gslice *sl = &gr->sl[j->s0];
     for (uint32_t i = 1; i < j->ns; i++) {
-      int64_t t0 = ns_at(s, jq_num_tof(sl[i - 1].ts)) + ns_dur(s, jq_num_tof(sl[i - 1].dur));
+      int64_t t0 = ns_add(s, ns_at(s, jq_num_tof(sl[i - 1].ts)), ns_dur(s, jq_num_tof(sl[i - 1].dur)));
       int64_t t1 = ns_at(s, jq_num_tof(sl[i].ts));
       int32_t aw = sl[i].await >= 0 ? gr->aw[sl[i].await].awaits : -1;
       int32_t on = aw >= 0 ? s->exec_of[aw] : -1;
-      new_item(s, JO_SUSPEND, x, sl[i - 1].lane, t0, t1)->job = on;
+      new_item(s, JO_SUSPEND, x, lane_ok(s, sl[i - 1].lane), t0, t1)->job = on;
       if (!s->has_edges && on >= 0)
-        new_item(s, JO_WAIT, x, sl[i].lane, t1, t1)->job = on;
+        new_item(s, JO_WAIT, x, lane_ok(s, sl[i].lane), t1, t1)->job = on;
     }
     if (s->has_edges)
       continue;
@@ -658,8 +667,13 @@ static void cut_all(bstate *s) {
       jo_op *op = &g->ops[o];
       if (op->kind == JO_SUBMIT && op->job >= 0)
         g->ex[op->job].sub = (int32_t)o;
-      if (op->kind == JO_BLOCK && op->job < 0 && o + 1 < end && op[1].kind == JO_WAIT && op[1].job < 0)
-        op->queue = op[1].queue; /* a wait_all's block: the queue its edge names */
+      if (op->kind != JO_BLOCK || op->job >= 0)
+        continue;
+      uint32_t w = o + 1; /* a wait_all's block: the queue its edge (next but for own time) names */
+      while (w < end && g->ops[w].kind == JO_OWN)
+        w++;
+      if (w < end && g->ops[w].kind == JO_WAIT && g->ops[w].job < 0)
+        op->queue = g->ops[w].queue;
     }
   }
 }

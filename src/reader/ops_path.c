@@ -2,28 +2,31 @@
  * ops_path.c - the critical path of a happens-before graph (job_ops.h):
  * ops:critical_path() and jq_ops_walk (the page's path, page_graph.c).
  *
- * The walk starts at the executor that ended last (the caller's thread
- * on ties, then the first executor) and goes back in time. At an op it
- * takes the op's own time as a step of the op's kind, then goes to the
- * predecessor of the op's start that finished LATEST among: the executor's
- * previous work op (program order, over the JO_WAIT, JO_BLOCK and
- * JO_SUSPEND ops between: they last as long as what they wait for), what
- * each of those waited for (a job's end; for a whole queue, the last end
- * among its jobs submitted before the wait ended), and, before a job's
- * first work op, its JO_SUBMIT's end (what a wait waited for counts only
- * when it ended by then: a file whose wait returned before the job ended
- * is inconsistent; a job may start before its submit's span ends, so the
- * walk goes into that submit). Ties pick program order, then the
- * submit, then the wait nearest in program order. The time between that
- * predecessor's end and the op's start is labelled by what covers it: a
- * job not yet started (ready latency while every worker of its queue ran
- * a slice or copy, else scheduling delay), a suspension (worker busy
- * while its worker ran another job, held_by the one that ran longest,
- * else resume latency), a blocked wait (blocked before what it waited for
- * ended, resume latency after), nothing (resume latency after a wait,
- * else the op's own kind). A loop with a step limit (the ops and the
- * executors twice over): no recursion; the limit marks the path cut.
- * Sorts and binary searches make it O(ops log ops).
+ * The walk starts at the executor that ended last (the caller's thread on
+ * ties, then the first executor) and goes back in time. At an op it takes
+ * the op's own time as a step of the op's kind, then goes to the
+ * predecessor of the op's start that ended LATEST among:
+ *   - the executor's previous work op (program order), over the JO_WAIT,
+ *     JO_BLOCK and JO_SUSPEND ops between (they last as long as what they
+ *     wait for);
+ *   - what each of those waited for, if it ended by then (a job's end; for
+ *     a whole queue, the job of it submitted before the wait ended that
+ *     ended last, the first executor on ties); a file whose wait returned
+ *     before its job ended is inconsistent, and that job is no predecessor;
+ *   - before a job's first work op, its JO_SUBMIT's end (a job may start
+ *     before its submit's span ends: the walk then goes into that submit).
+ * Ties pick program order, then the submit, then the wait nearest in
+ * program order. The time between that end and the op's start is
+ * labelled by what covers it: a job not yet started, ready latency while
+ * every worker of its queue (as recorded, else the lanes its jobs ran on)
+ * was in a slice or copy, scheduling delay the rest; a suspension, worker
+ * busy while its own worker ran other jobs (held_by the one that ran
+ * longest), resume latency the rest; a blocked wait, blocked before what
+ * it waited for ended (all of it when the trace does not say), resume
+ * latency after; nothing, resume latency after a wait, else the op's own
+ * kind. Steps of one kind and owner that meet are merged. A loop with a
+ * step limit (the ops and the executors twice over; reaching it marks the
+ * path cut): no recursion. Sorts and binary searches: O(ops log ops).
  *
  * Owns: nothing past a call (its arrays are a scratch userdata).
  * Must not: run on the record path. Thread safety: one lua_State per call.
@@ -38,9 +41,9 @@
 #include "reader/scratch.h"
 #include "reader/sort.h"
 
-const char *const jq_path_kinds[JP_N] = {"run",         "copy in",         "copy out",        "copy result",
-                                         "submit",      "caller",          "job on caller",   "ready latency",
-                                         "scheduling delay", "worker busy", "resume latency", "blocked"};
+const char *const jq_path_kinds[JP_N] = {
+    "run",           "copy in",       "copy out",         "copy result", "submit",         "caller",
+    "job on caller", "ready latency", "scheduling delay", "worker busy", "resume latency", "blocked"};
 
 /* The scratch's buffers. */
 enum { B_FIN, B_LOP, B_LOP0, B_QJ, B_QJ0, B_QMAX, B_QP, B_QP0, B_QW, B_ACC, B_TMP, B_STEPS, B_JOBS, B_N };

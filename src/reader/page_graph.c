@@ -224,7 +224,7 @@ static void item_ops_id(lua_State *L, list *l, int gidx, int32_t x) {
 /* Adds the critical path: "path":{...}, or null without a job (pp NULL):
  * the walk pp over the happens-before graph at gidx (ops_path.c), its
  * times already nanoseconds from model.t0. */
-static void add_path(lua_State *L, luaL_Buffer *b, const graph *g, int gidx, const jo_path *pp) {
+static void add_path(lua_State *L, luaL_Buffer *b, int gidx, const jo_path *pp) {
   if (!pp) {
     luaL_addstring(b, ",\n\"path\":null}");
     return;
@@ -236,9 +236,9 @@ static void add_path(lua_State *L, luaL_Buffer *b, const graph *g, int gidx, con
   for (size_t k = 0; k < p.njobs; k++)
     item_ops_id(L, &l, gidx, p.jobs[k]);
   char d[JQ_NUMBER_TEXT];
-  num session = g->session, share = jq_num_nil(); /* null */
-  if (jq_num_lt(jq_num_int(0), session))
-    share = jq_num_flt((double)(p.finish - p.start) / 1000 / jq_num_tof(session));
+  num share = jq_num_nil(); /* null; else of the session, as ops:critical_path()'s */
+  if (o->stop > 0)
+    share = jq_num_flt((double)(p.finish - p.start) / (double)o->stop);
   luaL_addstring(b, "],\"dur\":");
   luaL_addlstring(b, d, jq_text_int(d, (lua_Integer)(p.finish - p.start)));
   luaL_addstring(b, ",\"share\":");
@@ -316,7 +316,7 @@ static int l_page_graph(lua_State *L) {
   luaL_buffinit(L, &b);
   luaL_addchar(&b, '{');
   add_columns(L, &b, g, catpage, t0);
-  add_path(L, &b, g, gidx, has_path ? &p : NULL);
+  add_path(L, &b, gidx, has_path ? &p : NULL);
   luaL_pushresult(&b);
   return 1;
 }
