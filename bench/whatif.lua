@@ -10,7 +10,8 @@
 -- "replayed" is each measured run's own trace replayed at its worker
 -- count: near the measured length, the replay models that run, and a
 -- prediction far from it comes from a schedule the queue chose otherwise
--- (see docs/cli.md, "What if").
+-- (see docs/cli.md, "What if"); "used" is how many worker lanes of the
+-- measured run ran a job (median).
 local jobque = require "jobque"
 local p = require "jobque_profile"
 local trace = require "jobque_profile.trace"
@@ -113,10 +114,16 @@ local function recorded_run(prog, workers)
   return model
 end
 
--- A run's session length, and its own trace replayed at its worker count.
+-- A run's session length, its own trace replayed at its worker count, and
+-- how many worker lanes ran a job.
 local function measured(model, workers)
-  local w = graph.build(model):ops(model):whatif{workers}
-  return w.recorded_us, w.predictions[1].predicted_us
+  local ops = graph.build(model):ops(model)
+  local w = ops:whatif{workers}
+  local lanes, used = {}, 0
+  for _, e in ipairs(ops:dump().execs) do
+    if e.job and e.lane and not lanes[e.lane] then lanes[e.lane], used = true, used + 1 end
+  end
+  return w.recorded_us, w.predictions[1].predicted_us, used
 end
 
 local function round(prog, r)
@@ -129,21 +136,22 @@ local function round(prog, r)
     table.insert(r.pred[i], pr.predicted_us)
   end
   for i, n in ipairs(COUNTS) do
-    r.meas[i], r.self[i] = r.meas[i] or {}, r.self[i] or {}
-    local me, self = measured(recorded_run(prog, n), n)
+    r.meas[i], r.self[i], r.used[i] = r.meas[i] or {}, r.self[i] or {}, r.used[i] or {}
+    local me, self, used = measured(recorded_run(prog, n), n)
     table.insert(r.meas[i], me)
     table.insert(r.self[i], self)
+    table.insert(r.used[i], used)
   end
 end
 
 print(("what-if: programs recorded on %d workers, replayed for %d and more, against runs on them")
   :format(RECORDED, COUNTS[1]))
 print(("(session lengths in ms, medians of %d interleaved rounds; target: within 15%%)"):format(ROUNDS))
-print(("%-74s %7s %9s %9s %7s %9s"):format("program", "workers", "predicted", "measured", "error",
-  "replayed"))
+print(("%-74s %7s %9s %9s %7s %9s %6s"):format("program", "workers", "predicted", "measured", "error",
+  "replayed", "used"))
 local within, total, worst = 0, 0, 0
 local results = {}
-for i = 1, #programs do results[i] = {recorded = {}, pred = {}, meas = {}, self = {}} end
+for i = 1, #programs do results[i] = {recorded = {}, pred = {}, meas = {}, self = {}, used = {}} end
 for _ = 1, ROUNDS do
   for i, prog in ipairs(programs) do round(prog, results[i]) end
 end
@@ -157,8 +165,8 @@ for i, prog in ipairs(programs) do
     total = total + 1
     if math.abs(err) <= 0.15 then within = within + 1 end
     if math.abs(err) > math.abs(worst) then worst = err end
-    print(("%-74s %7d %9.1f %9.1f %+6.1f%% %9.1f"):format("", n, pr / 1e3, me / 1e3, err * 100,
-      median(r.self[k]) / 1e3))
+    print(("%-74s %7d %9.1f %9.1f %+6.1f%% %9.1f %6d"):format("", n, pr / 1e3, me / 1e3, err * 100,
+      median(r.self[k]) / 1e3, median(r.used[k])))
   end
 end
 print(("within 15%%: %d of %d (worst %+.1f%%)"):format(within, total, worst * 100))

@@ -183,14 +183,55 @@ describe("ops:whatif", function()
     assert.equal(2, r.recorded_workers)
   end)
 
+  it("runs a job of a queue without workers inside the blocked wait for it, on the waiter's worker", function()
+    -- J (worker 0) makes a queue without workers, submits Z to it and
+    -- waits: Z runs on J's worker thread during the wait (4-14), which
+    -- holds the worker; K runs on worker 1 (2-5). One worker: K waits for
+    -- J's end (18) and runs 18-21. Z is not a job for the workers: with a
+    -- worker taken by J, none could run it and J would wait forever.
+    local o = reader.job_ops{stop = 20, queues = {2}, execs = {
+      caller{{"submit", 0, 1, job = 2}, {"submit", 1, 2, job = 4}, {"block", 2, 18, job = 2},
+             {"wait", 18, job = 2}, {"copy result", 18, 19, job = 2}, {"own", 19, 20}},
+      job(1, 1, {{"copy in", 1, 2}, {"run", 2, 3}, {"submit", 3, 4, job = 3},
+                 {"block", 4, 14, job = 3, lane = 2}, {"wait", 14, job = 3}, {"copy result", 14, 15, job = 3},
+                 {"run", 15, 17}, {"copy out", 17, 18}}),
+      {job = 2, queue = 1, lane = 2, sub = {2, 3}, ops = {
+        {"copy in", 4, 5, lane = 2}, {"run", 5, 13, lane = 2}, {"copy out", 13, 14, lane = 2}}},
+      {job = 3, queue = 1, lane = 3, sub = {1, 2}, ops = {{"run", 2, 5, lane = 3}}},
+    }}
+    local r = o:whatif{1, 2}
+    assert.same({[1] = 21, [2] = 20}, predictions(r))
+    assert.is_false(r.partial)
+    -- the caller 1 + 1 + 1 + 1, J 7, Z 10, K 3
+    assert.equal(24, r.work_us)
+  end)
+
+  it("gives every queue W workers of its own", function()
+    -- A and B on queue 1, C and D on queue 2, 10 us each, submitted 0-4.
+    -- One worker a queue: A 1-11, B 11-21 and C 3-13, D 13-23: 23. Two:
+    -- B ends at 12, D at 14. The caller waits for every job (queue 0).
+    local o = reader.job_ops{stop = 14, queues = {2, 2}, execs = {
+      caller{{"submit", 0, 1, job = 2}, {"submit", 1, 2, job = 3}, {"submit", 2, 3, job = 4},
+             {"submit", 3, 4, job = 5}, {"block", 4, 14}, {"wait", 14}},
+      job(1, 1, {{"run", 1, 11}}, 1),
+      job(2, 2, {{"run", 2, 12}}, 1),
+      job(3, 3, {{"run", 3, 13}}, 2),
+      job(4, 4, {{"run", 4, 14}}, 2),
+    }}
+    local r = o:whatif{1, 2}
+    assert.same({[1] = 23, [2] = 14}, predictions(r))
+    assert.equal(4, r.recorded_workers)
+  end)
+
   it("waits for the jobs of a queue submitted before the wait, not those after", function()
     -- A (10 us); the caller waits for queue 1 (A alone) until 11, then
-    -- submits B (1 us) 11-12, which runs 12-13.
+    -- submits B (1 us) 11-12, which runs 12-13. (The caller comes last
+    -- here: executor 2 is B, not submitted when the wait begins.)
     local o = reader.job_ops{stop = 13, queues = {1}, execs = {
-      caller{{"submit", 0, 1, job = 2}, {"block", 1, 11, queue = 1}, {"wait", 11, queue = 1},
-             {"submit", 11, 12, job = 3}, {"block", 12, 13, job = 3}, {"wait", 13, job = 3}},
-      job(1, 1, {{"run", 1, 11}}),
-      job(2, 4, {{"run", 12, 13}}),
+      {job = 1, queue = 1, lane = 2, sub = {3, 1}, ops = {{"run", 1, 11}}},
+      {job = 2, queue = 1, lane = 2, sub = {3, 4}, ops = {{"run", 12, 13}}},
+      caller{{"submit", 0, 1, job = 1}, {"block", 1, 11, queue = 1}, {"wait", 11, queue = 1},
+             {"submit", 11, 12, job = 2}, {"block", 12, 13, job = 2}, {"wait", 13, job = 2}},
     }}
     local r = o:whatif{1, 2}
     assert.same({[1] = 13, [2] = 13}, predictions(r))
@@ -250,6 +291,19 @@ describe("ops:whatif", function()
     assert.equal(2, r.span_us)
   end)
 
+  it("starts a thread other than the caller at its first op, its own work between its ops", function()
+    -- Thread T (no caller) submits A at 5-6 (A: 4 us) and waits for it;
+    -- it then works 3 us (10-13). A 6-10. work: the submit 1, A 4, T's
+    -- own 3; the 5 us before T's first op are not its work.
+    local o = reader.job_ops{stop = 13, queues = {1}, execs = {
+      {thread = true, lane = 1, ops = {{"submit", 5, 6, job = 2}, {"block", 6, 10, job = 2},
+                                       {"wait", 10, job = 2}, {"own", 10, 13}}},
+      {job = 1, queue = 1, lane = 2, sub = {1, 1}, ops = {{"run", 6, 10}}},
+    }}
+    local r = o:whatif{1}
+    assert.same({13, 13, 8}, {predictions(r)[1], r.span_us, r.work_us})
+  end)
+
   it("replays a job without a submit from its recorded ready time", function()
     -- Two jobs ready at 5 and 6 (3 us each), no thread. One worker: 5-8,
     -- 8-11; two: 5-8, 6-9.
@@ -286,11 +340,17 @@ describe("ops:whatif", function()
   end)
 
   it("checks its worker counts", function()
-    local o = reader.job_ops{stop = 1, execs = {}}
+    local o = reader.job_ops{stop = 1, queues = {}, execs = {}}
     assert.has_error(function() o:whatif{0} end,
       "bad argument #1 to 'whatif' (worker counts must be integers >= 1)")
     assert.has_error(function() o:whatif{"x"} end,
       "bad argument #1 to 'whatif' (worker counts must be integers >= 1)")
+    local many = {}
+    for i = 1, 65 do many[i] = i end
+    assert.has_error(function() o:whatif(many) end, "bad argument #1 to 'whatif' (at most 64 worker counts)")
+    assert.has_error(function() o:whatif(setmetatable({}, {__len = function() return -1 end})) end,
+      "bad argument #1 to 'whatif' (at most 64 worker counts)")
+    assert.has_error(function() o:whatif(5) end, "bad argument #1 to 'whatif' (table expected, got number)")
     local r = o:whatif{3}
     assert.same({{workers = 3, predicted_us = 0}}, r.predictions)
     assert.equal(0, r.span_us)

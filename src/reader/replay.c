@@ -25,14 +25,18 @@
  *   a yielded job takes a queued one first when there is one, as the
  *   queue does; JO_BLOCK holds the worker until what it waits for ended;
  * - threads (the caller, other lanes) run their ops in order on their
- *   own, from the session's start: the time between two of their ops is
- *   their own work and keeps its recorded length (the caller's own work
- *   after its last op too, to the session's stop), so the caller submits
+ *   own, the caller from the session's start, another thread from its
+ *   first op's recorded time: the time between two of their ops is their
+ *   own work and keeps its recorded length (the caller's own work after
+ *   its last op too, to the session's stop), so the caller submits
  *   at its recorded pace; a JO_WAIT/JO_BLOCK waits for what it names (a
  *   JO_BLOCK just before a JO_JOB is the thread running the jobs of a
  *   queue without workers, which needs no waiting); a job one of whose
  *   slices a thread ran (JO_JOB) is that thread's work and ends when the
- *   last of those ends;
+ *   last of those ends; a job that ran inside a JO_BLOCK waiting for it on
+ *   the waiter's lane (a queue without workers, made in a job: its jobs run
+ *   on the worker thread that waits) runs there, when the waiter gets to
+ *   that wait, and not on any queue's workers;
  * - a wait for every job of a queue (job -1; queue 0: of every queue)
  *   waits for the jobs of that queue submitted (in the recording) before
  *   the wait began;
@@ -57,6 +61,8 @@
 #if !defined(JQ_WHATIF_MAX)
 #define JQ_WHATIF_MAX 64 /* worker counts one call replays */
 #endif
+#define JQ_STR_(x) #x
+#define JQ_STR(x) JQ_STR_(x)
 
 /* An executor's state in a replay. */
 enum {
@@ -68,6 +74,10 @@ enum {
   XS_LIST, /* on a FIFO or a resume list */
   XS_DONE
 };
+
+/* Who runs a job: the queue's workers, a thread slice by slice (JO_JOB),
+ * or the executor blocked waiting for it on its lane (inline). */
+enum { RM_THREAD, RM_QUEUE, RM_BY_THREAD, RM_INLINE };
 
 /* What an executor's pending event ends. */
 enum { B_OP = 1, B_GAP, B_TIMER };
@@ -112,16 +122,19 @@ typedef struct jkey {
 #define JKEY_LESS(c, a, b) ((a).t < (b).t)
 JQ_SORT_DEFINE(sort_jkeys, jkey, int, JKEY_LESS)
 
-enum { M_X, M_INFO, M_JOBS, M_START, M_W, M_Q, M_AUX, M_ORDER, M_OKEY, M_KEYS, M_TMP, M_HEAP, M_NOW, M_N };
+enum { M_X, M_INFO, M_JOBS, M_MODE, M_OWNER, M_START, M_W, M_Q, M_AUX, M_ORDER, M_OKEY, M_KEYS, M_TMP, M_HEAP, M_NOW, M_N };
 
 typedef struct replay {
   const jo_graph *g;
   rx *x;
   rw *w;
   rq *q;          /* 0 .. nq */
-  int32_t *aux;   /* per op: a submit's job (-1 none); a wait for a whole queue: the jobs it needs */
+  int32_t *aux;   /* per op: a submit's job (-1 none); a wait for a whole queue: the jobs it
+                     needs; a JO_BLOCK: the job it runs inline (-1 none) */
   int32_t *info;  /* per executor: a job's queue (1 .. nq), 0 a thread */
   int32_t *jobs;  /* per executor: the JO_JOB ops that run it (a job a thread runs: > 0) */
+  uint8_t *mode;  /* per executor: RM_* */
+  int32_t *owner; /* per op: its executor */
   int64_t *start; /* per executor: a job readied by time, not by a submit: when; else -1 */
   int32_t *order;
   int64_t *okey;
@@ -396,7 +409,7 @@ static int step(replay *R, int32_t x, const jo_op *o) {
     return 1;
   }
   if (o->kind == JO_SUSPEND && o->job < 0) { /* a cooperative yield */
-    if (!e->is_job)
+    if (s->worker < 0)
       return 1;
     next_op(s);
     s->yielded = 1;
@@ -406,9 +419,12 @@ static int step(replay *R, int32_t x, const jo_op *o) {
   }
   if (o->kind == JO_BLOCK && !e->is_job && s->pc + 1 < e->no && o[1].kind == JO_JOB)
     return 1; /* the thread runs the jobs of a queue without workers meanwhile */
+  int32_t in = o->kind == JO_BLOCK && o->job >= 0 ? R->aux[o - R->g->ops] : -1;
+  if (in >= 0 && R->x[in].state == XS_NEW)
+    now_push(R, in); /* the job it waits for runs here meanwhile */
   if (cond_met(R, o, x))
     return 1;
-  if (e->is_job && o->kind != JO_BLOCK) { /* suspended: its worker runs others */
+  if (s->worker >= 0 && o->kind != JO_BLOCK) { /* suspended: its worker runs others */
     wait_on(R, x, o, XS_SUSP);
     release(R, x);
   } else {
@@ -425,15 +441,16 @@ static void advance(replay *R, int32_t x) {
   for (;;) {
     if (own_work(R, x))
       return;
+    int queued = R->mode[x] == RM_QUEUE && s->worker < 0; /* not taken by a worker yet */
     if (s->pc >= e->no) {
-      if (e->is_job && s->worker < 0)
+      if (queued)
         enqueue(R, x);
       else
         finish(R, x);
       return;
     }
     const jo_op *o = &R->g->ops[e->o0 + s->pc];
-    if (e->is_job && s->worker < 0) {
+    if (queued) {
       if (o->kind != JO_WAIT) {
         enqueue(R, x);
         return;
@@ -523,9 +540,12 @@ static void *room(lua_State *L, jq_scratch *S, int b, size_t count, size_t size)
   return jq_scratch_room(L, &S->b[b], count ? count : 1, size);
 }
 
-/* Each op's submitted job (aux), each job's queue (info), its JO_JOB ops
- * (jobs) and, for a job no replayed op submits, when it is ready (start). */
-static void prepare_jobs(replay *R) {
+/* Which jobs the queues' workers run: not one a thread ran slice by slice
+ * (JO_JOB ops name it), nor one that ran inside a blocked wait for it on
+ * the waiter's own lane (a job of a queue without workers, run by the
+ * thread that waits for it, a worker's too): that one runs when its
+ * waiter gets to the wait (aux of the JO_BLOCK names it). */
+static void prepare_modes(replay *R) {
   const jo_graph *g = R->g;
   for (size_t i = 0; i < g->nops; i++) {
     R->aux[i] = -1;
@@ -533,25 +553,42 @@ static void prepare_jobs(replay *R) {
     if (o->kind == JO_JOB && is_job(R, o->job))
       R->jobs[o->job]++;
   }
+  for (size_t k = 0; k < g->nex; k++)
+    R->mode[k] = !g->ex[k].is_job ? RM_THREAD : R->jobs[k] ? RM_BY_THREAD : RM_QUEUE;
+  for (size_t k = 0; k < g->nex; k++) {
+    const jo_exec *e = &g->ex[k];
+    for (uint32_t i = 0; i < e->no; i++) {
+      const jo_op *o = &g->ops[e->o0 + i];
+      if (o->kind != JO_BLOCK || !is_job(R, o->job) || (size_t)o->job == k || R->mode[o->job] != RM_QUEUE)
+        continue;
+      const jo_exec *x = &g->ex[o->job];
+      if (x->no && x->lane >= 0 && x->lane == o->lane && g->ops[x->o0].t0 >= o->t0 &&
+          g->ops[x->o0 + x->no - 1].t1 <= o->t1) {
+        R->mode[o->job] = RM_INLINE;
+        R->aux[e->o0 + i] = o->job;
+      }
+    }
+  }
+}
+
+/* Each submit's job (aux), each job's queue (info) and, for a job the
+ * workers run that no replayed op submits, when it is ready (start). */
+static void prepare_jobs(replay *R) {
+  const jo_graph *g = R->g;
+  prepare_modes(R);
   R->nq = g->nqueues > 1 ? g->nqueues : 1;
   for (size_t k = 0; k < g->nex; k++) {
     const jo_exec *e = &g->ex[k];
     R->info[k] = e->is_job ? (e->queue > 0 ? e->queue : 1) : 0;
     if (R->info[k] > R->nq)
       R->nq = R->info[k];
-    if (e->is_job && R->jobs[k] == 0 && e->sub >= 0 && (size_t)e->sub < g->nops &&
-        g->ops[e->sub].kind == JO_SUBMIT)
+    int by = e->sub >= 0 && (size_t)e->sub < g->nops ? R->owner[e->sub] : -1; /* who submits it */
+    if (R->mode[k] == RM_QUEUE && by >= 0 && R->mode[by] != RM_BY_THREAD && g->ops[e->sub].kind == JO_SUBMIT)
       R->aux[e->sub] = (int32_t)k;
-  }
-  for (size_t k = 0; k < g->nex; k++) { /* a job a thread runs runs none of its ops here */
-    const jo_exec *e = &g->ex[k];
-    for (uint32_t i = 0; e->is_job && R->jobs[k] && i < e->no; i++)
-      if (g->ops[e->o0 + i].kind == JO_SUBMIT)
-        R->aux[e->o0 + i] = -1;
   }
   for (size_t k = 0; k < g->nex; k++) {
     const jo_exec *e = &g->ex[k];
-    R->start[k] = !e->is_job || R->jobs[k] ? -1 : e->ready >= 0 ? e->ready : e->no ? g->ops[e->o0].t0 : 0;
+    R->start[k] = R->mode[k] != RM_QUEUE ? -1 : e->ready >= 0 ? e->ready : e->no ? g->ops[e->o0].t0 : 0;
   }
   for (size_t i = 0; i < g->nops; i++)
     if (g->ops[i].kind == JO_SUBMIT && R->aux[i] >= 0)
@@ -579,7 +616,7 @@ static void prepare_order(lua_State *L, replay *R, jq_scratch *S) {
     keys[nj].t = sub ? g->ops[e->sub].t1 : e->ready >= 0 ? e->ready : e->no ? g->ops[e->o0].t0 : 0;
     keys[nj++].x = (int32_t)k;
     R->q[R->info[k]].np++;
-    R->q[R->info[k]].njobs += R->jobs[k] == 0;
+    R->q[R->info[k]].njobs += R->mode[k] == RM_QUEUE;
   }
   sort_jkeys(keys, tmp, nj, 0);
   R->q[0].np = (uint32_t)nj;
@@ -607,14 +644,16 @@ static void prepare_order(lua_State *L, replay *R, jq_scratch *S) {
   }
 }
 
-/* Work ops' time, the threads' own work included (ns). */
+/* Work ops' time, the threads' own work between their ops included (the
+ * caller's from the start to its stop; another thread's from its first op
+ * to its last) (ns). */
 static int64_t work_of(const replay *R) {
   const jo_graph *g = R->g;
   int64_t sum = 0;
   for (size_t k = 0; k < g->nex; k++) {
     const jo_exec *e = &g->ex[k];
-    int64_t last = 0;
-    for (uint32_t i = 0; !R->jobs[k] && i < e->no; i++) {
+    int64_t last = (int)k == g->caller || !e->no ? 0 : g->ops[e->o0].t0; /* another thread starts there */
+    for (uint32_t i = 0; R->mode[k] != RM_BY_THREAD && i < e->no; i++) {
       const jo_op *o = &g->ops[e->o0 + i];
       if (o->kind <= JO_JOB && o->t1 > o->t0)
         sum += o->t1 - o->t0;
@@ -636,6 +675,13 @@ static void prepare(lua_State *L, replay *R, const jo_graph *g, jq_scratch *S) {
   R->info = room(L, S, M_INFO, n, sizeof *R->info);
   R->jobs = room(L, S, M_JOBS, n, sizeof *R->jobs);
   memset(R->jobs, 0, (n ? n : 1) * sizeof *R->jobs);
+  R->mode = room(L, S, M_MODE, n, sizeof *R->mode);
+  R->owner = room(L, S, M_OWNER, g->nops, sizeof *R->owner);
+  for (size_t i = 0; i < g->nops; i++)
+    R->owner[i] = -1;
+  for (size_t k = 0; k < n; k++)
+    for (uint32_t i = 0; i < g->ex[k].no; i++)
+      R->owner[g->ex[k].o0 + i] = (int32_t)k;
   R->start = room(L, S, M_START, n, sizeof *R->start);
   R->w = room(L, S, M_W, n, sizeof *R->w);
   R->heap = room(L, S, M_HEAP, n, sizeof *R->heap);
@@ -660,7 +706,7 @@ static int worker_counts(lua_State *L, int32_t *ws) {
   }
   luaL_checktype(L, 2, LUA_TTABLE);
   lua_Integer n = luaL_len(L, 2);
-  luaL_argcheck(L, n <= JQ_WHATIF_MAX, 2, "too many worker counts");
+  luaL_argcheck(L, n >= 0 && n <= JQ_WHATIF_MAX, 2, "at most " JQ_STR(JQ_WHATIF_MAX) " worker counts");
   for (lua_Integer i = 1; i <= n; i++) {
     lua_geti(L, 2, i);
     int ok = 0;
