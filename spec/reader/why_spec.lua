@@ -414,8 +414,8 @@ describe("a caller-bound submit loop (2 workers)", function()
       if t.jobs[i].t1 > t.jobs[k].t1 then k = i end
     end
     same_jobs({t.jobs[k].id}, path.jobs, {t.jobs[N - 1], t.jobs[N]})
-    local inner, outer = 0, 0
-    for _, pr in ipairs(t.preps) do inner, outer = inner + pr.inner, outer + pr.outer end
+    local inner, outer = 0, 0 -- (the preparations up to the visited job's submit)
+    for i = 1, k do inner, outer = inner + t.preps[i].inner, outer + t.preps[i].outer end
     between(kind_us(path, "caller", function(s) return s.category == "prepare" end),
             inner - N * EPS, outer + N * EPS, "the caller's prepare spans on the path")
     assert.are.equal(k, #steps_of(path, "submit"), "the caller's submits up to the visited job's")
