@@ -212,27 +212,58 @@ end
 
 --- A caller that prepares each job itself (`prep_us`, in a span
 -- "prepare") and submits it (`job_us`), `n` times, then waits for them all
--- (wait_all) and collects their results: the submit loop is the
--- bottleneck, whatever the workers.
-function M.caller_bound(n, prep_us, job_us)
+-- (wait_all), summarises (`sum_us`, in a span "summarise"), and collects
+-- the results: the submit loop is the bottleneck, whatever the workers.
+-- Beside it a job of another queue (`bg_us`, submitted first) that ends
+-- after the wait_all and before the caller waits for it: the wait_all
+-- waits for its own queue only.
+function M.caller_bound(n, prep_us, job_us, bg_us, sum_us)
+  local function in_span(name, us)
+    return p.profile_span(name, function()
+      local b = clock()
+      hold(us)
+      return clock() - b
+    end)
+  end
   return function(t)
-    local q <close> = jobque.new{workers = 2}
+    local q <close> = jobque.new{workers = 2, name = "loop"}
+    local bg <close> = jobque.new{workers = 1, name = "beside"}
+    local long = bg:submit(sleeper, bg_us)
     local jobs, preps = {}, {}
     for i = 1, n do
       local a = clock()
-      local inner = p.profile_span("prepare", function()
-        local b = clock()
-        hold(prep_us)
-        return clock() - b
-      end)
+      local inner = in_span("prepare", prep_us)
       preps[i] = {outer = clock() - a, inner = inner}
       jobs[i] = q:submit(sleeper, job_us)
     end
     t.t_loop = clock()
     q:wait_all()
+    t.t_all = clock()
+    t.sum = in_span("summarise", sum_us)
+    t.t_own = clock()
+    t.long = long:wait()
+    t.long.id, t.long.t_reached = long:id(), t.t_own
     t.jobs = collect(jobs)
     t.t_waited = clock()
     t.preps = preps
+  end
+end
+
+--- Two queues whose worker lanes have the same names (the default,
+-- "worker 0"), one worker each: a job of each (`a_us`, `b_us`), then the
+-- caller waits for all of the first queue, then for the second's job.
+function M.same_names(a_us, b_us)
+  return function(t)
+    local qa <close> = jobque.new{workers = 1}
+    local qb <close> = jobque.new{workers = 1}
+    local a = qa:submit(sleeper, a_us)
+    local b = qb:submit(sleeper, b_us)
+    t.sub1 = clock()
+    qa:wait_all()
+    t.t_all = clock()
+    t.a, t.b = a:wait(), b:wait()
+    t.a.id, t.b.id = a:id(), b:id()
+    t.t_waited = clock()
   end
 end
 

@@ -399,44 +399,78 @@ describe("awaits on jobs already finished (1 worker)", function()
   end)
 end)
 
-describe("a caller-bound submit loop (2 workers)", function()
+describe("a caller-bound submit loop, a job of another queue beside it (2 + 1 workers)", function()
   local N = 60
-  local get, spec = once(W.caller_bound(N, 800, 300))
+  local get, spec = once(W.caller_bound(N, 800, 300, 80000, 60000))
 
-  spec("runs through the caller's own work, by its span's category, and every submit", function()
+  -- The program ran as designed: the other queue's job ended after the
+  -- caller's wait_all and before the caller waited for it.
+  local function as_designed(t)
+    assert(t.long.t1 > t.t_all and t.long.t1 < t.t_own,
+           ("the program did not run as designed: the other queue's job ended at %.1f us, not between the "
+            .. "wait_all's end (%.1f us) and the caller's wait for it (%.1f us)"):format(t.long.t1, t.t_all, t.t_own))
+  end
+
+  spec("runs through the caller's own work, by its spans' categories, and every submit", function()
     local t, path = get()
     check_path(path)
-    -- The caller waits for them all: the walk goes from that wait to the
-    -- job that ended last (the last one, unless the machine held one
-    -- before it back).
+    as_designed(t)
+    -- From the caller's end: its summary, then its wait_all for its queue:
+    -- the walk goes to the job of that queue that ended last (the last one,
+    -- unless the machine held one before it back).
     local k = N
     for i = 1, N do
       if t.jobs[i].t1 > t.jobs[k].t1 then k = i end
     end
-    same_jobs({t.jobs[k].id}, path.jobs, {t.jobs[N - 1], t.jobs[N]})
+    same_jobs({t.jobs[k].id}, path.jobs, {t.jobs[N - 1], t.jobs[N], t.long})
     local inner, outer = 0, 0 -- (the preparations up to the visited job's submit)
     for i = 1, k do inner, outer = inner + t.preps[i].inner, outer + t.preps[i].outer end
-    between(kind_us(path, "caller", function(s) return s.category == "prepare" end),
-            inner - N * EPS, outer + N * EPS, "the caller's prepare spans on the path")
-    assert.are.equal(k, #steps_of(path, "submit"), "the caller's submits up to the visited job's")
+    local function named(cat) return function(s) return s.category == cat end end
+    between(kind_us(path, "caller", named("prepare")), inner - N * EPS, outer + N * EPS,
+            "the caller's prepare spans on the path")
+    between(kind_us(path, "caller", named("summarise")), t.sum - EPS, t.t_own - t.t_all + EPS,
+            "the caller's summary on the path")
+    assert.are.equal(k + 1, #steps_of(path, "submit"), "the caller's submits up to the visited job's")
     kinds_are(path, {}, {"caller", "submit", "run"})
     local last = t.jobs[k]
     between(kind_us(path, "run"), last.t1 - last.t0 - t.rt, last.t1 - last.t0 + t.rt, "the last job's run")
   end)
 
-  spec("predicts the caller's pace for unlimited workers", function()
+  spec("predicts the caller's pace for unlimited workers, the wait_all for its own queue", function()
     local t, _, replay = get(true)
-    check_replay(replay, 2, t)
+    check_replay(replay, 3, t)
+    as_designed(t)
     -- The caller's pace is kept: the last submit ends at t_loop, and the
-    -- jobs, each submitted by then, run their bodies.
+    -- jobs, each submitted by then, run their bodies; what the caller did
+    -- after its wait_all takes what it took (the other queue's job ended
+    -- before the caller waited for it, in the replay too).
     local last, longest = t.jobs[N], 0
     for _, j in ipairs(t.jobs) do longest = math.max(longest, j.t1 - j.t0) end
-    local tail = t.t_stop - t.t_waited
-    between(replay.span_us, t.t_loop + (last.t1 - last.t0) + tail - EPS, t.t_loop + longest + tail + 3 * t.rt,
+    local after = t.t_stop - t.t_all
+    between(replay.span_us, t.t_loop + (last.t1 - last.t0) + after - EPS, t.t_loop + longest + after + 3 * t.rt,
             "span_us")
-    local prep = 0
-    for _, pr in ipairs(t.preps) do prep = prep + pr.inner end
-    check_shared_work(replay, prep, t.jobs)
+    local own = t.sum
+    for _, pr in ipairs(t.preps) do own = own + pr.inner end
+    check_shared_work(replay, own, t.jobs)
+  end)
+end)
+
+describe("two queues whose worker lanes have the same names (1 + 1 workers)", function()
+  local get, spec = once(W.same_names(10000, 4000))
+
+  spec("follows the wait for all of the first queue to its job", function()
+    local t, path = get()
+    check_path(path)
+    assert(t.a.t1 > t.b.t1, "the program did not run as designed: the first queue's job ended first")
+    same_jobs({t.a.id}, path.jobs, {t.a, t.b})
+    between(kind_us(path, "run"), t.a.t1 - t.a.t0 - t.rt, t.a.t1 - t.a.t0 + t.rt, "the job's run")
+  end)
+
+  spec("predicts the first queue's job for unlimited workers", function()
+    local t, _, replay = get(true)
+    check_replay(replay, 2, t)
+    local lo = t.a.t1 - t.a.t0 + (t.t_stop - t.t_all)
+    between(replay.span_us, lo, t.sub1 + lo + 2 * t.rt, "span_us")
   end)
 end)
 
