@@ -233,6 +233,21 @@ local function check_shared_work(replay, own, ...)
   assert.are.equal(2, seen, "predictions for 1 and 2 workers")
 end
 
+-- Replayed on the workers it was recorded with, under the queue's own
+-- rules and without the recording's waits for the OS, a run takes no
+-- longer than it did (give or take `slack`).
+local function check_recorded_workers(replay, workers, slack)
+  for _, pr in ipairs(replay.predictions) do
+    if pr.workers == workers then
+      assert(pr.predicted_us <= replay.recorded_us + slack,
+             ("%d workers (as recorded) predicted %.1f us; the recorded run took %.1f us")
+               :format(workers, pr.predicted_us, replay.recorded_us))
+      return
+    end
+  end
+  error("no prediction for " .. workers .. " workers")
+end
+
 -- The replay's span for a chain among wide jobs: the chain from `start`
 -- (when its first link could start), its links' parts after their waits
 -- and the caller's tail, give or take what a job costs besides its body;
@@ -302,6 +317,7 @@ describe("a chain written with after, hidden among wide jobs (2 workers)", funct
     chain_ended_last(t)
     check_chain_span(t, t.sub0, replay.span_us)
     check_shared_work(replay, 0, t.links, t.wides)
+    check_recorded_workers(replay, 2, #t.links * t.rt)
   end)
 end)
 
@@ -342,6 +358,7 @@ describe("a chain of awaits submitted first, wide jobs after (2 workers)", funct
     chain_ended_last(t)
     check_chain_span(t, t.sub0, replay.span_us)
     check_shared_work(replay, 0, t.links, t.wides)
+    check_recorded_workers(replay, 2, #t.links * t.rt)
   end)
 end)
 
@@ -369,6 +386,7 @@ describe("a chain of awaits interleaved with wide jobs (2 workers)", function()
     chain_ended_last(t)
     check_chain_span(t, t.links[1].sub1, replay.span_us)
     check_shared_work(replay, 0, t.links, t.wides)
+    check_recorded_workers(replay, 2, #t.links * t.rt)
   end)
 end)
 
@@ -566,6 +584,7 @@ describe("a fan-in whose long child runs on its parent's worker (2 workers)", fu
     -- (beside the parent's first slice: its copies, the long child's and
     -- the caller's submit and decode)
     between(replay.span_us, lo, lo + (pa.sub1 - pa.t0) + 6 * t.rt, "span_us")
+    check_recorded_workers(replay, 2, 4 * t.rt)
   end)
 end)
 
