@@ -236,6 +236,13 @@ describe("ops:whatif", function()
     local r = o:whatif{1, 2}
     assert.same({[1] = 13, [2] = 13}, predictions(r))
     assert.is_false(r.partial)
+    -- A wait that began as A's submit ended waits for A: the caller's wait
+    -- ends at 11, its own work at 14.
+    o = reader.job_ops{stop = 14, queues = {1}, execs = {
+      caller{{"submit", 0, 1, job = 2}, {"block", 1, 11, queue = 1}},
+      job(1, 1, {{"run", 1, 11}}),
+    }}
+    assert.equal(14, o:whatif{1}.span_us)
   end)
 
   it("counts a job a thread ran (a queue without workers) as that thread's work", function()
