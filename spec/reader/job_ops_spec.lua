@@ -434,15 +434,20 @@ describe("graph:ops(model)", function()
                  ("copy result %d"):format(ids.parent), ("submit %d"):format(ids.after),
                  ("block %d"):format(ids.after), ("wait %d"):format(ids.after), ("copy result %d"):format(ids.after),
                  "block", "wait", "block", "wait"}, shape(d, caller)) -- wait_all, then the scope's end
+    -- queues are numbered in the process's creation order: this one's is
+    -- its worker's, and every other number has no worker in this trace
+    local qn = parent.queue
+    assert.equal(qn, after.queue)
     local alls = 0
     for _, o in ipairs(caller.ops) do
       if (o[1] == "wait" or o[1] == "block") and not o.job then
-        assert.equal(1, o.queue) -- each names queue 1
+        assert.equal(qn, o.queue) -- each names the queue
         alls = alls + 1
       end
     end
     assert.equal(4, alls)
-    assert.same({1}, d.queues)
+    assert.equal(qn, #d.queues)
+    for k, workers in ipairs(d.queues) do assert.equal(k == qn and 1 or 0, workers) end
     assert.is_false(d.partial)
   end)
 end)

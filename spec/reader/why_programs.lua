@@ -114,12 +114,14 @@ function M.shift(truth, t0)
 end
 
 -- Waits for each job of `jobs` in order and returns their records, with
--- each one's id as `id`.
+-- each one's id as `id` and when the caller reached its wait as
+-- `t_reached`.
 local function collect(jobs)
   local out = {}
   for i, j in ipairs(jobs) do
+    local reached = clock()
     out[i] = j:wait()
-    out[i].id = j:id()
+    out[i].id, out[i].t_reached = j:id(), reached
   end
   return out
 end
@@ -137,7 +139,9 @@ function M.chain_after(n, link_us, wide, wide_us)
     links[1] = q:submit(sleeper, link_us)
     for k = 2, n do
       for _ = 1, wide do wides[#wides + 1] = q:submit(sleeper, wide_us) end
-      links[k] = q:after({links[k - 1]}, sleeper, link_us)
+      -- (its first dependency a wide job, which ends long before the link
+      -- before it: the chain is the second)
+      links[k] = q:after({wides[1], links[k - 1]}, sleeper, link_us)
     end
     t.t_subs = clock()
     t.links = collect(links)
@@ -207,26 +211,59 @@ function M.finished_awaits(n, link_us)
 end
 
 --- A caller that prepares each job itself (`prep_us`, in a span
--- "prepare") and submits it (`job_us`), `n` times: the submit loop is the
--- bottleneck, whatever the workers.
-function M.caller_bound(n, prep_us, job_us)
+-- "prepare") and submits it (`job_us`), `n` times, then waits for them all
+-- (wait_all), summarises (`sum_us`, in a span "summarise"), and collects
+-- the results: the submit loop is the bottleneck, whatever the workers.
+-- Beside it a job of another queue (`bg_us`, submitted first) that ends
+-- after the wait_all and before the caller waits for it: the wait_all
+-- waits for its own queue only.
+function M.caller_bound(n, prep_us, job_us, bg_us, sum_us)
+  local function in_span(name, us)
+    return p.profile_span(name, function()
+      local b = clock()
+      hold(us)
+      return clock() - b
+    end)
+  end
   return function(t)
-    local q <close> = jobque.new{workers = 2}
+    local q <close> = jobque.new{workers = 2, name = "loop"}
+    local bg <close> = jobque.new{workers = 1, name = "beside"}
+    local long = bg:submit(sleeper, bg_us)
     local jobs, preps = {}, {}
     for i = 1, n do
       local a = clock()
-      local inner = p.profile_span("prepare", function()
-        local b = clock()
-        hold(prep_us)
-        return clock() - b
-      end)
+      local inner = in_span("prepare", prep_us)
       preps[i] = {outer = clock() - a, inner = inner}
       jobs[i] = q:submit(sleeper, job_us)
     end
     t.t_loop = clock()
+    q:wait_all()
+    t.t_all = clock()
+    t.sum = in_span("summarise", sum_us)
+    t.t_own = clock()
+    t.long = long:wait()
+    t.long.id, t.long.t_reached = long:id(), t.t_own
     t.jobs = collect(jobs)
     t.t_waited = clock()
     t.preps = preps
+  end
+end
+
+--- Two queues whose worker lanes have the same names (the default,
+-- "worker 0"), one worker each: a job of each (`a_us`, `b_us`), then the
+-- caller waits for all of the first queue, then for the second's job.
+function M.same_names(a_us, b_us)
+  return function(t)
+    local qa <close> = jobque.new{workers = 1}
+    local qb <close> = jobque.new{workers = 1}
+    local a = qa:submit(sleeper, a_us)
+    local b = qb:submit(sleeper, b_us)
+    t.sub1 = clock()
+    qa:wait_all()
+    t.t_all = clock()
+    t.a, t.b = a:wait(), b:wait()
+    t.a.id, t.b.id = a:id(), b:id()
+    t.t_waited = clock()
   end
 end
 
@@ -296,7 +333,8 @@ end
 -- caller waits for it (its results decoded on the caller), then waits
 -- for it again (decoded again, the job finished: t_dec0 .. t_dec1 is that
 -- decode alone); then a job builds another and a second job awaits it
--- (decoded in that job), then waits for it again (in the job alone).
+-- (decoded in that job; `waited`: the builder had not finished when it
+-- looked), then waits for it again (in the job alone).
 function M.copies(size)
   return function(t)
     local q <close> = jobque.new{workers = 2}
@@ -322,11 +360,12 @@ function M.copies(size)
     local m = q:submit(function(job)
       local c = require "jobque.core"
       local m0 = c.monotonic_ns() / 1000
+      local waited = job:status() ~= "done" -- (its copy out may still run)
       local r, s0, s1 = job:wait()
       local m1 = c.monotonic_ns() / 1000
       job:wait()
       local m2 = c.monotonic_ns() / 1000
-      return {n = #r, t0 = m0, wait0 = m0, wait1 = m1, t_dec0 = m1, t_dec1 = m2, j2_t0 = s0,
+      return {n = #r, waited = waited, t0 = m0, wait0 = m0, wait1 = m1, t_dec0 = m1, t_dec1 = m2, j2_t0 = s0,
               j2_t1 = s1, t1 = c.monotonic_ns() / 1000}
     end, j2)
     local b1 = clock()

@@ -6,8 +6,9 @@
 -- replay's prediction for unlimited workers (ops:whatif().span_us),
 -- against what the program measured. No assertion is on speed: a bound
 -- is the program's own measurement, widened by `rt`, the worst round trip
--- of an empty job the program measured just before (what a job costs
--- besides its body: copies, a slice's edges, a wake-up).
+-- of a job like the programs' that holds its worker no time, measured just
+-- before (what a job costs besides its body: copies, a slice's edges, a
+-- wake-up).
 local W = require "reader.why_programs"
 local core = require "jobque.core"
 
@@ -24,17 +25,17 @@ local KINDS = {
 local EPS = 1
 
 -- Records `program` once per block; returns a function giving the truth,
--- the path and the replay (failing with the builder's error when the
--- graph cannot be built), and a function that declares a spec of the
+-- the path and (when asked) the replay (failing with the builder's error
+-- when the graph cannot be built), and a function that declares a spec of the
 -- block: when it fails, the trace is kept in /tmp and the failure says
 -- where (a failure on a loaded machine is worth reading again).
 local kept = 0
 local function once(program)
   local truth, ops, model, err, file
-  local function get()
+  local function get(replay)
     if not truth then truth, ops, model, err, file = W.record(program) end
     assert(ops, err)
-    return truth, ops:critical_path(), ops:whatif(), model
+    return truth, ops:critical_path(), replay and ops:whatif() or nil, model
   end
   local function spec(name, body)
     it(name, function()
@@ -211,21 +212,40 @@ local function after_waits(links)
   return us
 end
 
--- No number of workers does the measured work faster than they can share
--- it: the prediction for w workers is at least the jobs' bodies (the parts
--- after their waits) over w, for w = 1 and 2.
-local function check_shared_work(replay, ...)
+-- The replay's work is at least what the program measured of it (the
+-- jobs' bodies, the parts after their waits, and `own`: the caller's own
+-- work), and no number of workers does the jobs' part faster than they can
+-- share it: the prediction for w workers is at least that over w, for w =
+-- 1 and 2.
+local function check_shared_work(replay, own, ...)
   local work = 0
   for _, records in ipairs({...}) do work = work + after_waits(records) end
+  assert(replay.work_us >= work + own - EPS,
+         ("work_us %.1f us, the measured work %.1f us"):format(replay.work_us, work + own))
   local seen = 0
   for _, pr in ipairs(replay.predictions) do
     if pr.workers == 1 or pr.workers == 2 then
       seen = seen + 1
-      assert(pr.predicted_us >= work / pr.workers - EPS,
+      assert(pr.predicted_us >= math.max(own, work / pr.workers) - EPS,
              ("%d workers predicted %.1f us for %.1f us of measured work"):format(pr.workers, pr.predicted_us, work))
     end
   end
   assert.are.equal(2, seen, "predictions for 1 and 2 workers")
+end
+
+-- Replayed on the workers it was recorded with, under the queue's own
+-- rules and without the recording's waits for the OS, a run takes no
+-- longer than it did (give or take `slack`).
+local function check_recorded_workers(replay, workers, slack)
+  for _, pr in ipairs(replay.predictions) do
+    if pr.workers == workers then
+      assert(pr.predicted_us <= replay.recorded_us + slack,
+             ("%d workers (as recorded) predicted %.1f us; the recorded run took %.1f us")
+               :format(workers, pr.predicted_us, replay.recorded_us))
+      return
+    end
+  end
+  error("no prediction for " .. workers .. " workers")
 end
 
 -- The replay's span for a chain among wide jobs: the chain from `start`
@@ -292,11 +312,12 @@ describe("a chain written with after, hidden among wide jobs (2 workers)", funct
   end)
 
   spec("predicts the chain for unlimited workers, not the recorded run", function()
-    local t, _, replay = get()
+    local t, _, replay = get(true)
     check_replay(replay, 2, t)
     chain_ended_last(t)
     check_chain_span(t, t.sub0, replay.span_us)
-    check_shared_work(replay, t.links, t.wides)
+    check_shared_work(replay, 0, t.links, t.wides)
+    check_recorded_workers(replay, 2, #t.links * t.rt)
   end)
 end)
 
@@ -332,11 +353,12 @@ describe("a chain of awaits submitted first, wide jobs after (2 workers)", funct
   end)
 
   spec("predicts the chain's length for unlimited workers", function()
-    local t, _, replay = get()
+    local t, _, replay = get(true)
     check_replay(replay, 2, t)
     chain_ended_last(t)
     check_chain_span(t, t.sub0, replay.span_us)
-    check_shared_work(replay, t.links, t.wides)
+    check_shared_work(replay, 0, t.links, t.wides)
+    check_recorded_workers(replay, 2, #t.links * t.rt)
   end)
 end)
 
@@ -359,11 +381,12 @@ describe("a chain of awaits interleaved with wide jobs (2 workers)", function()
   end)
 
   spec("predicts the chain for unlimited workers: awaits on finished jobs still tie it", function()
-    local t, _, replay = get()
+    local t, _, replay = get(true)
     check_replay(replay, 2, t)
     chain_ended_last(t)
     check_chain_span(t, t.links[1].sub1, replay.span_us)
-    check_shared_work(replay, t.links, t.wides)
+    check_shared_work(replay, 0, t.links, t.wides)
+    check_recorded_workers(replay, 2, #t.links * t.rt)
   end)
 end)
 
@@ -386,39 +409,86 @@ describe("awaits on jobs already finished (1 worker)", function()
   end)
 
   spec("predicts the chain for unlimited workers from the waits on finished jobs", function()
-    local t, _, replay = get()
+    local t, _, replay = get(true)
     check_replay(replay, 1, t)
     local lo = t.links[1].sub1 + after_waits(t.links) + (t.t_stop - t.t_waited)
     between(replay.span_us, lo, lo + (N + 3) * t.rt, "span_us")
-    check_shared_work(replay, t.links)
+    check_shared_work(replay, 0, t.links)
   end)
 end)
 
-describe("a caller-bound submit loop (2 workers)", function()
+describe("a caller-bound submit loop, a job of another queue beside it (2 + 1 workers)", function()
   local N = 60
-  local get, spec = once(W.caller_bound(N, 800, 300))
+  local get, spec = once(W.caller_bound(N, 800, 300, 80000, 60000))
 
-  spec("runs through the caller's own work, by its span's category, and every submit", function()
+  -- The program ran as designed: the other queue's job ended after the
+  -- caller's wait_all and before the caller waited for it.
+  local function as_designed(t)
+    assert(t.long.t1 > t.t_all and t.long.t1 < t.t_own,
+           ("the program did not run as designed: the other queue's job ended at %.1f us, not between the "
+            .. "wait_all's end (%.1f us) and the caller's wait for it (%.1f us)"):format(t.long.t1, t.t_all, t.t_own))
+  end
+
+  spec("runs through the caller's own work, by its spans' categories, and every submit", function()
     local t, path = get()
     check_path(path)
-    same_jobs({t.jobs[N].id}, path.jobs, {t.jobs[N - 1], t.jobs[N]})
-    local inner, outer = 0, 0
-    for _, pr in ipairs(t.preps) do inner, outer = inner + pr.inner, outer + pr.outer end
-    between(kind_us(path, "caller", function(s) return s.category == "prepare" end),
-            inner - N * EPS, outer + N * EPS, "the caller's prepare spans on the path")
-    assert.are.equal(N, #steps_of(path, "submit"))
+    as_designed(t)
+    -- From the caller's end: its summary, then its wait_all for its queue:
+    -- the walk goes to the job of that queue that ended last (the last one,
+    -- unless the machine held one before it back).
+    local k = N
+    for i = 1, N do
+      if t.jobs[i].t1 > t.jobs[k].t1 then k = i end
+    end
+    same_jobs({t.jobs[k].id}, path.jobs, {t.jobs[N - 1], t.jobs[N], t.long})
+    local inner, outer = 0, 0 -- (the preparations up to the visited job's submit)
+    for i = 1, k do inner, outer = inner + t.preps[i].inner, outer + t.preps[i].outer end
+    local function named(cat) return function(s) return s.category == cat end end
+    between(kind_us(path, "caller", named("prepare")), inner - N * EPS, outer + N * EPS,
+            "the caller's prepare spans on the path")
+    between(kind_us(path, "caller", named("summarise")), t.sum - EPS, t.t_own - t.t_all + EPS,
+            "the caller's summary on the path")
+    assert.are.equal(k + 1, #steps_of(path, "submit"), "the caller's submits up to the visited job's")
     kinds_are(path, {}, {"caller", "submit", "run"})
-    local last = t.jobs[N]
+    local last = t.jobs[k]
     between(kind_us(path, "run"), last.t1 - last.t0 - t.rt, last.t1 - last.t0 + t.rt, "the last job's run")
   end)
 
-  spec("predicts the caller's pace for unlimited workers", function()
-    local t, _, replay = get()
+  spec("predicts the caller's pace for unlimited workers, the wait_all for its own queue", function()
+    local t, _, replay = get(true)
+    check_replay(replay, 3, t)
+    as_designed(t)
+    -- The caller's pace is kept: the last submit ends at t_loop, and the
+    -- jobs, each submitted by then, run their bodies; what the caller did
+    -- after its wait_all takes what it took (the other queue's job ended
+    -- before the caller waited for it, in the replay too).
+    local last, longest = t.jobs[N], 0
+    for _, j in ipairs(t.jobs) do longest = math.max(longest, j.t1 - j.t0) end
+    local after = t.t_stop - t.t_all
+    between(replay.span_us, t.t_loop + (last.t1 - last.t0) + after - EPS, t.t_loop + longest + after + 3 * t.rt,
+            "span_us")
+    local own = t.sum
+    for _, pr in ipairs(t.preps) do own = own + pr.inner end
+    check_shared_work(replay, own, t.jobs)
+  end)
+end)
+
+describe("two queues whose worker lanes have the same names (1 + 1 workers)", function()
+  local get, spec = once(W.same_names(10000, 4000))
+
+  spec("follows the wait for all of the first queue to its job", function()
+    local t, path = get()
+    check_path(path)
+    assert(t.a.t1 > t.b.t1, "the program did not run as designed: the first queue's job ended first")
+    same_jobs({t.a.id}, path.jobs, {t.a, t.b})
+    between(kind_us(path, "run"), t.a.t1 - t.a.t0 - t.rt, t.a.t1 - t.a.t0 + t.rt, "the job's run")
+  end)
+
+  spec("predicts the first queue's job for unlimited workers", function()
+    local t, _, replay = get(true)
     check_replay(replay, 2, t)
-    local last = t.jobs[N]
-    local lo = t.t_loop + (last.t1 - last.t0) + (t.t_stop - t.t_waited) - EPS
-    between(replay.span_us, lo, lo + 3 * t.rt, "span_us")
-    check_shared_work(replay, t.jobs)
+    local lo = t.a.t1 - t.a.t0 + (t.t_stop - t.t_all)
+    between(replay.span_us, lo, t.sub1 + lo + 2 * t.rt, "span_us")
   end)
 end)
 
@@ -450,7 +520,10 @@ describe("a frame loop waiting for its straggler last (4 workers)", function()
       for _, j in ipairs(fr.jobs) do all[#all + 1] = j end
     end
     same_jobs(expected, path.jobs, all)
+    -- Four workers, at most four jobs at a time: a job never waits with
+    -- every worker of its queue taken.
     kinds_are(path, {}, {"submit", "run", "resume latency", "copy result"})
+    assert.are.equal(0, kind_us(path, "ready latency"), "ready latency with a worker free")
     between(kind_us(path, "run"), bodies - F * EPS, bodies + F * t.rt, "the visited jobs' runs")
     -- The caller does nothing but submit and wait: its own work on the
     -- path is at most its submit loops' time, before the first frame (the
@@ -463,7 +536,7 @@ describe("a frame loop waiting for its straggler last (4 workers)", function()
   end)
 
   spec("predicts the frames for unlimited workers", function()
-    local t, _, replay = get()
+    local t, _, replay = get(true)
     check_replay(replay, 4, t)
     local bodies = 0
     for _, fr in ipairs(t.frames) do
@@ -476,7 +549,7 @@ describe("a frame loop waiting for its straggler last (4 workers)", function()
     for _, fr in ipairs(t.frames) do
       for _, j in ipairs(fr.jobs) do jobs[#jobs + 1] = j end
     end
-    check_shared_work(replay, jobs)
+    check_shared_work(replay, 0, jobs)
   end)
 end)
 
@@ -504,13 +577,14 @@ describe("a fan-in whose long child runs on its parent's worker (2 workers)", fu
   end)
 
   spec("predicts the long child's length for unlimited workers", function()
-    local t, _, replay = get()
+    local t, _, replay = get(true)
     check_replay(replay, 2, t)
     local pa = t.parent
     local lo = t.sub_parent + (pa.long.t1 - pa.long.t0) + (t.t_stop - t.t_waited)
     -- (beside the parent's first slice: its copies, the long child's and
     -- the caller's submit and decode)
     between(replay.span_us, lo, lo + (pa.sub1 - pa.t0) + 6 * t.rt, "span_us")
+    check_recorded_workers(replay, 2, 4 * t.rt)
   end)
 end)
 
@@ -521,7 +595,11 @@ describe("copy-heavy stages: results decoded on the caller and in a job (2 worke
     local t, path = get()
     check_path(path)
     local j1, j2, m = t.j1, t.j2, t.m
-    same_jobs({j1.id, j2.id, m.id}, path.jobs, {j1, j2, m})
+    -- The decoding job's wait went on from the second builder's end only
+    -- if it waited (else the path reaches it through its own start: the
+    -- machine gave it a worker only once that builder had finished).
+    local builders = m.waited and {j1, j2} or {j1}
+    same_jobs(m.waited and {j1.id, j2.id, m.id} or {j1.id, m.id}, path.jobs, {j1, j2, m})
     kinds_are(path, {}, {"copy out", "copy result", "run"})
     local on_caller, in_job = {}, {}
     for _, s in ipairs(steps_of(path, "copy result")) do
@@ -547,7 +625,7 @@ describe("copy-heavy stages: results decoded on the caller and in a job (2 worke
             "the job's decode of a finished job")
     local m_own = (m.t1 - m.t0) - (m.t_dec1 - m.wait0)
     assert(kind_us(path, "run", of_job(m.id)) <= m_own + 2 * t.rt, "the decoding job's run is its own")
-    for _, j in ipairs({j1, j2}) do
+    for _, j in ipairs(builders) do
       between(kind_us(path, "run", of_job(j.id)), j.t1 - j.t0 - EPS, j.t1 - j.t0 + t.rt, "a builder's run")
     end
     local own = j1.sub0 + (m.sub0 - j1.t_dec1) + (t.t_stop - t.t_waited)
@@ -561,7 +639,7 @@ describe("copy-heavy stages: results decoded on the caller and in a job (2 worke
   end)
 
   spec("predicts the stages with their copies for unlimited workers", function()
-    local t, _, replay = get()
+    local t, _, replay = get(true)
     check_replay(replay, 2, t)
     local j1, j2, m = t.j1, t.j2, t.m
     local tail = t.t_stop - t.t_waited
@@ -587,7 +665,7 @@ describe("a job blocked on another queue's job (2 workers)", function()
   end)
 
   spec("predicts the run for unlimited workers, a job holding its worker while it waits", function()
-    local t, _, replay = get()
+    local t, _, replay = get(true)
     check_replay(replay, 2, t)
     local j, z = t.j, t.j.z
     local tail = t.t_stop - t.t_waited

@@ -20,8 +20,11 @@
  * points derived from what they have: an await at the resumed slice's
  * start, a wait span at its end (`wait all`: every job, queue 0), a
  * `dependency done` at the dependant's start. Between two slices of a job,
- * a suspension (the job it awaited, from the await, else -1: a yield).
- * A wait_all's block names the queue its edge names.
+ * a suspension (the job it awaited, from the await, else -1: a yield), on
+ * the lane of the slice before it (its worker). A wait_all's block names
+ * the queue its edge names. A job no executor stands for (it never ran in
+ * the session: it ended before, or was cancelled) is -1 where an op names
+ * it, and an edge or await on it is left out.
  *
  * The items are sorted (executor; an `after` point first; start; longer
  * first) and each executor's cut into ops, innermost wins: a slice split
