@@ -775,19 +775,22 @@ local function span_totals(model)
   model.spans = list
 end
 
--- Lane counts from jobqueProfile, by name: in "laneInfo" (and "lanes" is
+-- Lane counts from jobqueProfile, by tid (by name for an item without a
+-- tid that names a lane: two queues' lanes may share a name): in "laneInfo" (and "lanes" is
 -- the lane count, as in the seed's format), or in "lanes" itself in files
 -- written before laneInfo existed. True, or nil and a message.
 local function read_lane_info(model, meta)
   local info, info_key = meta and meta.laneInfo, "laneInfo"
   if meta and type(info) ~= "table" and type(meta.lanes) == "table" then info, info_key = meta.lanes, "lanes" end
   if type(info) ~= "table" then return true end
-  local by_name = {}
+  local by_name, by_tid = {}, {}
   for _, lane in ipairs(model.lanes) do
     if lane.name then by_name[lane.name] = lane end
+    local tid = math.tointeger(lane.tid)
+    if tid and math.tointeger(lane.pid) == 1 then by_tid[tid] = lane end -- laneInfo.tid: pid 1's
   end
   for i, l in ipairs(info) do
-    local lane = type(l) == "table" and by_name[l.name]
+    local lane = type(l) == "table" and (by_tid[math.tointeger(l.tid) or false] or by_name[l.name])
     if lane then
       lane.recorded = math.tointeger(l.recorded)
       lane.unclosed_spans = math.tointeger(l.unclosedSpans) -- spans its job's end or the stop closed

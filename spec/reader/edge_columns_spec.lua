@@ -95,6 +95,24 @@ describe("the loader's edges", function()
     assert.is_nil(m.lanes[2].queue)
   end)
 
+  it("gives two queues' lanes of one name each its own queue (laneInfo by tid)", function()
+    -- two unnamed queues: both have a "worker 0"; tid 1 is queue 4's, tid 3 queue 5's
+    local text = '{"traceEvents":[\n' .. table.concat({
+      '{"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"worker 0"}}',
+      '{"ph":"M","pid":1,"tid":3,"name":"thread_name","args":{"name":"worker 0"}}',
+      '{"ph":"M","pid":1,"tid":2,"name":"thread_name","args":{"name":"caller"}}'}, ",\n") .. "\n],\n" .. [[
+"jobqueProfile":{"version":1,"clock":"tsc","pid":1,"eventsPerLane":64,"durationUs":10,"startUs":0,"stopUs":10,
+"lostEvents":0,"lanes":3,"laneInfo":[
+{"tid":1,"name":"worker 0","role":"worker","queue":4,"recorded":0,"dropped":0},
+{"tid":2,"name":"caller","role":"caller","recorded":0,"dropped":0},
+{"tid":3,"name":"worker 0","role":"worker","queue":5,"recorded":0,"dropped":0}],"categories":[],"markers":[]}}
+]]
+    local m = assert(trace.decode(text))
+    local q = {}
+    for _, l in ipairs(m.lanes) do q[#q + 1] = {l.tid, l.name, l.queue or false} end
+    assert.same({{1, "worker 0", 4}, {3, "worker 0", 5}, {2, "caller", false}}, q)
+  end)
+
   it("reads no edges from a trace without them, or not ours", function()
     local m = assert(trace.decode(ours({'{"ph":"X","ts":1,"dur":1,"pid":1,"tid":1,"name":"x","cat":"x"}'})))
     assert.are.equal(0, m.nedges)

@@ -79,7 +79,7 @@ typedef struct bstate {
   jq_scratch *sc;
   blane *lanes;
   int32_t *exec_of; /* a job graph's job -> its executor, -1 */
-  double origin;    /* model.t0, us */
+  jq_num origin;    /* model.t0, us */
   int has_edges;
   const void *cat_p[64];
   int32_t cat_k[64];
@@ -87,20 +87,31 @@ typedef struct bstate {
 
 /* ---- small things ---- */
 
-/* A model time (us) as ns from the origin. */
-static int64_t ns_at(bstate *s, double us) {
-  double x = (us - s->origin) * 1000.0;
+/* us * 1000 as int64 ns, or raises: an integer exactly, a float rounded. */
+static int64_t ns_of_us(bstate *s, jq_num us, const char *what) {
+  if (us.t == JQ_NUM_INT) {
+    int64_t x;
+    if (__builtin_mul_overflow((int64_t)us.v.i, (int64_t)1000, &x))
+      luaL_error(s->L, "graph:ops: %s is out of range", what);
+    return x;
+  }
+  double x = jq_num_tof(us) * 1000.0;
   if (!(x > -9e18 && x < 9e18))
-    luaL_error(s->L, "graph:ops: a time is out of range");
+    luaL_error(s->L, "graph:ops: %s is out of range", what);
   return (int64_t)llround(x);
 }
 
-static int64_t ns_dur(bstate *s, double us) {
-  double x = us * 1000.0;
-  if (!(x > -9e18 && x < 9e18))
-    luaL_error(s->L, "graph:ops: a duration is out of range");
-  return (int64_t)llround(x);
+/* A model time (us) as ns from the origin: integers subtracted as
+ * integers (a time beyond 2^53 keeps its last digit), floats as floats. */
+static int64_t ns_at(bstate *s, jq_num us) {
+  jq_num d = jq_num_sub(us, s->origin);
+  if (us.t == JQ_NUM_INT && s->origin.t == JQ_NUM_INT &&
+      __builtin_sub_overflow((int64_t)us.v.i, (int64_t)s->origin.v.i, &(int64_t){0}))
+    luaL_error(s->L, "graph:ops: a time is out of range");
+  return ns_of_us(s, d, "a time");
 }
+
+static int64_t ns_dur(bstate *s, jq_num us) { return ns_of_us(s, us, "a duration"); }
 
 /* t + d, raising when it leaves int64's range (a hand-made model's times). */
 static int64_t ns_add(bstate *s, int64_t t, int64_t d) {
@@ -304,7 +315,7 @@ static void add_job_exec(bstate *s, int32_t k) {
     lua_pop(L, 1);
   }
   if (j->flags & HAS_READY)
-    e->ready = ns_at(s, jq_num_tof(j->ready));
+    e->ready = ns_at(s, j->ready);
   if (j->ns)
     e->lane = lane_ok(s, s->gr->sl[j->s0].lane);
 }
@@ -356,7 +367,7 @@ static int lane_kind(lua_State *L, const jq_col *c, lua_Integer i) {
   size_t n;
   const char *p = jq_col_str(L, c, i, &n);
   if (!p)
-    return -1;
+    return -2; /* no kind: not a row (a lane's n past its columns) */
   static const char *const names[] = {"job", "copy", "submit", "wait", "span"};
   for (int k = 0; k < 5; k++)
     if (strlen(names[k]) == n && !memcmp(p, names[k], n))
@@ -434,10 +445,12 @@ static void walk_lane(bstate *s, int idx, int32_t l) {
   blane *b = &s->lanes[l];
   for (lua_Integer i = 1; i <= n; i++) {
     int kind = lane_kind(L, &c.kind, i);
+    if (kind == -2)
+      continue; /* as job_graph reads it: a row without a kind is no row */
     jq_num ts = jq_col_num(L, &c.ts, i), dur = jq_col_num(L, &c.dur, i);
     if (ts.t == JQ_NUM_NIL || dur.t == JQ_NUM_NIL)
       luaL_error(L, "graph:ops: a slice's time is not a number");
-    int64_t t0 = ns_at(s, jq_num_tof(ts)), t1 = ns_add(s, t0, ns_dur(s, jq_num_tof(dur)));
+    int64_t t0 = ns_at(s, ts), t1 = ns_add(s, t0, ns_dur(s, dur));
     if (!b->has || t0 < b->first)
       b->first = t0;
     if (!b->has || t1 > b->last)
@@ -503,7 +516,7 @@ static void read_edges(bstate *s) {
     int32_t on = kind.v.i == 3 ? -1 : col_exec(s, &c[4], i);
     if (owner < 0 || (kind.v.i != 3 && on < 0) || kind.v.i < 1 || kind.v.i > 3)
       continue;
-    int64_t t = ns_at(s, jq_num_tof(ts));
+    int64_t t = ns_at(s, ts);
     bitem *it = new_item(s, JO_WAIT, owner, kind.v.i == 2 ? -1 : l, t, t);
     it->job = on, it->lead = kind.v.i == 2;
     if (kind.v.i == 3)
@@ -529,8 +542,8 @@ static void job_edges(bstate *s) {
       continue;
     const gslice *sl = &gr->sl[j->s0];
     for (uint32_t i = 1; i < j->ns; i++) {
-      int64_t t0 = ns_add(s, ns_at(s, jq_num_tof(sl[i - 1].ts)), ns_dur(s, jq_num_tof(sl[i - 1].dur)));
-      int64_t t1 = ns_at(s, jq_num_tof(sl[i].ts));
+      int64_t t0 = ns_add(s, ns_at(s, sl[i - 1].ts), ns_dur(s, sl[i - 1].dur));
+      int64_t t1 = ns_at(s, sl[i].ts);
       int32_t aw = sl[i].await >= 0 ? gr->aw[sl[i].await].awaits : -1;
       int32_t on = aw >= 0 ? s->exec_of[aw] : -1;
       new_item(s, JO_SUSPEND, x, lane_ok(s, sl[i - 1].lane), t0, t1)->job = on;
@@ -539,7 +552,7 @@ static void job_edges(bstate *s) {
     }
     if (s->has_edges)
       continue;
-    int64_t start = ns_at(s, jq_num_tof(j->start));
+    int64_t start = ns_at(s, j->start);
     for (uint32_t d = 0; d < j->nd; d++) {
       int32_t on = gr->dp[j->d0 + d].job >= 0 ? s->exec_of[gr->dp[j->d0 + d].job] : -1;
       if (on >= 0) {
@@ -751,8 +764,8 @@ int jq_graph_ops(lua_State *L) {
   jq_num t0 = lua_isnil(L, -2) ? jq_num_int(0) : jq_num_at(L, -2), t1 = lua_isnil(L, -1) ? t0 : jq_num_at(L, -1);
   if (t0.t == JQ_NUM_NIL || t1.t == JQ_NUM_NIL)
     return luaL_error(L, "graph:ops: model.t0 or t1 is not a number");
-  s.origin = jq_num_tof(t0);
-  s.g->stop = ns_at(&s, jq_num_tof(t1));
+  s.origin = t0;
+  s.g->stop = ns_at(&s, t1);
   lua_settop(L, S_BASE);
   s.has_edges = has_edges(L);
   read_lanes(&s);
