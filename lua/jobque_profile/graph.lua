@@ -18,11 +18,11 @@
 --   p50_us, p95_us, max_us } } (nearest-rank percentiles; 0 when count is 0).
 -- critical_path = the walk over the happens-before graph (ops:critical_path(),
 --   src/reader/ops_path.c): { duration_us, start_us, finish_us, share,
---   session_us, total_run_us, parallelism, achieved, jobs[], steps[i] =
+--   session_us, total_run_us, achieved, jobs[], steps[i] =
 --   { kind, start_us, dur_us, lane, job, category, held_by }, by_kind[i] =
 --   { kind, us }, by_category[i] = { name, run_us }, partial, partial_why }
 -- whatif = the replay (ops:whatif(), src/reader/replay.c): { recorded_workers,
---   recorded_us, work_us, span_us, predictions[i] = { workers, predicted_us },
+--   recorded_us, work_us, span_us, parallelism, predictions[i] = { workers, predicted_us },
 --   partial } for M.WHATIF_WORKERS workers per queue (docs/cli.md).
 -- Ties are ordered: jobs of one value by id (numbers by value, then
 -- strings by their bytes, then false, then other ids in the order first

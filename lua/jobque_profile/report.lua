@@ -359,10 +359,6 @@ function M.critical_path_lines(f)
     out[#out + 1] = ("  partial: %s; the path may be shorter than the run's"):format(
       cp.partial_why and M.shown(cp.partial_why, 80) or "the trace is incomplete")
   end
-  if cp.parallelism then
-    out[#out + 1] = ("parallelism: the graph has %.2f (run time / that path), it got %.2f (run time / session)")
-      :format(cp.parallelism, cp.achieved or 0)
-  end
   return out
 end
 
@@ -386,6 +382,11 @@ function M.whatif_lines(f)
   out[#out + 1] = "   the replay assumes a free core per worker and jobs as long as recorded: docs/cli.md)"
   if y.partial then
     out[#out + 1] = "  partial: the replay ran what the trace holds; events were lost or waits never ended"
+  end
+  if y.parallelism then
+    local cp = f.critical_path
+    out[#out + 1] = ("parallelism: the graph has %.2f (work / the unlimited span), it got %.2f (run time / session)")
+      :format(y.parallelism, cp and cp.achieved or 0)
   end
   return out
 end

@@ -39,6 +39,7 @@ describe("ops:whatif", function()
     -- work: submits 2, the caller's own work 20, runs 11
     assert.equal(33, r.work_us)
     assert.equal(23, r.span_us)
+    assert.equal(33 / 23, r.parallelism) -- work over span
     assert.is_false(r.partial)
   end)
 

@@ -17,7 +17,7 @@ local describe_in_browser = S.plain_only(describe, pending, "drives Chromium")
 -- (job 7 held the worker 20 us, job 9 10 us), copy result 10.
 local function path(extra)
   local cp = {duration_us = 100, start_us = 0, finish_us = 100, share = 0.5, session_us = 200, total_run_us = 150,
-              parallelism = 1.5, achieved = 0.75, jobs = {1, 2, 1},
+              achieved = 0.75, jobs = {1, 2, 1},
               steps = {{kind = "run", start_us = 0, dur_us = 60, job = 1, category = "ümlaut"},
                        {kind = "worker busy", start_us = 60, dur_us = 10, job = 2, held_by = 9},
                        {kind = "worker busy", start_us = 70, dur_us = 20, job = 2, held_by = 7},
@@ -30,7 +30,7 @@ local function path(extra)
 end
 
 local function whatif(extra)
-  local y = {recorded_workers = 2, recorded_us = 200, work_us = 400, span_us = 100, partial = false,
+  local y = {recorded_workers = 2, recorded_us = 200, work_us = 400, span_us = 100, parallelism = 4, partial = false,
              predictions = {{workers = 1, predicted_us = 400}, {workers = 2, predicted_us = 200},
                             {workers = 4, predicted_us = 125}}}
   for k, v in pairs(extra or {}) do y[k] = v end
@@ -49,7 +49,6 @@ describe("the report's critical path", function()
       "    held by job 7                20 us    20.0%",
       "    held by job 9                10 us    10.0%",
       "  copy result                    10 us    10.0%",
-      "parallelism: the graph has 1.50 (run time / that path), it got 0.75 (run time / session)",
     }, report.critical_path_lines({critical_path = path()}))
   end)
 
@@ -101,11 +100,12 @@ describe("the report's what-if table", function()
       "  unlimited      100 us     x2.00",
       "  (speed-up: the recorded session / the predicted one; work 400 us in all;",
       "   the replay assumes a free core per worker and jobs as long as recorded: docs/cli.md)",
-    }, report.whatif_lines({whatif = whatif()}))
+      "parallelism: the graph has 4.00 (work / the unlimited span), it got 0.75 (run time / session)",
+    }, report.whatif_lines({whatif = whatif(), critical_path = path()}))
   end)
 
   it("says 1 worker, and flags a partial replay", function()
-    local lines = report.whatif_lines({whatif = whatif{recorded_workers = 1, partial = true}})
+    local lines = report.whatif_lines({whatif = whatif{recorded_workers = 1, partial = true, parallelism = false}})
     assert.matches("(recorded: 1 worker, 200 us)", lines[1], 1, true)
     assert.equal("  partial: the replay ran what the trace holds; events were lost or waits never ended",
                  lines[#lines])

@@ -704,7 +704,6 @@ int jq_ops_critical_path(lua_State *L) {
   set_us(L, "session_us", g->stop);
   set_us(L, "total_run_us", run);
   set_ratio(L, "share", dur, g->stop);
-  set_ratio(L, "parallelism", run, dur);
   set_ratio(L, "achieved", run, g->stop);
   lua_createtable(L, p.njobs < INT32_MAX ? (int)p.njobs : 0, 0);
   for (size_t k = 0; k < p.njobs; k++)

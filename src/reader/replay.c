@@ -745,7 +745,12 @@ int jq_ops_whatif(lua_State *L) {
     lua_rawseti(L, -2, i + 1);
   }
   lua_setfield(L, -2, "predictions");
-  set_us(L, "span_us", run(&R, 0, &partial));
+  int64_t span = run(&R, 0, &partial);
+  set_us(L, "span_us", span);
+  if (span > 0) { /* the graph's parallelism: work over span */
+    lua_pushnumber(L, (lua_Number)R.work / (lua_Number)span);
+    lua_setfield(L, -2, "parallelism");
+  }
   lua_pushboolean(L, partial);
   lua_setfield(L, -2, "partial");
   jq_scratch_free(S);
