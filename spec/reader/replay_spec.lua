@@ -312,6 +312,20 @@ describe("ops:whatif", function()
     assert.same({13, 13, 8}, {predictions(r)[1], r.span_us, r.work_us})
   end)
 
+  it("publishes a job where it started inside its submit, not at the submit's end", function()
+    -- The caller's submit span runs 0-10 (preempted after the publish),
+    -- but job 1 was taken at 2: it runs 2-15; the caller waits for it from
+    -- 10 to 15 and works 5 more: 20, as recorded. Readying the job at the
+    -- submit's end would run it 10-23 and end the caller at 28.
+    local o = reader.job_ops{stop = 20, queues = {1}, execs = {
+      caller{{"submit", 0, 10, job = 2}, {"block", 10, 15, job = 2}, {"wait", 15, job = 2}},
+      job(1, 1, {{"copy in", 2, 3}, {"run", 3, 15}}),
+    }}
+    local r = o:whatif{1}
+    assert.same({[1] = 20}, predictions(r))
+    assert.equal(20, r.span_us)
+  end)
+
   it("replays a job without a submit from its recorded ready time", function()
     -- Two jobs ready at 5 and 6 (3 us each), no thread. One worker: 5-8,
     -- 8-11; two: 5-8, 6-9.

@@ -10,7 +10,9 @@
  * The queue's own rules (src/queue/worker.c's header, queue.c's
  * jq_queue_take, docs/internals.md "Queue: the scheduler"):
  * - every queue of the recording gets W workers (no more than it has jobs
- *   run by workers); a job is ready at the end of its JO_SUBMIT op, or once
+ *   run by workers); a job is ready at the end of its JO_SUBMIT op (at the
+ *   point of it where its first op began, when that lies inside it: the
+ *   span ends after the publish, late when the thread was preempted), or once
  *   the last of its `after` dependencies (the JO_WAIT points before its
  *   first op) ended; a job without a submit op is ready at its recorded
  *   ready time (else its first op's);
@@ -80,7 +82,7 @@ enum {
 enum { RM_THREAD, RM_QUEUE, RM_BY_THREAD, RM_INLINE };
 
 /* What an executor's pending event ends. */
-enum { B_OP = 1, B_GAP, B_TIMER };
+enum { B_OP = 1, B_GAP, B_TIMER, B_PUBLISH };
 
 typedef struct rx {
   int64_t end;
@@ -376,6 +378,23 @@ static void op_done(replay *R, const jo_op *o) {
     finish(R, o->job);
 }
 
+/* When, into submit op o, its job was published: the start of the job's
+ * first op where that lies inside the submit (a submit's span ends after
+ * the publish, and a thread preempted there ends it late), else its end. */
+static int64_t published_after(const replay *R, const jo_op *o) {
+  int32_t j = R->aux[o - R->g->ops];
+  if (j < 0)
+    return o->t1 - o->t0;
+  const jo_exec *e = &R->g->ex[j];
+  for (uint32_t k = 0; k < e->no; k++) {
+    const jo_op *f = &R->g->ops[e->o0 + k];
+    if (f->kind == JO_WAIT)
+      continue; /* its after points: recorded at the submit's end */
+    return f->t0 < o->t0 ? 0 : f->t0 < o->t1 ? f->t0 - o->t0 : o->t1 - o->t0;
+  }
+  return o->t1 - o->t0;
+}
+
 /* A thread's own work before its op pc (the caller's after its last op
  * too, to the stop): 1 when it takes time (its event is pending). */
 static int own_work(replay *R, int32_t x) {
@@ -401,6 +420,11 @@ static int step(replay *R, int32_t x, const jo_op *o) {
   rx *s = &R->x[x];
   const jo_exec *e = &R->g->ex[x];
   if (o->kind <= JO_JOB) { /* work */
+    int64_t pub = o->kind == JO_SUBMIT ? published_after(R, o) : 0;
+    if (o->kind == JO_SUBMIT && pub < o->t1 - o->t0) { /* its job published before the submit's end */
+      schedule(R, x, R->t + pub, B_PUBLISH);
+      return 0;
+    }
     if (o->t1 > o->t0) {
       schedule(R, x, R->t + (o->t1 - o->t0), B_OP);
       return 0;
@@ -468,8 +492,14 @@ static void advance(replay *R, int32_t x) {
 
 static void event_done(replay *R, int32_t x) {
   rx *s = &R->x[x];
+  const jo_op *o = &R->g->ops[R->g->ex[x].o0 + s->pc];
+  if (s->busy == B_PUBLISH) { /* the job goes, the submit goes on */
+    op_done(R, o);
+    schedule(R, x, R->t + (o->t1 - o->t0 - published_after(R, o)), B_OP);
+    return;
+  }
   if (s->busy == B_OP) {
-    op_done(R, &R->g->ops[R->g->ex[x].o0 + s->pc]);
+    op_done(R, o);
     next_op(s);
   }
   now_push(R, x);
