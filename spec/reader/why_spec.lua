@@ -190,7 +190,9 @@ local function check_link_runs(path, links, from, rt)
   for k = from, #links do
     local l = links[k]
     local body = l.t1 - ((k ~= from and l.wait1) or l.t0)
-    between(kind_us(path, "run", of_job(l.id)), body - rt, body + rt, "link " .. k .. "'s run on the path")
+    -- (above: the OS may preempt the worker between the body's last clock
+    -- reading and the slice's end; the slice, rightly, holds that time)
+    between(kind_us(path, "run", of_job(l.id)), body - rt, body + rt + body / 5, "link " .. k .. "'s run on the path")
   end
 end
 
@@ -334,18 +336,25 @@ describe("a chain of awaits submitted first, wide jobs after (2 workers)", funct
     check_link_runs(path, t.links, from, t.rt)
     kinds_are(path, {"worker busy"}, {"submit", "run", "resume latency"})
     -- A link resumes on the worker that started it: when the link before
-    -- it ended while a wide job ran there, that wide job held it.
+    -- it ended while a wide job ran there, a wide job held it. (The body's
+    -- clock ends before the link's copy out, which a slow build stretches:
+    -- the one holding the worker at the link's very end may be the next
+    -- wide job there, so any wide job on that worker between the link's
+    -- body end and the next link's body start may be the one named.)
     local wide_ids = {}
     for _, w in ipairs(t.wides) do wide_ids[w.id] = true end
     for k = from + 1, N do
+      local held, named = {}, false
       for _, w in ipairs(t.wides) do
-        if w.tok == t.links[k].tok and w.t0 < t.links[k - 1].t1 and w.t1 > t.links[k - 1].t1 then
-          local named = false
-          for _, s in ipairs(steps_of(path, "worker busy")) do named = named or s.held_by == w.id end
-          assert(named, ("wide job %d held link %d's worker from link %d's end: no worker busy names it")
-                          :format(w.id, k, k - 1))
+        if w.tok == t.links[k].tok and w.t0 < t.links[k].t0 and w.t1 > t.links[k - 1].t1 then
+          held[#held + 1] = w.id
         end
       end
+      for _, s in ipairs(steps_of(path, "worker busy")) do
+        for _, id in ipairs(held) do named = named or s.held_by == id end
+      end
+      assert(#held == 0 or named, ("wide jobs %s held link %d's worker after link %d's end: no worker busy names one")
+                                    :format(table.concat(held, ", "), k, k - 1))
     end
     for _, s in ipairs(steps_of(path, "worker busy")) do
       assert(wide_ids[s.held_by], "worker busy held by " .. tostring(s.held_by) .. ", no wide job")
