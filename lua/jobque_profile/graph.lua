@@ -22,8 +22,9 @@
 --   { kind, start_us, dur_us, lane, job, category, held_by }, by_kind[i] =
 --   { kind, us }, by_category[i] = { name, run_us }, partial, partial_why }
 -- whatif = the replay (ops:whatif(), src/reader/replay.c): { recorded_workers,
---   recorded_us, work_us, span_us, parallelism, predictions[i] = { workers, predicted_us },
---   partial } for M.WHATIF_WORKERS workers per queue (docs/cli.md).
+--   recorded_us, work_us, span_us, parallelism, as_recorded_us, queues[i] = { queue, workers },
+--   predictions[i] = { workers, predicted_us }, partial } for M.WHATIF_WORKERS workers per
+--   queue and each queue's recorded workers (docs/cli.md).
 -- Ties are ordered: jobs of one value by id (numbers by value, then
 -- strings by their bytes, then false, then other ids in the order first
 -- met), a job's slices and awaits of one time in the order read.

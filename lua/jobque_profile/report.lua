@@ -362,20 +362,47 @@ function M.critical_path_lines(f)
   return out
 end
 
+-- The recorded workers as the what-if table's heading says them: "3
+-- workers" (one queue), "2 queues of 1 and 3 workers".
+local function recorded_text(y)
+  local qs = y.queues or {}
+  if #qs <= 1 then return count_of(y.recorded_workers or 0, "worker") end
+  local counts = {}
+  for i, q in ipairs(qs) do counts[i] = tostring(q.workers) end
+  return ("%d queues of %s and %s workers"):format(#qs, table.concat(counts, ", ", 1, #qs - 1), counts[#qs])
+end
+
+-- Whether a row of W workers per queue replays the recorded setup: every
+-- queue recorded W workers.
+local function has_recorded_row(y)
+  local w
+  for _, q in ipairs(y.queues or {}) do
+    if w and q.workers ~= w then return false end
+    w = q.workers
+  end
+  w = w or y.recorded_workers
+  for _, p in ipairs(y.predictions or {}) do
+    if p.workers == w then return true end
+  end
+  return false
+end
+
 --- The what-if section (the replay of jobque_profile.graph.figures): the
--- recorded run beside the session the replay predicts on 1, 2, 4, 8, 16
--- and unlimited workers per queue (lines; empty without a replay).
+-- recorded run beside the session the replay predicts with each queue's
+-- recorded workers (when no other row is that setup), and on 1, 2, 4, 8,
+-- 16 and unlimited workers per queue (lines; empty without a replay).
 function M.whatif_lines(f)
   local out = {}
   local y = f.whatif
   if not y then return out end
   out[#out + 1] = ("what if: the job graph replayed on W workers per queue (recorded: %s, %s)"):format(
-    count_of(y.recorded_workers or 0, "worker"), M.us(y.recorded_us))
-  out[#out + 1] = ("  %9s  %10s  %8s"):format("workers", "session", "speed-up")
+    recorded_text(y), M.us(y.recorded_us))
+  out[#out + 1] = ("  %11s  %10s  %8s"):format("workers", "session", "speed-up")
   local function row(label, us)
     local x = (us and us > 0 and y.recorded_us) and ("x%.2f"):format(y.recorded_us / us) or "-"
-    out[#out + 1] = ("  %9s  %10s  %8s"):format(label, M.us(us), x)
+    out[#out + 1] = ("  %11s  %10s  %8s"):format(label, M.us(us), x)
   end
+  if y.as_recorded_us and not has_recorded_row(y) then row("as recorded", y.as_recorded_us) end
   for _, p in ipairs(y.predictions or {}) do row(tostring(p.workers), p.predicted_us) end
   row("unlimited", y.span_us)
   out[#out + 1] = ("  (speed-up: the recorded session / the predicted one; work %s in all;"):format(M.us(y.work_us))

@@ -411,6 +411,8 @@ local function why_rows(rows, a, b)
   local wa, wb = a.whatif, b.whatif
   row(rows, "whatif", "recorded workers", nil, nil, wa and wa.recorded_workers, wb and wb.recorded_workers, "",
       not wa, not wb)
+  local ra, rb = wa and wa.as_recorded_us, wb and wb.as_recorded_us
+  row(rows, "whatif", "predicted as recorded", nil, nil, ra, rb, "us", not ra, not rb)
   local counts, pa, pb = union(wa and wa.predictions, wb and wb.predictions, function(p) return p.workers end)
   for _, n in ipairs(counts) do
     row(rows, "whatif", "predicted on " .. n .. (n == 1 and " worker" or " workers"), nil, nil,

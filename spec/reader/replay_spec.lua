@@ -224,6 +224,47 @@ describe("ops:whatif", function()
     assert.equal(4, r.recorded_workers)
   end)
 
+  it("replays each queue at its recorded worker count: the recorded setup", function()
+    -- Queue 1 recorded 1 worker, queue 2 three. The caller submits A1-A4
+    -- (queue 1) 0-4 and B1-B6 (queue 2) 4-10, 1 us each, then waits for
+    -- every job; each job runs 10 us. As recorded: A1 1-11, A2 11-21, A3
+    -- 21-31, A4 31-41; B1 5-15, B2 6-16, B3 7-17, B4 15-25, B5 16-26, B6
+    -- 17-27: 41, the recorded length, which no W per queue gives: one
+    -- worker a queue runs B6 55-65 (65); two, A4 12-22 and B6 26-36 (36);
+    -- four, A4 4-14 and B6 16-26 (26); a worker per job, B6 10-20 (20).
+    local execs, subs = {}, {}
+    for k = 1, 10 do subs[k] = {"submit", k - 1, k, job = k + 1} end
+    subs[11], subs[12] = {"block", 10, 41}, {"wait", 41}
+    execs[1] = caller(subs)
+    local a_runs = {{1, 11}, {11, 21}, {21, 31}, {31, 41}}
+    local b_runs = {{5, 15}, {6, 16}, {7, 17}, {15, 25}, {16, 26}, {17, 27}}
+    for k = 1, 4 do execs[k + 1] = job(k, k, {{"run", a_runs[k][1], a_runs[k][2]}}, 1) end
+    for k = 1, 6 do execs[k + 5] = job(k + 4, k + 4, {{"run", b_runs[k][1], b_runs[k][2]}}, 2) end
+    local o = reader.job_ops{stop = 41, queues = {1, 3}, execs = execs}
+    local r = o:whatif{1, 2, 4}
+    assert.same({[1] = 65, [2] = 36, [4] = 26}, predictions(r))
+    assert.equal(41, r.as_recorded_us)
+    assert.same({{queue = 1, workers = 1}, {queue = 2, workers = 3}}, r.queues)
+    assert.equal(4, r.recorded_workers)
+    assert.equal(20, r.span_us)
+    assert.is_false(r.partial)
+  end)
+
+  it("replays a queue the recording has no worker lanes for with a worker per job, as recorded", function()
+    -- Queue 1 recorded no worker: A (10 us) and B (5 us), submitted 0-1
+    -- and 1-2, both start at once as recorded: A 1-11, B 2-7; the caller
+    -- waits for both until 11. One worker: B 11-16.
+    local o = reader.job_ops{stop = 11, queues = {0}, execs = {
+      caller{{"submit", 0, 1, job = 2}, {"submit", 1, 2, job = 3}, {"block", 2, 11}, {"wait", 11}},
+      job(1, 1, {{"run", 1, 11}}),
+      job(2, 2, {{"run", 2, 7}}),
+    }}
+    local r = o:whatif{1}
+    assert.same({[1] = 16}, predictions(r))
+    assert.equal(11, r.as_recorded_us)
+    assert.same({{queue = 1, workers = 0}}, r.queues)
+  end)
+
   it("waits for the jobs of a queue submitted before the wait, not those after", function()
     -- A (10 us); the caller waits for queue 1 (A alone) until 11, then
     -- submits B (1 us) 11-12, which runs 12-13. (The caller comes last

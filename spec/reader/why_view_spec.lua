@@ -31,6 +31,7 @@ end
 
 local function whatif(extra)
   local y = {recorded_workers = 2, recorded_us = 200, work_us = 400, span_us = 100, parallelism = 4, partial = false,
+             queues = {{queue = 1, workers = 2}}, as_recorded_us = 210,
              predictions = {{workers = 1, predicted_us = 400}, {workers = 2, predicted_us = 200},
                             {workers = 4, predicted_us = 125}}}
   for k, v in pairs(extra or {}) do y[k] = v end
@@ -93,15 +94,41 @@ describe("the report's what-if table", function()
   it("gives the recorded run and the predicted sessions, with the speed-up over the recorded one", function()
     assert.same({
       "what if: the job graph replayed on W workers per queue (recorded: 2 workers, 200 us)",
-      "    workers     session  speed-up",
-      "          1      400 us     x0.50",
-      "          2      200 us     x1.00",
-      "          4      125 us     x1.60",
-      "  unlimited      100 us     x2.00",
+      "      workers     session  speed-up",
+      "            1      400 us     x0.50",
+      "            2      200 us     x1.00",
+      "            4      125 us     x1.60",
+      "    unlimited      100 us     x2.00",
       "  (speed-up: the recorded session / the predicted one; work 400 us in all;",
       "   the replay assumes a free core per worker and jobs as long as recorded: docs/cli.md)",
       "parallelism: the graph has 4.00 (work / the unlimited span), it got 0.75 (run time / session)",
     }, report.whatif_lines({whatif = whatif(), critical_path = path()}))
+  end)
+
+  it("gives the recorded setup of several queues, and its replay in a row of its own", function()
+    -- queues of 3 and 1 workers: no row of W per queue is the recording
+    -- (though the rows have one of 1)
+    local lines = report.whatif_lines({whatif = whatif{recorded_workers = 4, parallelism = false,
+      queues = {{queue = 1, workers = 3}, {queue = 2, workers = 1}}, as_recorded_us = 250}})
+    assert.same({
+      "what if: the job graph replayed on W workers per queue (recorded: 2 queues of 3 and 1 workers, 200 us)",
+      "      workers     session  speed-up",
+      "  as recorded      250 us     x0.80",
+      "            1      400 us     x0.50",
+    }, {table.unpack(lines, 1, 4)})
+    lines = report.whatif_lines({whatif = whatif{recorded_workers = 6, parallelism = false,
+      queues = {{queue = 1, workers = 1}, {queue = 2, workers = 2}, {queue = 3, workers = 3}}}})
+    assert.matches("(recorded: 3 queues of 1, 2 and 3 workers, 200 us)", lines[1], 1, true)
+  end)
+
+  it("gives the as-recorded row when no row has the one queue's recorded workers", function()
+    local lines = report.whatif_lines({whatif = whatif{recorded_workers = 3, queues = {{queue = 1, workers = 3}},
+                                                       as_recorded_us = 160}})
+    assert.equal("  as recorded      160 us     x1.25", lines[3])
+    -- two queues of 2 workers each: the row of 2 is the recording
+    lines = report.whatif_lines({whatif = whatif{recorded_workers = 4, as_recorded_us = 160,
+      queues = {{queue = 1, workers = 2}, {queue = 2, workers = 2}}}})
+    assert.equal("            1      400 us     x0.50", lines[3])
   end)
 
   it("says 1 worker, and flags a partial replay", function()
@@ -135,7 +162,7 @@ describe("compare's rows of the why", function()
   local b = figures{
     latency = {ready = dist(5, 8), resume = dist(1, 4), run = dist(90, 250), suspended = dist(0, 0)},
     critical_path = path{duration_us = 80, by_kind = {{kind = "run", us = 60}, {kind = "ready latency", us = 20}}},
-    whatif = whatif{recorded_workers = 4, span_us = 80, predictions = {{workers = 1, predicted_us = 380},
+    whatif = whatif{recorded_workers = 4, span_us = 80, as_recorded_us = 190, predictions = {{workers = 1, predicted_us = 380},
                                                                       {workers = 8, predicted_us = 90}}},
     copies = {{name = "decode", count = 2, time = 3, bytes = 500}},
     spans = {{name = "frame", count = 2, run_us = 40, wall_us = 45, unclosed = 0}},
@@ -166,6 +193,7 @@ describe("compare's rows of the why", function()
 
   it("has the replay's predictions per worker count, one side's missing count left out", function()
     assert.same({2, 4, 2}, ab("recorded workers"))
+    assert.same({210, 190, -20}, ab("predicted as recorded"))
     assert.same({400, 380, -20}, ab("predicted on 1 worker"))
     assert.same({100, 80, -20}, ab("predicted on unlimited workers"))
     assert.same({125}, ab("predicted on 4 workers")) -- b has no prediction for 4: "-", no difference

@@ -1,8 +1,8 @@
 /*
  * replay.c - ops:whatif([workers]): the recorded happens-before graph
  * (job_ops.h) replayed on W workers per queue, for each W asked (default
- * 1, 2, 4, 8, 16) and with a worker per job (the span): the predicted
- * session length of each. A discrete-event simulation (a binary heap of
+ * 1, 2, 4, 8, 16), with each queue's recorded workers (as recorded) and
+ * with a worker per job (the span): the predicted session length of each. A discrete-event simulation (a binary heap of
  * times, each executor with at most one event pending: O(ops log ops) a
  * replay), a loop over events and a list of executors to move on at the
  * current time: no recursion.
@@ -63,6 +63,7 @@
 #if !defined(JQ_WHATIF_MAX)
 #define JQ_WHATIF_MAX 64 /* worker counts one call replays */
 #endif
+#define W_RECORDED (-1) /* a replay with each queue's recorded workers */
 #define JQ_STR_(x) #x
 #define JQ_STR(x) JQ_STR_(x)
 
@@ -507,6 +508,16 @@ static void event_done(replay *R, int32_t x) {
 
 /* ---- a replay ---- */
 
+/* Queue q's workers in a replay with W per queue (0: one per job;
+ * W_RECORDED: its worker lanes in the recording, one per job when it has
+ * none), never more than it has jobs for its workers. */
+static int32_t workers_of(const replay *R, int32_t q, int32_t W) {
+  int32_t n = R->q[q].njobs;
+  if (W == W_RECORDED)
+    W = q <= R->g->nqueues ? R->g->queue_workers[q - 1] : 0;
+  return W > 0 && W < n ? W : n;
+}
+
 static void run_init(replay *R, int32_t W) {
   const jo_graph *g = R->g;
   for (size_t k = 0; k < g->nex; k++) {
@@ -520,7 +531,7 @@ static void run_init(replay *R, int32_t W) {
     rq *p = &R->q[q];
     p->done = 0;
     p->fhead = p->ftail = p->idle = -1;
-    int32_t n = q == 0 ? 0 : (W > 0 && W < p->njobs ? W : p->njobs);
+    int32_t n = q == 0 ? 0 : workers_of(R, q, W);
     for (int32_t i = n - 1; i >= 0; i--) { /* worker 0 heads the idle list */
       rw *k = &R->w[nw + i];
       memset(k, 0, sizeof *k);
@@ -536,7 +547,8 @@ static void run_init(replay *R, int32_t W) {
   R->t = 0;
 }
 
-/* One replay with W workers per queue (0: one per job): the session's
+/* One replay with W workers per queue (0: one per job; W_RECORDED: as
+ * recorded): the session's
  * predicted length (ns); *partial set when some executor never ended. */
 static int64_t run(replay *R, int32_t W, int *partial) {
   const jo_graph *g = R->g;
@@ -748,6 +760,20 @@ static int worker_counts(lua_State *L, int32_t *ws) {
   return (int)n;
 }
 
+/* whatif.queues: each queue's recorded workers, { {queue, workers} }. */
+static void push_queues(lua_State *L, const jo_graph *g) {
+  lua_createtable(L, g->nqueues, 0);
+  for (int32_t q = 0; q < g->nqueues; q++) {
+    lua_createtable(L, 0, 2);
+    lua_pushinteger(L, q + 1);
+    lua_setfield(L, -2, "queue");
+    lua_pushinteger(L, g->queue_workers[q]);
+    lua_setfield(L, -2, "workers");
+    lua_rawseti(L, -2, q + 1);
+  }
+  lua_setfield(L, -2, "queues");
+}
+
 int jq_ops_whatif(lua_State *L) {
   const jo_graph *g = jq_ops_check(L, 1);
   int32_t ws[JQ_WHATIF_MAX];
@@ -760,7 +786,7 @@ int jq_ops_whatif(lua_State *L) {
   int64_t recorded = 0;
   for (int32_t q = 0; q < g->nqueues; q++)
     recorded += g->queue_workers[q];
-  lua_createtable(L, 0, 6);
+  lua_createtable(L, 0, 9);
   lua_pushinteger(L, (lua_Integer)recorded);
   lua_setfield(L, -2, "recorded_workers");
   set_us(L, "recorded_us", g->stop);
@@ -775,6 +801,8 @@ int jq_ops_whatif(lua_State *L) {
     lua_rawseti(L, -2, i + 1);
   }
   lua_setfield(L, -2, "predictions");
+  set_us(L, "as_recorded_us", run(&R, W_RECORDED, &partial));
+  push_queues(L, g);
   int64_t span = run(&R, 0, &partial);
   set_us(L, "span_us", span);
   if (span > 0) { /* the graph's parallelism: work over span */
