@@ -547,7 +547,7 @@ function M.compare_text(rows, a_name, b_name)
   end
   out[#out + 1] = ("a: %s\nb: %s\n"):format(M.shown(a_name, false), M.shown(b_name, false))
   out[#out + 1] = ("%s  %12s  %12s  %12s  %8s"):format(pad("", w), "a", "b", "b - a", "b / a")
-  local group
+  local group, partial
   for _, r in ipairs(rows) do
     if group and r.group ~= group then out[#out + 1] = "" end -- a blank line between groups
     group = r.group
@@ -561,8 +561,15 @@ function M.compare_text(rows, a_name, b_name)
     else
       diff = (r.diff >= 0 and "+" or "") .. fmt(r.diff, r.unit)
     end
-    out[#out + 1] = ("%s  %12s  %12s  %12s  %8s"):format(pad(label(r), w), fmt(r.a, r.unit), fmt(r.b, r.unit),
-                                                       diff, r.ratio and ("%.2fx"):format(r.ratio) or "-")
+    if r.a_partial or r.b_partial then partial = true end
+    local x, y = fmt(r.a, r.unit) .. (r.a_partial and "*" or ""), fmt(r.b, r.unit) .. (r.b_partial and "*" or "")
+    out[#out + 1] = ("%s  %12s  %12s  %12s  %8s"):format(pad(label(r), w), x, y, diff,
+                                                       r.ratio and ("%.2fx"):format(r.ratio) or "-")
+  end
+  if partial then
+    out[#out + 1] = ""
+    out[#out + 1] = "* partial: that trace lost events or left spans unclosed (or the replay met a wait it could"
+    out[#out + 1] = "  never end): its path may be shorter than its run's, its replay ran what it holds (report says why)"
   end
   return table.concat(out, "\n") .. "\n"
 end

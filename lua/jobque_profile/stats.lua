@@ -56,7 +56,9 @@
 -- end of the range counts as an event but starts no unit: it has no time
 -- in the range). Median and p95 are
 -- nearest-rank.
--- compare(a, b) -> rows { label, group, a, b, diff, ratio, unit } of two figures.
+-- compare(a, b) -> rows { label, group, a, b, diff, ratio, unit, a_partial,
+-- b_partial } of two figures (a_partial, b_partial: true on the critical
+-- path's and the replay's rows when that side's is partial).
 -- unit_summary(units, j, n) -> unit j of a kind's units with only its n
 -- busiest categories (what the text report shows; a unit's by_category
 -- lists every category it holds).
@@ -388,19 +390,33 @@ local function lane_rows(rows, a, b)
   end
 end
 
--- The rows of the job graph: each latency kind's p50 and p95 (all jobs),
--- the critical path's length and make-up by kind, the replay's predictions.
--- A trace without jobs has none of them ("-").
+-- Marks the rows from `first` on as coming from a partial path or replay
+-- (a_partial, b_partial: true when that side's `pa`, `pb` is).
+local function mark_partial(rows, first, pa, pb)
+  for i = first, #rows do
+    rows[i].a_partial = pa and pa.partial and true or nil
+    rows[i].b_partial = pb and pb.partial and true or nil
+  end
+end
+
+-- The rows of the job graph: each latency kind's p50 and p95 (all jobs;
+-- a side without such latencies, count 0, has none: a kind neither has is
+-- left out), the critical path's length and make-up by kind, the replay's
+-- predictions, each marked when its side is partial. A trace without jobs
+-- has none of them ("-").
 local function why_rows(rows, a, b)
   local la, lb = a.latency, b.latency
   for _, kind in ipairs{"ready", "resume", "run", "suspended"} do
     local x, y = la and la[kind], lb and lb[kind]
+    local none_a, none_b = not x or x.count == 0, not y or y.count == 0
     for _, q in ipairs{"p50", "p95"} do
-      row(rows, "latency", "latency " .. kind .. " " .. q, nil, nil, x and x[q .. "_us"], y and y[q .. "_us"], "us",
-          not x, not y)
+      if not (none_a and none_b) then
+        row(rows, "latency", "latency " .. kind .. " " .. q, nil, nil, x and x[q .. "_us"], y and y[q .. "_us"],
+            "us", none_a, none_b)
+      end
     end
   end
-  local ca, cb = a.critical_path, b.critical_path
+  local first, ca, cb = #rows + 1, a.critical_path, b.critical_path
   row(rows, "critical path", "critical path", nil, nil, ca and ca.duration_us, cb and cb.duration_us, "us",
       not ca, not cb)
   local kinds, ka, kb = union(ca and ca.by_kind, cb and cb.by_kind, function(k) return k.kind end)
@@ -408,6 +424,8 @@ local function why_rows(rows, a, b)
     row(rows, "critical path", "critical path: ", kind, nil, ka[kind] and ka[kind].us, kb[kind] and kb[kind].us,
         "us", not ca, not cb)
   end
+  mark_partial(rows, first, ca, cb)
+  first = #rows + 1
   local wa, wb = a.whatif, b.whatif
   row(rows, "whatif", "recorded workers", nil, nil, wa and wa.recorded_workers, wb and wb.recorded_workers, "",
       not wa, not wb)
@@ -420,6 +438,7 @@ local function why_rows(rows, a, b)
   end
   row(rows, "whatif", "predicted on unlimited workers", nil, nil, wa and wa.span_us, wb and wb.span_us, "us",
       not wa, not wb)
+  mark_partial(rows, first, wa, wb)
 end
 
 -- The rows of copies (per category), spans (per category) and counters

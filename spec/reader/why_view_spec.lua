@@ -232,6 +232,70 @@ describe("compare's rows of the why", function()
   end)
 end)
 
+describe("compare's rows of a partial trace", function()
+  -- a's path is partial (its replay not); b's replay is partial (its path not)
+  local a = figures{critical_path = path{partial = true, partial_why = "lane worker 1 dropped 12 events"},
+                    whatif = whatif()}
+  local b = figures{critical_path = path(), whatif = whatif{partial = true}}
+  local rows = stats.compare(a, b)
+
+  it("marks the path's rows on the partial side, and the replay's on theirs, in --json", function()
+    local seen = {}
+    for _, r in ipairs(rows) do
+      seen[r.group] = true
+      if r.group == "critical path" then
+        assert.is_true(r.a_partial, r.label)
+        assert.is_nil(r.b_partial, r.label)
+      elseif r.group == "whatif" then
+        assert.is_nil(r.a_partial, r.label)
+        assert.is_true(r.b_partial, r.label)
+      else
+        assert.is_nil(r.a_partial or r.b_partial, r.label)
+      end
+    end
+    assert.is_true(seen["critical path"] and seen.whatif)
+    local json = cjson.decode(report.json(rows))
+    local marked = {}
+    for _, r in ipairs(json) do
+      if r.label == "critical path" or r.label == "predicted on 1 worker" then marked[r.label] = r end
+    end
+    assert.is_true(marked["critical path"].a_partial)
+    assert.is_nil(marked["critical path"].b_partial)
+    assert.is_true(marked["predicted on 1 worker"].b_partial)
+  end)
+
+  it("marks the partial side's values with * in the text, and says what it means", function()
+    local text = report.compare_text(rows, "a", "b")
+    assert.matches("\ncritical path +100 us%* +100 us +%+0 us +1.00x\n", text)
+    assert.matches("\npredicted on 1 worker +400 us +400 us%* ", text)
+    assert.matches("\nrecorded workers +2 +2%* ", text)
+    assert.matches("\n%* partial: that trace lost events", text)
+    local whole = figures{critical_path = path(), whatif = whatif()}
+    assert.not_matches("*", report.compare_text(stats.compare(whole, whole), "a", "b"), 1, true)
+  end)
+end)
+
+describe("compare's latency rows", function()
+  local function dist0() return {count = 0, p50_us = 0, p95_us = 0, max_us = 0, by_category = {}} end
+  local a = figures{latency = {ready = dist(10, 20), resume = dist0(), run = dist(100, 300), suspended = dist0()}}
+  local b = figures{latency = {ready = dist(5, 8), resume = dist0(), run = dist(90, 250), suspended = dist(3, 4)}}
+  local rows = {}
+  for _, r in ipairs(stats.compare(a, b)) do rows[r.label] = r end
+
+  it("leave out a kind neither trace has (count 0 on both sides)", function()
+    assert.is_nil(rows["latency resume p50"])
+    assert.is_nil(rows["latency resume p95"])
+    assert.same({10, 5, -5}, {rows["latency ready p50"].a, rows["latency ready p50"].b, rows["latency ready p50"].diff})
+    assert.not_matches("latency resume", report.compare_text(stats.compare(a, b), "a", "b"))
+  end)
+
+  it("give a side with none of a kind no value, no difference, no ratio", function()
+    local r = rows["latency suspended p95"]
+    assert.same({nil, 4, nil, nil}, {r.a, r.b, r.diff, r.ratio})
+    assert.matches("\nlatency suspended p95 +%- +4 us +%- +%-\n", report.compare_text(stats.compare(a, b), "a", "b"))
+  end)
+end)
+
 -- Our trace (no job ids: the figures need no job graph) of 100 us: worker 0
 -- runs a 10..50 with a span inside it (a job's: args.job; written first, as
 -- it ended first, so that it comes first of the two that start at 10), worker 1 runs b
