@@ -58,10 +58,9 @@ function M.shown(s, width)
   return s
 end
 
--- The width of a string on the terminal, in characters (it is UTF-8).
-local function width_of(s)
-  return utf8.len(s) or #s
-end
+-- The width of a string on the terminal, in columns (wide characters 2,
+-- combining marks 0).
+local width_of = util.width
 
 -- s right-aligned in n characters.
 local function lpad(s, n)
@@ -109,7 +108,7 @@ function M.failures_lines(f)
   if not fl or fl.failed + fl.cancelled == 0 then return out end
   out[#out + 1] = ("failed jobs %d, cancelled jobs %d"):format(fl.failed, fl.cancelled)
   local w = 8
-  for _, c in ipairs(fl.by_category) do w = math.max(w, #M.shown(c.name)) end
+  for _, c in ipairs(fl.by_category) do w = math.max(w, width_of(M.shown(c.name))) end
   out[#out + 1] = ("%s  %7s  %9s"):format(pad("category", w), "failed", "cancelled")
   for _, c in ipairs(fl.by_category) do
     out[#out + 1] = ("%s  %7d  %9d"):format(pad(M.shown(c.name), w), c.failed, c.cancelled)

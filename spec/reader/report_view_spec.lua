@@ -339,6 +339,54 @@ describe("long and multi-line names in the report", function()
     assert.equal(KIND, got.markers[1].kind)
   end)
 
+  it("pad by the columns a terminal gives them: wide characters 2, combining marks 0", function()
+    local report = require "jobque_profile.report"
+    local sp = function(n) return (" "):rep(n) end
+    -- three categories: "日本語の仕事" 12 columns (18 bytes), "ééé" with
+    -- combining accents 3 columns (9 bytes), "😀 job" 6 columns (8 bytes)
+    local WIDE, MARKS, EMOJI = "日本語の仕事", "e\u{301}e\u{301}e\u{301}", "😀 job"
+    -- copies: the category column is 12 wide (the widest), then "  %7s  %10s  %10s"
+    assert.same({
+      "copy time by category (values copied between states; counted as busy)",
+      "category" .. sp(7) .. "copies" .. sp(8) .. "time" .. sp(7) .. "bytes",
+      WIDE .. sp(8) .. "2" .. sp(7) .. "21 us" .. sp(7) .. "174 B",
+      MARKS .. sp(9 + 8) .. "3" .. sp(7) .. "13 us" .. sp(7) .. "174 B",
+      EMOJI .. sp(6 + 8) .. "1" .. sp(8) .. "5 us" .. sp(8) .. "10 B",
+    }, report.copies_lines({copies = {{name = WIDE, count = 2, time = 21, bytes = 174},
+                                      {name = MARKS, count = 3, time = 13, bytes = 174},
+                                      {name = EMOJI, count = 1, time = 5, bytes = 10}}}))
+    -- latencies: the category column 12 wide, then "  ready" and 4 spaces, the count in 7, times in 10
+    local none = {count = 0, p50_us = 0, p95_us = 0, max_us = 0, by_category = {}}
+    local by = {{name = WIDE, count = 1, p50_us = 10, p95_us = 10, max_us = 10},
+                {name = MARKS, count = 1, p50_us = 10, p95_us = 10, max_us = 10}}
+    local all = {count = 2, p50_us = 10, p95_us = 10, max_us = 10, by_category = by}
+    local lines = report.latency_lines({latency = {ready = all, resume = none, run = all, suspended = none,
+                                                   top_ready = {}}, range = {}})
+    local ready = "  ready" .. sp(4 + 2 + 6) .. "%d" .. (sp(7) .. "10 us"):rep(3)
+    local runs = "  run" .. sp(6 + 2 + 6) .. "%d" .. (sp(7) .. "10 us"):rep(3)
+    assert.same({ -- (by name: "e" before "日")
+      MARKS .. sp(9) .. ready:format(1), MARKS .. sp(9) .. runs:format(1),
+      WIDE .. ready:format(1), WIDE .. runs:format(1),
+      "all jobs" .. sp(4) .. ready:format(2), "all jobs" .. sp(4) .. runs:format(2),
+    }, {table.unpack(lines, 3)})
+    -- the critical path's make-up: its labels ("  " and the category) padded to 24
+    local path = {duration_us = 100, share = 0.5, jobs = {1}, steps = {},
+                  by_kind = {{kind = "run", us = 60}},
+                  by_category = {{name = WIDE, run_us = 40}, {name = MARKS, run_us = 20}}}
+    assert.same({
+      "  run" .. sp(21 + 2 + 5) .. "60 us" .. sp(4) .. "60.0%",
+      "    " .. WIDE .. sp(10 + 2 + 5) .. "40 us" .. sp(4) .. "40.0%",
+      "    " .. MARKS .. sp(19 + 2 + 5) .. "20 us" .. sp(4) .. "20.0%",
+    }, {table.unpack(report.critical_path_lines({critical_path = path}), 3, 5)})
+    -- failures: the category column 12 wide, then "  %7s  %9s"
+    assert.same({
+      "failed jobs 0, cancelled jobs 1",
+      "category" .. sp(4 + 2 + 1) .. "failed" .. sp(2) .. "cancelled",
+      WIDE .. sp(2 + 6) .. "0" .. sp(2 + 8) .. "1",
+    }, report.failures_lines({range = {t0 = 0}, failures = {failed = 0, cancelled = 1, first = {},
+                                          by_category = {{name = WIDE, failed = 0, cancelled = 1}}}}))
+  end)
+
   it("escape bytes that are not UTF-8, and keep those that are", function()
     local shown = require("jobque_profile.report").shown
     assert.equal("caf\u{E9}\\xFF\\x1B[0m tab\\t", shown("caf\u{E9}\255\27[0m tab\t"))

@@ -249,3 +249,20 @@ describe("the two C modules", function()
     assert.is_true(in_job)
   end)
 end)
+
+describe("util.width", function()
+  it("counts the columns a terminal gives a string: wide characters 2, combining marks 0", function()
+    assert.equal(3, util.width("abc"))
+    assert.equal(6, util.width("日本語")) -- CJK ideographs, 2 each
+    assert.equal(5, util.width("ｶﾀｶﾅ ")) -- halfwidth katakana and a space, 1 each
+    assert.equal(4, util.width("ＡＢ")) -- fullwidth Latin
+    assert.equal(4, util.width("한글")) -- Hangul syllables
+    assert.equal(3, util.width("e\u{301}e\u{301}e\u{301}")) -- e and a combining acute accent
+    assert.equal(3, util.width("ééé")) -- precomposed
+    assert.equal(6, util.width("😀 job")) -- an emoji takes 2, the space and "job" 4
+    assert.equal(2, util.width("a\u{200D}b")) -- a zero-width joiner none
+    assert.equal(1, util.width("\u{20AC}")) -- the euro sign, narrow
+    assert.equal(0, util.width(""))
+    assert.equal(4, util.width("ab\xFFc")) -- not UTF-8: a column a byte
+  end)
+end)
