@@ -362,12 +362,17 @@ function M.critical_path_lines(f)
 end
 
 -- The recorded workers as the what-if table's heading says them: "3
--- workers" (one queue), "2 queues of 1 and 3 workers".
+-- workers" (one queue), "2 queues of 1 and 3 workers", "2 queues of 1
+-- worker each".
 local function recorded_text(y)
   local qs = y.queues or {}
   if #qs <= 1 then return count_of(y.recorded_workers or 0, "worker") end
-  local counts = {}
-  for i, q in ipairs(qs) do counts[i] = tostring(q.workers) end
+  local counts, same = {}, true
+  for i, q in ipairs(qs) do
+    counts[i] = tostring(q.workers)
+    same = same and q.workers == qs[1].workers
+  end
+  if same then return ("%d queues of %s each"):format(#qs, count_of(qs[1].workers, "worker")) end
   return ("%d queues of %s and %s workers"):format(#qs, table.concat(counts, ", ", 1, #qs - 1), counts[#qs])
 end
 

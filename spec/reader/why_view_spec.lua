@@ -129,6 +129,10 @@ describe("the report's what-if table", function()
     lines = report.whatif_lines({whatif = whatif{recorded_workers = 4, as_recorded_us = 160,
       queues = {{queue = 1, workers = 2}, {queue = 2, workers = 2}}}})
     assert.equal("            1      400 us     x0.50", lines[3])
+    assert.matches("(recorded: 2 queues of 2 workers each, 200 us)", lines[1], 1, true)
+    lines = report.whatif_lines({whatif = whatif{recorded_workers = 2,
+      queues = {{queue = 1, workers = 1}, {queue = 2, workers = 1}}}})
+    assert.matches("(recorded: 2 queues of 1 worker each, 200 us)", lines[1], 1, true)
   end)
 
   it("says 1 worker, and flags a partial replay", function()
