@@ -32,6 +32,7 @@
 --             (duration_us, share, jobs, steps, by_kind, by_category, partial ...)
 --   whatif    nil without jobs, else the replay of jobque_profile.graph.figures:
 --             the session predicted on 1, 2, 4, 8, 16 and unlimited workers
+--             per queue and with each queue's recorded workers (as_recorded_us)
 --   spans[i]  { name, count, run_us, wall_us, unclosed } per span category, in
 --             order of first appearance, of the spans with a piece in the
 --             range: run_us sums their pieces, wall_us their first start to
