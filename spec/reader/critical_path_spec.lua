@@ -246,6 +246,30 @@ describe("the critical path of a hand-made graph", function()
         {"own", 4, 5, lane = 1}}},
       {job = 7, lane = 1, sub = {1, 1}, ops = {{"run", 1, 4, lane = 1}}}}}
     assert.same({"submit 0+1 caller 7 - -", "job on caller 1+3 caller 7 inline -", "caller 4+1 caller - - -"}, rows(cp))
+    assert.same({7}, cp.jobs)
+    assert.same({3, 3 / 5}, {cp.total_run_us, cp.achieved}) -- its slice once: J's run, not the caller's op too
+  end)
+
+  -- A queue without workers (as graph:ops builds it): the caller submits J1
+  -- (0..1) and J2 (1..2), waits for every job (2..14), running them meanwhile:
+  -- J1's copy in 3..4, slice 4..8, copy out 8..9, J2's slice 9..13; works
+  -- 14..15. One thread ran it all: run time 4 + 4 = 8 of 15, both jobs on
+  -- the path, one visit each.
+  it("counts the jobs the caller ran once, and puts them on the path", function()
+    local cp = path{stop = 15, queues = {0}, execs = {
+      {thread = true, caller = true, lane = 1, ops = {
+        {"submit", 0, 1, lane = 1, job = 2}, {"submit", 1, 2, lane = 1, job = 3},
+        {"block", 2, 3, lane = 1, queue = 1},
+        {"job", 3, 4, lane = 1, job = 2}, {"job", 4, 8, lane = 1, job = 2}, {"job", 8, 9, lane = 1, job = 2},
+        {"job", 9, 13, lane = 1, job = 3},
+        {"block", 13, 14, lane = 1, queue = 1}, {"wait", 14, lane = 1, queue = 1}, {"own", 14, 15, lane = 1}}},
+      {job = "J1", lane = 1, sub = {1, 1}, ops = {
+        {"copy in", 3, 4, lane = 1}, {"run", 4, 8, lane = 1}, {"copy out", 8, 9, lane = 1}}},
+      {job = "J2", lane = 1, sub = {1, 2}, ops = {{"run", 9, 13, lane = 1}}}}}
+    assert.same({"J1", "J2"}, cp.jobs)
+    assert.same({8, 8 / 15}, {cp.total_run_us, cp.achieved})
+    assert.is_true(cp.achieved <= 1) -- one thread
+    assert.same({"job on caller=10", "blocked=2", "submit=2", "caller=1"}, kinds(cp)) -- ties by name
   end)
 
   -- J's wait on X, which ended at 5 just as J's run before it: a tie, so

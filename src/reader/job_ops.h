@@ -145,7 +145,8 @@ typedef struct jp_step {
 typedef struct jo_path {
   jp_step *steps;   /* in time order, back to back from start to finish */
   size_t nsteps;
-  int32_t *jobs;    /* the job executors visited, in time order, once per visit */
+  int32_t *jobs;    /* the job executors visited (or run by a thread's JO_JOB on the
+                       path), in time order, once per visit */
   size_t njobs;
   int64_t start, finish; /* ns */
   int cut;          /* the walk stopped at its step limit */

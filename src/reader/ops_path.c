@@ -508,6 +508,14 @@ static void reverse_steps(jp_step *a, size_t n) {
   }
 }
 
+/* Job x (-1: none) on the path, unless it is the last one there: the job
+ * the walk is in, or the one a thread's JO_JOB ran (a queue without workers). */
+static void add_job(walk *w, int32_t x) {
+  jq_vec *jobs = &w->s->b[B_JOBS];
+  if (x >= 0 && (size_t)x < w->g->nex && (!jobs->n || ((int32_t *)(jobs->p + jobs->n))[-1] != x))
+    jq_scratch_add(w->L, jobs, &x, sizeof x);
+}
+
 /* The walk: steps and jobs latest first, then turned to time order. */
 void jq_ops_walk(lua_State *L, const jo_graph *g, jo_path *p) {
   memset(p, 0, sizeof *p);
@@ -522,10 +530,8 @@ void jq_ops_walk(lua_State *L, const jo_graph *g, jo_path *p) {
       p->cut = 1;
       break;
     }
-    jq_vec *jobs = &w.s->b[B_JOBS];
-    if (g->ex[e].is_job && (!jobs->n || ((int32_t *)(jobs->p + jobs->n))[-1] != e))
-      jq_scratch_add(L, jobs, &e, sizeof e);
     const jo_op *o = &g->ops[i];
+    add_job(&w, g->ex[e].is_job ? e : o->kind == JO_JOB ? o->job : -1);
     int32_t s = i, k;
     int64_t T = t;
     if (is_work(o->kind)) {
@@ -666,14 +672,15 @@ static void push_by_category(lua_State *L, int gidx, const jo_graph *g, const jo
 }
 
 /* The jobs' run time: their slices (every op of a job but its copy in and
- * out and its suspensions) and the slices threads ran (JO_JOB). */
+ * out and its suspensions), wherever they ran. A thread's JO_JOB ops are
+ * the same slices (and copies) seen from the thread that ran them: not
+ * counted again. */
 int64_t jq_ops_total_run(const jo_graph *g) {
   int64_t run = 0;
   for (size_t x = 0; x < g->nex; x++)
-    for (uint32_t k = 0; k < g->ex[x].no; k++) {
+    for (uint32_t k = 0; g->ex[x].is_job && k < g->ex[x].no; k++) {
       const jo_op *o = &g->ops[g->ex[x].o0 + k];
-      int in_slice = o->kind != JO_COPY_IN && o->kind != JO_COPY_OUT && o->kind != JO_SUSPEND;
-      if (g->ex[x].is_job ? in_slice : o->kind == JO_JOB)
+      if (o->kind != JO_COPY_IN && o->kind != JO_COPY_OUT && o->kind != JO_SUSPEND)
         run += o->t1 - o->t0;
     }
   return run;
