@@ -179,6 +179,37 @@ describe("the critical path of a hand-made graph", function()
     assert.same({"X", "J"}, cp.jobs)
   end)
 
+  -- J (worker 0) submits X (1..2) and awaits it: X runs 2..4 on worker 1,
+  -- but K1 holds J's worker 4..10 (worker busy 6, held by K1); then J
+  -- submits Y (11..12) and awaits it: Y runs 12..13, K3 (13..14) and K2
+  -- (14..20) hold J's worker (worker busy 7 from 13, held by K2, the
+  -- longer). The text sums them by job, most first: K2 7, K1 6; without
+  -- the steps (a table each) the path is the same.
+  it("sums worker busy by the job that held the worker, and leaves out its steps when asked", function()
+    local t = {stop = 21, queues = {2}, lanes = LANES, execs = {
+      {job = "J", queue = 1, lane = 2, ops = {
+        {"run", 0, 1, lane = 2}, {"submit", 1, 2, lane = 2, job = 2}, {"suspend", 2, 10, lane = 2, job = 2},
+        {"wait", 10, job = 2}, {"run", 10, 11, lane = 2}, {"submit", 11, 12, lane = 2, job = 3},
+        {"suspend", 12, 20, lane = 2, job = 3}, {"wait", 20, job = 3}, {"run", 20, 21, lane = 2}}},
+      {job = "X", queue = 1, lane = 3, sub = {1, 2}, ops = {{"run", 2, 4, lane = 3}}},
+      {job = "Y", queue = 1, lane = 3, sub = {1, 6}, ops = {{"run", 12, 13, lane = 3}}},
+      {job = "K1", queue = 1, lane = 2, ops = {{"run", 4, 10, lane = 2}}},
+      {job = "K2", queue = 1, lane = 2, ops = {{"run", 14, 20, lane = 2}}},
+      {job = "K3", queue = 1, lane = 2, ops = {{"run", 13, 14, lane = 2}}}}}
+    local cp = path(t)
+    assert.same({"run 0+1 worker 0 J - -", "submit 1+1 worker 0 J - -", "run 2+2 worker 1 X - -",
+      "worker busy 4+6 worker 0 J - K1", "run 10+1 worker 0 J - -", "submit 11+1 worker 0 J - -",
+      "run 12+1 worker 1 Y - -", "worker busy 13+7 worker 0 J - K2", "run 20+1 worker 0 J - -"}, rows(cp))
+    assert.same({{job = "K2", us = 7}, {job = "K1", us = 6}}, cp.held_by)
+    local lean = R.job_ops(t):critical_path{steps = false}
+    assert.is_nil(lean.steps)
+    cp.steps = nil
+    assert.same(cp, lean)
+    local full = R.job_ops(t):critical_path{steps = true}
+    assert.equal(9, #full.steps)
+    assert.has_error(function() R.job_ops(t):critical_path(false) end)
+  end)
+
   -- J (queue 1) submits X to queue 2 and blocks its worker until X ends:
   -- the path is X's run (not J's blocked time as run), J's wake after it
   -- (resume latency 11..12), then J's run.

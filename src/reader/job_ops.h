@@ -107,7 +107,8 @@ int jq_ops_last_op(const jo_graph *g, int32_t exec);            /* index in ops[
 void *jq_ops_grow(lua_State *L, jq_vec *v, size_t size); /* one more zeroed item at v's end */
 
 /* Its methods, and graph:ops() (a job_graph's method):
- *   ops_path.c:      ops:critical_path() -> the walk (docs/cli.md)
+ *   ops_path.c:      ops:critical_path([{steps = false}]) -> the walk (docs/cli.md;
+ *                    steps = false: its sums without its steps)
  *   replay.c:        ops:whatif([workers]) -> the replay's predictions
  *   job_ops_build.c: graph:ops(model) -> this graph from a loaded model;
  *                    ops:dump() -> the executors and ops as a table of the
