@@ -159,9 +159,12 @@ local function file_time(model, x)
   return t
 end
 
--- The figures of a model over --from/--to, which count from its session's start.
+-- The figures of a model over --from/--to, which count from its session's
+-- start; the critical path's steps only for --json's report (the text and
+-- compare show sums: a table a step is most of a big trace's figures).
 local function figures(model, top)
-  return stats.compute(model, file_time(model, args.from), file_time(model, args.to), top)
+  local steps = args.command == "report" and args.json or false
+  return stats.compute(model, file_time(model, args.from), file_time(model, args.to), top, {steps = steps})
 end
 
 -- What this command builds stays alive until it exits, so the collector

@@ -11,7 +11,8 @@
 -- done" of its last `after` dependency (one marked ready), else the end
 -- of its submit.
 --
--- figures(model [, top]) -> latency, critical_path, whatif, or nil without jobs:
+-- figures(model [, top [, opts]]) -> latency, critical_path, whatif, or nil without jobs
+-- (opts.steps = false: the path without its steps, which the text does not show):
 -- latency = { ready = dist, resume = dist, run = dist, suspended = dist,
 --   top_ready[i] = { job, category, latency_us, ready_us, start_us } }
 --   dist = { count, p50_us, p95_us, max_us, by_category[i] = { name, count,
@@ -19,8 +20,10 @@
 -- critical_path = the walk over the happens-before graph (ops:critical_path(),
 --   src/reader/ops_path.c): { duration_us, start_us, finish_us, share,
 --   session_us, total_run_us, achieved, jobs[], steps[i] =
---   { kind, start_us, dur_us, lane, job, category, held_by }, by_kind[i] =
---   { kind, us }, by_category[i] = { name, run_us }, partial, partial_why }
+--   { kind, start_us, dur_us, lane, job, category, held_by } (absent with
+--   opts.steps = false), by_kind[i] = { kind, us }, by_category[i] = { name,
+--   run_us }, held_by[i] = { job, us } (worker busy by the job that held the
+--   worker, most first), partial, partial_why }
 -- whatif = the replay (ops:whatif(), src/reader/replay.c): { recorded_workers,
 --   recorded_us, work_us, span_us, parallelism, as_recorded_us, queues[i] = { queue, workers },
 --   predictions[i] = { workers, predicted_us }, partial } for M.WHATIF_WORKERS workers per
@@ -43,12 +46,14 @@ end
 M.WHATIF_WORKERS = {1, 2, 4, 8, 16}
 
 --- The report's latency, critical path and replay figures, from one graph
--- (the page's are from the same: page_graph).
-function M.figures(model, top)
+-- (the page's are from the same: page_graph); opts.steps = false leaves
+-- out the path's steps (a table each: a big graph's memory).
+function M.figures(model, top, opts)
   local g = C.job_graph(model)
   if g:count() == 0 then return nil end
   local ops = g:ops(model)
-  return g:latency(top or 10), ops:critical_path(), ops:whatif(M.WHATIF_WORKERS)
+  local steps = not (opts and opts.steps == false)
+  return g:latency(top or 10), ops:critical_path{steps = steps}, ops:whatif(M.WHATIF_WORKERS)
 end
 
 return M

@@ -272,29 +272,6 @@ local function job_text(id)
   return M.shown(id == nil and "?" or id, 20)
 end
 
--- The `worker busy` steps of a path by the job that held the worker:
--- { {job, us} }, most first, ties in order of first step.
-local function held_by(cp)
-  local rows, at = {}, {}
-  for _, s in ipairs(cp.steps or {}) do
-    if s.kind == "worker busy" then
-      local key = s.held_by == nil and "?" or s.held_by
-      local r = at[key]
-      if not r then
-        r = {job = s.held_by, us = 0, first = #rows + 1}
-        at[key] = r
-        rows[#rows + 1] = r
-      end
-      r.us = r.us + s.dur_us
-    end
-  end
-  table.sort(rows, function(x, y)
-    if x.us ~= y.us then return x.us > y.us end
-    return x.first < y.first
-  end)
-  return rows
-end
-
 --- How many `worker busy` rows the critical path names (the others are summed).
 M.HELD_BY_ROWS = 5
 
@@ -309,7 +286,7 @@ local function make_up(cp)
         rows[#rows + 1] = {label = "  " .. M.shown(c.name, 26), us = c.run_us}
       end
     elseif k.kind == "worker busy" then
-      local held = held_by(cp)
+      local held = cp.held_by or {} -- (most first: the walk sums them)
       local shown, rest = 0, 0
       for i, h in ipairs(held) do
         if i <= M.HELD_BY_ROWS then

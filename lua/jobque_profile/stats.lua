@@ -1,6 +1,6 @@
 --- jobque_profile.stats: figures over a trace model (see jobque_profile.trace).
 --
--- compute(model [, from, to [, top]]) -> figures over the range [from, to],
+-- compute(model [, from, to [, top [, opts]]]) -> figures over the range [from, to],
 -- ends included (microseconds on the file's clock; by default the trace's
 -- bounds, model.t0 .. t1: the session's start and stop for our files):
 --   range     { from, to, duration, t0 }; t0 is model.t0, the session's
@@ -29,7 +29,8 @@
 --             resume, run and suspended time of the jobs (p50_us, p95_us,
 --             max_us, by_category) and top_ready, the `top` longest ready waits
 --   critical_path  nil without jobs, else the critical path of jobque_profile.graph.figures
---             (duration_us, share, jobs, steps, by_kind, by_category, partial ...)
+--             (duration_us, share, jobs, steps, by_kind, by_category, held_by, partial ...;
+--             no steps with opts.steps = false: the text report's and compare's)
 --   whatif    nil without jobs, else the replay of jobque_profile.graph.figures:
 --             the session predicted on 1, 2, 4, 8, 16 and unlimited workers
 --             per queue and with each queue's recorded workers (as_recorded_us)
@@ -253,7 +254,7 @@ local function span_stats(model, a, b)
   return list
 end
 
-local function compute(model, from, to, top)
+local function compute(model, from, to, top, opts)
   local a = from or model.t0
   local b = to or model.t1
   if a > b then a, b = b, a end
@@ -294,7 +295,7 @@ local function compute(model, from, to, top)
   end
   -- The job graph's latencies and critical path, over the whole trace (the
   -- graph is not cut at the range): jobque_profile.graph.
-  local latency, critical_path, whatif = graph.figures(model, top)
+  local latency, critical_path, whatif = graph.figures(model, top, opts)
   local dropped = {events = model.dropped, lost = model.lost, lanes = {}}
   for _, lane in ipairs(model.lanes) do
     if lane.dropped > 0 then
@@ -330,9 +331,10 @@ local function compute(model, from, to, top)
 end
 
 --- Figures over [from, to] of a model (the whole trace by default), with
--- the `top` (M.TOP) slowest units of each marker kind.
-function M.compute(model, from, to, top)
-  return without_gc(compute, model, from, to, top)
+-- the `top` (M.TOP) slowest units of each marker kind; opts.steps = false:
+-- the critical path without its steps.
+function M.compute(model, from, to, top, opts)
+  return without_gc(compute, model, from, to, top, opts)
 end
 
 -- A row of compare: `label` is pre .. name .. post (name: a lane, category

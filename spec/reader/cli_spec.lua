@@ -3,6 +3,7 @@ local S = require "support"
 local cjson = require "cjson"
 local trace = require "jobque_profile.trace"
 local stats = require "jobque_profile.stats"
+local report = require "jobque_profile.report"
 local p = require "jobque_profile"
 local jobque = require "jobque"
 
@@ -257,6 +258,22 @@ describe("jobque-profile", function()
     assert.is_true(cats["cli work"] > 0)
     assert.is_true(got.total.busy >= cats["cli work"])
     assert.are.equal(0, got.failures.failed)
+  end)
+
+  it("report --json gives the critical path's steps; the text, made without them, is the same", function()
+    local code, out = run("report '" .. path .. "' --json")
+    assert.equal(0, code)
+    local cp = cjson.decode(out).critical_path
+    local sum = 0
+    for _, s in ipairs(cp.steps) do sum = sum + s.dur_us end -- back to back from its start to its finish
+    assert.near(cp.duration_us, sum, 1e-9 * cp.duration_us + 1e-6)
+    assert.is_table(cp.held_by)
+    local model = assert(trace.load(path))
+    local lean = stats.compute(model, nil, nil, nil, {steps = false})
+    assert.is_nil(lean.critical_path.steps)
+    local text = report.text(lean, model)
+    assert.matches("critical path: ", text, 1, true)
+    assert.equal(report.text(stats.compute(model), model), text)
   end)
 
   it("report --from/--to limits the range, in time since the session's start", function()

@@ -179,6 +179,37 @@ describe("the critical path of a hand-made graph", function()
     assert.same({"X", "J"}, cp.jobs)
   end)
 
+  -- J (worker 0) submits X (1..2) and awaits it: X runs 2..4 on worker 1,
+  -- but K1 holds J's worker 4..10 (worker busy 6, held by K1); then J
+  -- submits Y (11..12) and awaits it: Y runs 12..13, K3 (13..14) and K2
+  -- (14..20) hold J's worker (worker busy 7 from 13, held by K2, the
+  -- longer). The text sums them by job, most first: K2 7, K1 6; without
+  -- the steps (a table each) the path is the same.
+  it("sums worker busy by the job that held the worker, and leaves out its steps when asked", function()
+    local t = {stop = 21, queues = {2}, lanes = LANES, execs = {
+      {job = "J", queue = 1, lane = 2, ops = {
+        {"run", 0, 1, lane = 2}, {"submit", 1, 2, lane = 2, job = 2}, {"suspend", 2, 10, lane = 2, job = 2},
+        {"wait", 10, job = 2}, {"run", 10, 11, lane = 2}, {"submit", 11, 12, lane = 2, job = 3},
+        {"suspend", 12, 20, lane = 2, job = 3}, {"wait", 20, job = 3}, {"run", 20, 21, lane = 2}}},
+      {job = "X", queue = 1, lane = 3, sub = {1, 2}, ops = {{"run", 2, 4, lane = 3}}},
+      {job = "Y", queue = 1, lane = 3, sub = {1, 6}, ops = {{"run", 12, 13, lane = 3}}},
+      {job = "K1", queue = 1, lane = 2, ops = {{"run", 4, 10, lane = 2}}},
+      {job = "K2", queue = 1, lane = 2, ops = {{"run", 14, 20, lane = 2}}},
+      {job = "K3", queue = 1, lane = 2, ops = {{"run", 13, 14, lane = 2}}}}}
+    local cp = path(t)
+    assert.same({"run 0+1 worker 0 J - -", "submit 1+1 worker 0 J - -", "run 2+2 worker 1 X - -",
+      "worker busy 4+6 worker 0 J - K1", "run 10+1 worker 0 J - -", "submit 11+1 worker 0 J - -",
+      "run 12+1 worker 1 Y - -", "worker busy 13+7 worker 0 J - K2", "run 20+1 worker 0 J - -"}, rows(cp))
+    assert.same({{job = "K2", us = 7}, {job = "K1", us = 6}}, cp.held_by)
+    local lean = R.job_ops(t):critical_path{steps = false}
+    assert.is_nil(lean.steps)
+    cp.steps = nil
+    assert.same(cp, lean)
+    local full = R.job_ops(t):critical_path{steps = true}
+    assert.equal(9, #full.steps)
+    assert.has_error(function() R.job_ops(t):critical_path(false) end)
+  end)
+
   -- J (queue 1) submits X to queue 2 and blocks its worker until X ends:
   -- the path is X's run (not J's blocked time as run), J's wake after it
   -- (resume latency 11..12), then J's run.
@@ -246,6 +277,30 @@ describe("the critical path of a hand-made graph", function()
         {"own", 4, 5, lane = 1}}},
       {job = 7, lane = 1, sub = {1, 1}, ops = {{"run", 1, 4, lane = 1}}}}}
     assert.same({"submit 0+1 caller 7 - -", "job on caller 1+3 caller 7 inline -", "caller 4+1 caller - - -"}, rows(cp))
+    assert.same({7}, cp.jobs)
+    assert.same({3, 3 / 5}, {cp.total_run_us, cp.achieved}) -- its slice once: J's run, not the caller's op too
+  end)
+
+  -- A queue without workers (as graph:ops builds it): the caller submits J1
+  -- (0..1) and J2 (1..2), waits for every job (2..14), running them meanwhile:
+  -- J1's copy in 3..4, slice 4..8, copy out 8..9, J2's slice 9..13; works
+  -- 14..15. One thread ran it all: run time 4 + 4 = 8 of 15, both jobs on
+  -- the path, one visit each.
+  it("counts the jobs the caller ran once, and puts them on the path", function()
+    local cp = path{stop = 15, queues = {0}, execs = {
+      {thread = true, caller = true, lane = 1, ops = {
+        {"submit", 0, 1, lane = 1, job = 2}, {"submit", 1, 2, lane = 1, job = 3},
+        {"block", 2, 3, lane = 1, queue = 1},
+        {"job", 3, 4, lane = 1, job = 2}, {"job", 4, 8, lane = 1, job = 2}, {"job", 8, 9, lane = 1, job = 2},
+        {"job", 9, 13, lane = 1, job = 3},
+        {"block", 13, 14, lane = 1, queue = 1}, {"wait", 14, lane = 1, queue = 1}, {"own", 14, 15, lane = 1}}},
+      {job = "J1", lane = 1, sub = {1, 1}, ops = {
+        {"copy in", 3, 4, lane = 1}, {"run", 4, 8, lane = 1}, {"copy out", 8, 9, lane = 1}}},
+      {job = "J2", lane = 1, sub = {1, 2}, ops = {{"run", 9, 13, lane = 1}}}}}
+    assert.same({"J1", "J2"}, cp.jobs)
+    assert.same({8, 8 / 15}, {cp.total_run_us, cp.achieved})
+    assert.is_true(cp.achieved <= 1) -- one thread
+    assert.same({"job on caller=10", "blocked=2", "submit=2", "caller=1"}, kinds(cp)) -- ties by name
   end)
 
   -- J's wait on X, which ended at 5 just as J's run before it: a tie, so

@@ -293,6 +293,44 @@ describe("graph:ops(model)", function()
     }}, dump(text))
   end)
 
+  it("names the queue a job's wait_all waited for, though its own run lies between the wait and the edge", function()
+    -- queue 1: worker 0; queue 2 (made by job 1): c 0. The caller submits
+    -- job 1 0..1, waits for it 2..30 (the edge at 30); the session stops at 40.
+    -- worker 0: job 1's slice 2..10 submits job 2 3..4 and awaits it 10..20;
+    -- its slice 20..25 holds a wait_all of queue 2: the wait span 21..22,
+    -- its edge at 23 (the job ran 22..23 between them). c 0: job 2 5..15.
+    local lanes = {{name = "worker 0", role = "worker", queue = 1}, {name = "c 0", role = "worker", queue = 2},
+                   {name = "caller", role = "caller"}}
+    local text = file(lanes, [[
+{"ph":"X","ts":0,"dur":1,"pid":1,"tid":3,"name":"submit p","cat":"submit","args":{"job":1}},
+{"ph":"X","ts":2,"dur":28,"pid":1,"tid":3,"name":"wait","cat":"wait","args":{"job":1}},
+{"ph":"i","s":"t","cat":"edge","name":"waited for","ts":30,"pid":1,"tid":3,"args":{"on":1}},
+{"ph":"X","ts":2,"dur":8,"pid":1,"tid":1,"name":"p","cat":"job","args":{"job":1}},
+{"ph":"X","ts":3,"dur":1,"pid":1,"tid":1,"name":"submit c","cat":"submit","args":{"job":2}},
+{"ph":"b","ts":10,"pid":1,"tid":1,"name":"await","cat":"await","id2":{"local":"0x1"},"args":{"job":1,"awaits":2}},
+{"ph":"e","ts":20,"pid":1,"tid":1,"name":"await","cat":"await","id2":{"local":"0x1"},"args":{"job":1,"awaits":2}},
+{"ph":"X","ts":20,"dur":5,"pid":1,"tid":1,"name":"p","cat":"job","args":{"job":1}},
+{"ph":"X","ts":21,"dur":1,"pid":1,"tid":1,"name":"wait all","cat":"wait"},
+{"ph":"i","s":"t","cat":"edge","name":"waited for all","ts":23,"pid":1,"tid":1,"args":{"job":1,"queue":2}},
+{"ph":"X","ts":5,"dur":10,"pid":1,"tid":2,"name":"c","cat":"job","args":{"job":2}}
+]], 40)
+    local d = dump(text)
+    assert.same({job = 1, queue = 1, lane = 1, cat = "p", sub = {3, 1}, ready = 1, ops = {
+      {"run", 2, 3, lane = 1, cat = "p"},
+      {"submit", 3, 4, lane = 1, job = 2},
+      {"run", 4, 10, lane = 1, cat = "p"},
+      {"suspend", 10, 20, lane = 1, job = 2},
+      {"run", 20, 21, lane = 1, cat = "p"},
+      {"block", 21, 22, lane = 1, queue = 2},     -- queue 2's, not every queue's (itself among them)
+      {"run", 22, 23, lane = 1, cat = "p"},
+      {"wait", 23, lane = 1, queue = 2},
+      {"run", 23, 25, lane = 1, cat = "p"},
+    }}, d.execs[1])
+    assert.same({1, 1}, d.queues)
+    -- the replay waits for queue 2's one job, which ends: every wait ends
+    assert.is_false(reader.job_ops(d):whatif({1}).partial)
+  end)
+
   it("gives another thread the range of its slices and edges", function()
     -- worker 0: job 1 0..2; thread 1 waits for it (finished) at 3, submits
     -- job 2 (never run) 5..6; the caller records nothing; the session stops at 9.

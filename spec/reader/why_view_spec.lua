@@ -18,10 +18,7 @@ local describe_in_browser = S.plain_only(describe, pending, "drives Chromium")
 local function path(extra)
   local cp = {duration_us = 100, start_us = 0, finish_us = 100, share = 0.5, session_us = 200, total_run_us = 150,
               achieved = 0.75, jobs = {1, 2, 1},
-              steps = {{kind = "run", start_us = 0, dur_us = 60, job = 1, category = "ümlaut"},
-                       {kind = "worker busy", start_us = 60, dur_us = 10, job = 2, held_by = 9},
-                       {kind = "worker busy", start_us = 70, dur_us = 20, job = 2, held_by = 7},
-                       {kind = "copy result", start_us = 90, dur_us = 10}},
+              held_by = {{job = 7, us = 20}, {job = 9, us = 10}},
               by_kind = {{kind = "run", us = 60}, {kind = "worker busy", us = 30}, {kind = "copy result", us = 10}},
               by_category = {{name = "ümlaut", run_us = 40}, {name = "plain", run_us = 20}},
               partial = false}
@@ -67,9 +64,9 @@ describe("the report's critical path", function()
   end)
 
   it("names the other jobs that held a worker in one row past the fifth", function()
-    local steps = {}
-    for k = 1, 7 do steps[k] = {kind = "worker busy", start_us = k, dur_us = 10 - k, job = 1, held_by = 100 + k} end
-    local lines = report.critical_path_lines({critical_path = path{steps = steps, by_category = {},
+    local held = {}
+    for k = 1, 7 do held[k] = {job = 100 + k, us = 10 - k} end
+    local lines = report.critical_path_lines({critical_path = path{held_by = held, by_category = {},
       by_kind = {{kind = "worker busy", us = 35}}, jobs = {1}}})
     assert.same({
       "critical path: 100 us, 50.0% of the session, through 1 job",

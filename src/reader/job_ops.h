@@ -107,7 +107,8 @@ int jq_ops_last_op(const jo_graph *g, int32_t exec);            /* index in ops[
 void *jq_ops_grow(lua_State *L, jq_vec *v, size_t size); /* one more zeroed item at v's end */
 
 /* Its methods, and graph:ops() (a job_graph's method):
- *   ops_path.c:      ops:critical_path() -> the walk (docs/cli.md)
+ *   ops_path.c:      ops:critical_path([{steps = false}]) -> the walk (docs/cli.md;
+ *                    steps = false: its sums without its steps)
  *   replay.c:        ops:whatif([workers]) -> the replay's predictions
  *   job_ops_build.c: graph:ops(model) -> this graph from a loaded model;
  *                    ops:dump() -> the executors and ops as a table of the
@@ -145,7 +146,8 @@ typedef struct jp_step {
 typedef struct jo_path {
   jp_step *steps;   /* in time order, back to back from start to finish */
   size_t nsteps;
-  int32_t *jobs;    /* the job executors visited, in time order, once per visit */
+  int32_t *jobs;    /* the job executors visited (or run by a thread's JO_JOB on the
+                       path), in time order, once per visit */
   size_t njobs;
   int64_t start, finish; /* ns */
   int cut;          /* the walk stopped at its step limit */

@@ -22,7 +22,8 @@
  * `dependency done` at the dependant's start. Between two slices of a job,
  * a suspension (the job it awaited, from the await, else -1: a yield), on
  * the lane of the slice before it (its worker). A wait_all's block names
- * the queue its edge names. A job no executor stands for (it never ran in
+ * the queue its edge names (the next op but for the waiter's own time: a
+ * thread's JO_OWN, a job's JO_RUN). A job no executor stands for (it never ran in
  * the session: it ended before, or was cancelled) is -1 where an op names
  * it, and an edge or await on it is left out.
  *
@@ -685,8 +686,10 @@ static void cut_all(bstate *s) {
         g->ex[op->job].sub = (int32_t)o;
       if (op->kind != JO_BLOCK || op->job >= 0)
         continue;
-      uint32_t w = o + 1; /* a wait_all's block: the queue its edge (next but for own time) names */
-      while (w < end && g->ops[w].kind == JO_OWN)
+      /* a wait_all's block: the queue its edge names, the next op but for
+       * the waiter's own time (a thread's JO_OWN, a job's JO_RUN) */
+      uint32_t w = o + 1;
+      while (w < end && (g->ops[w].kind == JO_OWN || g->ops[w].kind == JO_RUN))
         w++;
       if (w < end && g->ops[w].kind == JO_WAIT && g->ops[w].job < 0)
         op->queue = g->ops[w].queue;

@@ -1,6 +1,7 @@
 /*
  * ops_path.c - the critical path of a happens-before graph (job_ops.h):
- * ops:critical_path() and jq_ops_walk (the page's path, page_graph.c).
+ * ops:critical_path([{steps = false}]) and jq_ops_walk (the page's path,
+ * page_graph.c).
  *
  * The walk starts at the executor that ended last (the caller's thread on
  * ties, then the first executor) and goes back in time. At an op it takes
@@ -508,6 +509,14 @@ static void reverse_steps(jp_step *a, size_t n) {
   }
 }
 
+/* Job x (-1: none) on the path, unless it is the last one there: the job
+ * the walk is in, or the one a thread's JO_JOB ran (a queue without workers). */
+static void add_job(walk *w, int32_t x) {
+  jq_vec *jobs = &w->s->b[B_JOBS];
+  if (x >= 0 && (size_t)x < w->g->nex && (!jobs->n || ((int32_t *)(jobs->p + jobs->n))[-1] != x))
+    jq_scratch_add(w->L, jobs, &x, sizeof x);
+}
+
 /* The walk: steps and jobs latest first, then turned to time order. */
 void jq_ops_walk(lua_State *L, const jo_graph *g, jo_path *p) {
   memset(p, 0, sizeof *p);
@@ -522,10 +531,8 @@ void jq_ops_walk(lua_State *L, const jo_graph *g, jo_path *p) {
       p->cut = 1;
       break;
     }
-    jq_vec *jobs = &w.s->b[B_JOBS];
-    if (g->ex[e].is_job && (!jobs->n || ((int32_t *)(jobs->p + jobs->n))[-1] != e))
-      jq_scratch_add(L, jobs, &e, sizeof e);
     const jo_op *o = &g->ops[i];
+    add_job(&w, g->ex[e].is_job ? e : o->kind == JO_JOB ? o->job : -1);
     int32_t s = i, k;
     int64_t T = t;
     if (is_work(o->kind)) {
@@ -665,15 +672,60 @@ static void push_by_category(lua_State *L, int gidx, const jo_graph *g, const jo
   lua_pop(L, 1);      /* the names */
 }
 
+typedef struct held_us {
+  int64_t us;
+  size_t first; /* its first step's index (SIZE_MAX: none) */
+  int32_t exec; /* the executor that held the worker; nex: none named */
+} held_us;
+
+#define HELD_LESS(ctx, x, y) ((void)(ctx), (x).us > (y).us || ((x).us == (y).us && (x).first < (y).first))
+JQ_SORT_DEFINE(sort_held, held_us, void *, HELD_LESS)
+
+/* Pushes held_by: the worker busy steps' time by the job that held the
+ * worker, { {job=, us=}, ... } most first, ties in order of first step (a
+ * step naming no job: a row without job). What the text names, without
+ * the steps. */
+static void push_held_by(lua_State *L, int gidx, const jo_graph *g, const jo_path *p) {
+  jq_scratch *s = jq_scratch_new(L, 1);
+  size_t nx = g->nex + 1;
+  held_us *h = jq_scratch_room(L, &s->b[0], 2 * nx, sizeof *h), *tmp = h + nx;
+  for (size_t x = 0; x < nx; x++)
+    h[x] = (held_us){0, SIZE_MAX, (int32_t)x};
+  for (size_t k = 0; k < p->nsteps; k++) {
+    const jp_step *st = &p->steps[k];
+    if (st->kind != JP_BUSY)
+      continue;
+    held_us *r = &h[st->held_by >= 0 && (size_t)st->held_by < g->nex ? (size_t)st->held_by : g->nex];
+    r->us += st->t1 - st->t0;
+    if (r->first == SIZE_MAX)
+      r->first = k;
+  }
+  size_t n = 0;
+  for (size_t x = 0; x < nx; x++)
+    if (h[x].first != SIZE_MAX)
+      h[n++] = h[x];
+  sort_held(h, tmp, n, NULL);
+  lua_createtable(L, n < INT32_MAX ? (int)n : 0, 0);
+  for (size_t k = 0; k < n; k++) {
+    lua_createtable(L, 0, 2);
+    if ((size_t)h[k].exec < g->nex)
+      jq_ops_push_job_id(L, gidx, h[k].exec), lua_setfield(L, -2, "job");
+    set_us(L, "us", h[k].us);
+    lua_rawseti(L, -2, (lua_Integer)k + 1);
+  }
+  lua_replace(L, -2); /* over the scratch */
+}
+
 /* The jobs' run time: their slices (every op of a job but its copy in and
- * out and its suspensions) and the slices threads ran (JO_JOB). */
+ * out and its suspensions), wherever they ran. A thread's JO_JOB ops are
+ * the same slices (and copies) seen from the thread that ran them: not
+ * counted again. */
 int64_t jq_ops_total_run(const jo_graph *g) {
   int64_t run = 0;
   for (size_t x = 0; x < g->nex; x++)
-    for (uint32_t k = 0; k < g->ex[x].no; k++) {
+    for (uint32_t k = 0; g->ex[x].is_job && k < g->ex[x].no; k++) {
       const jo_op *o = &g->ops[g->ex[x].o0 + k];
-      int in_slice = o->kind != JO_COPY_IN && o->kind != JO_COPY_OUT && o->kind != JO_SUSPEND;
-      if (g->ex[x].is_job ? in_slice : o->kind == JO_JOB)
+      if (o->kind != JO_COPY_IN && o->kind != JO_COPY_OUT && o->kind != JO_SUSPEND)
         run += o->t1 - o->t0;
     }
   return run;
@@ -686,9 +738,17 @@ static void set_ratio(lua_State *L, const char *k, int64_t a, int64_t b) {
   }
 }
 
-/* ops:critical_path() -> nil without jobs, else the path (docs/cli.md) */
+/* ops:critical_path([{steps = false}]) -> nil without jobs, else the path
+ * (docs/cli.md); steps = false leaves out its steps (a table each: the
+ * text needs only the sums) */
 int jq_ops_critical_path(lua_State *L) {
   jo_graph *g = jq_ops_check(L, 1);
+  int with_steps = 1;
+  if (!lua_isnoneornil(L, 2)) {
+    luaL_checktype(L, 2, LUA_TTABLE);
+    lua_getfield(L, 2, "steps");
+    with_steps = !(lua_isboolean(L, -1) && !lua_toboolean(L, -1));
+  }
   lua_settop(L, 1);
   if (!jq_ops_has_job(g)) {
     lua_pushnil(L);
@@ -709,8 +769,12 @@ int jq_ops_critical_path(lua_State *L) {
   for (size_t k = 0; k < p.njobs; k++)
     jq_ops_push_job_id(L, 1, p.jobs[k]), lua_rawseti(L, -2, (lua_Integer)k + 1);
   lua_setfield(L, -2, "jobs");
-  push_steps(L, 1, &p);
-  lua_setfield(L, -2, "steps");
+  if (with_steps) {
+    push_steps(L, 1, &p);
+    lua_setfield(L, -2, "steps");
+  }
+  push_held_by(L, 1, g, &p);
+  lua_setfield(L, -2, "held_by");
   for (size_t k = 0; k < p.nsteps; k++)
     by_kind[p.steps[k].kind] += p.steps[k].t1 - p.steps[k].t0;
   push_by_kind(L, by_kind);
