@@ -197,6 +197,74 @@ describe("the queue's edges", function()
     end
   end)
 
+  -- A job that runs until its queue starts closing: it has started when
+  -- `mark` counts it, and it cannot end before the close has begun.
+  local function until_closed()
+    local t = require("jobque.core")._test
+    local me = require("jobque").current()
+    t.mark()
+    while not me:is_closed() do end
+  end
+
+  it("records a close that waited for a running job as a wait for all", function()
+    local j
+    local t = traced(function()
+      T.set_next_queue_seq(23)
+      local q = jobque.new{workers = 1} -- queue 23
+      local marks = T.marks()
+      j = q:submit(until_closed)
+      T.wait_marks(marks + 1) -- j runs: the close below waits for it
+      assert.are.equal(0, q:close())
+    end)
+    assert.are.same({"caller|waited for all|-|-|23"}, edges(t))
+    local caller = tid_of(t, "caller")
+    local waits = S.events(t, function(ev) return ev.tid == caller and ev.name == "wait all" end)
+    assert.are.equal(1, #waits)
+    local wait, edge = waits[1], S.events(t, function(ev) return ev.cat == "edge" end)[1]
+    assert.are.equal("wait", wait.cat)
+    assert.is_true(edge.ts >= wait.ts + wait.dur)
+    local slice = S.events(t, function(ev) return ev.cat == "job" and ev.args.job == j:id() end)
+    assert.are.equal(1, #slice) -- began before the close, ended inside it
+    assert.is_true(slice[1].ts <= wait.ts and slice[1].ts + slice[1].dur <= wait.ts + wait.dur)
+  end)
+
+  it("records a scope's close in a job that waited for a running job, with the waiting job", function()
+    local outer
+    local t = traced(function()
+      T.set_next_queue_seq(31)
+      local q = jobque.new{workers = 1} -- queue 31
+      outer = q:submit(function(marks, body)
+        local inner <close> = require("jobque").new{workers = 1} -- queue 32
+        inner:submit(body)
+        require("jobque.core")._test.wait_marks(marks + 1)
+      end, T.marks(), until_closed)
+      outer:wait()
+      q:close() -- outer has finished: nothing to wait for, no edge
+    end)
+    assert.are.same({"worker 0|waited for all|" .. outer:id() .. "|-|32",
+                     "caller|waited for|-|" .. outer:id() .. "|-"}, edges(t))
+  end)
+
+  it("records no wait at a close with nothing started, nor at the collector's", function()
+    local id
+    local t = traced(function()
+      local idle = jobque.new{workers = 0}
+      idle:submit(function() end) -- never started: the close cancels it
+      assert.are.equal(1, idle:close())
+      local q = jobque.new{workers = 1}
+      local marks = T.marks()
+      id = q:submit(until_closed):id()
+      T.wait_marks(marks + 1)
+      q = nil -- luacheck: ignore 311
+      collectgarbage() -- the collector closes q while its job runs
+      collectgarbage()
+    end)
+    assert.are.same({}, edges(t))
+    -- (the job ended, so the collector did close q: its slice was recorded)
+    assert.are.equal(1, #S.events(t, function(ev) return ev.cat == "job" and ev.args.job == id end))
+    assert.are.same({}, S.events(t, function(ev) return ev.name == "wait all" end))
+  end)
+
   it("records nothing when no session is armed", function()
     local mark = p.profile_marker_id("edges spec")
     local t = traced(function()

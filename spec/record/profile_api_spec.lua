@@ -116,6 +116,29 @@ describe("trace sessions", function()
     assert.are.equal(1, marks[1].args.arg)
   end)
 
+  it("ends the session where profile_stop was called, before the clock's calibration", function()
+    -- The calibration (a TSC's 20 ms baseline) is held 200 ms here: a stop
+    -- stamped after it would lie 200 ms past the call, one stamped before it
+    -- a few microseconds; the bound is halfway. The hold itself is checked.
+    local T = require("jobque.core")._test
+    local core = require "jobque.core"
+    local hold_us = 200000
+    T.calibration_hold_us(hold_us)
+    local s0 = core.monotonic_ns()
+    p.profile_start(16)
+    p.profile_marker("api-stop-call", 1)
+    local s1 = core.monotonic_ns()
+    p.profile_stop()
+    local s2 = core.monotonic_ns()
+    T.calibration_hold_us(0)
+    local t = S.save(p)
+    assert.is_true(s2 - s1 >= hold_us * 1000, "the calibration was not held")
+    assert.is_true(t.jobqueProfile.stopUs * 1000 < (s1 - s0) + hold_us * 1000 / 2,
+      ("stop %.0f us after the start, profile_stop called %.0f us after it"):format(
+        t.jobqueProfile.stopUs, (s1 - s0) / 1000))
+    assert.are.equal(t.jobqueProfile.stopUs, t.jobqueProfile.durationUs)
+  end)
+
   it("starts a fresh session when started again", function()
     local m = p.profile_marker_id("api-restart")
     p.profile_start(16)

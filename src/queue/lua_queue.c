@@ -404,16 +404,26 @@ static void push_queue(lua_State *L, jq_queue *q, int owner) {
   hold_queue(push_qhandle(L), q, owner);
 }
 
-/* Returns how many jobs the close cancelled (0 if it did not close). */
-static long release(lua_State *L, qhandle *h) {
+/* Drops h's reference; the owner's closes the queue. Returns how many jobs
+ * the close cancelled (0 if it did not close). A close that `waits` (a
+ * user's: q:close() or a `<close>` scope's end) and found jobs started and
+ * not finished is recorded as a wait_all is: a `wait all` span while it
+ * waited for them, then the queue's JQ_EDGE_ALL. The collector's close
+ * records nothing: it may run inside any span of the thread. */
+static long release(lua_State *L, qhandle *h, int waits) {
   jq_queue *q = h->q;
   if (!q)
     return 0;
   h->q = NULL;
   long cancelled = 0;
   if (h->owner) {
-    jq_workers_stop(q, L);
+    uint64_t t0 = waits ? jq_span_begin() : 0;
+    long started = jq_workers_stop(q, L);
     cancelled = jq_queue_close(q);
+    if (waits && started > 0) {
+      jq_span_end(JQ_EV_WAIT, 0, jq_self.tag, 0, 0, t0);
+      put_edge(JQ_EDGE_ALL, jq_self.job, 0, jq_queue_number(q));
+    }
   }
   jq_queue_unref(q);
   return cancelled;
@@ -460,7 +470,7 @@ static int l_queue_new(lua_State *L) {
       lua_pushstring(L, q->init_error);
     else
       lua_pushfstring(L, "option 'init' failed: %s", q->init_error);
-    release(L, h);
+    release(L, h, 0);
     return lua_error(L);
   }
   return 1;
@@ -478,13 +488,13 @@ static int l_queue_close(lua_State *L) {
   refuse_own_job(L, h);
   if (h->q && !h->owner)
     return luaL_error(L, "only the state that created a queue can close it");
-  lua_pushinteger(L, (lua_Integer)release(L, h));
+  lua_pushinteger(L, (lua_Integer)release(L, h, 1));
   return 1;
 }
 
 static int l_queue_gc(lua_State *L) {
   qhandle *h = check_class(L, 1, QUEUE_MT_UP, QUEUE_MT);
-  release(L, h);
+  release(L, h, 0);
   return 0;
 }
 
@@ -493,7 +503,7 @@ static int l_queue_gc(lua_State *L) {
 static int l_queue_tbc(lua_State *L) {
   qhandle *h = check_class(L, 1, QUEUE_MT_UP, QUEUE_MT);
   refuse_own_job(L, h);
-  release(L, h);
+  release(L, h, 1);
   return 0;
 }
 

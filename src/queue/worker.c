@@ -855,8 +855,9 @@ int jq_workers_start(jq_queue *q, lua_CFunction open_core) {
   return rc;
 }
 
-void jq_workers_stop(jq_queue *q, lua_State *L) {
+long jq_workers_stop(jq_queue *q, lua_State *L) {
   pthread_mutex_lock(&q->mu);
+  long started = q->live; /* (read where the close begins: no job starts after it) */
   jq_queue_begin_close(q);
   pthread_mutex_unlock(&q->mu);
   jq_queue_resume_remote(); /* waiters on other queues of the jobs cancelled here */
@@ -871,6 +872,7 @@ void jq_workers_stop(jq_queue *q, lua_State *L) {
   while (step(&r, 0))
     ;
   pthread_mutex_unlock(&q->mu);
+  return started;
 }
 
 /* ---- waiting ---- */

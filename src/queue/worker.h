@@ -25,8 +25,10 @@ int jq_workers_start(jq_queue *q, lua_CFunction open_core);
 
 /* The first half of a close (jq_queue_close in queue.c does the rest):
  * not-yet-started jobs fail, workers are woken and joined, and the jobs
- * suspended in the creating state L are cancelled. */
-void jq_workers_stop(jq_queue *q, lua_State *L);
+ * suspended in the creating state L are cancelled. Returns how many jobs
+ * had started and not finished (running or suspended) when the close
+ * began: those it waited for. */
+long jq_workers_stop(jq_queue *q, lua_State *L);
 
 /* The queue of the job running in this state right now, or NULL. */
 jq_queue *jq_running_queue(lua_State *L);

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #if defined(__linux__)
 #include <linux/membarrier.h>
@@ -227,6 +228,24 @@ jq_lane *jq_lane_join(uint32_t state) {
   return lane;
 }
 
+#ifdef JQ_TESTING
+static _Atomic uint64_t test_calibration_hold_us; /* specs: the calibration takes this longer */
+#endif
+
+/* The stopped session's ticks-to-ns scale, once per session, so that every
+ * save of it writes the same timestamps. It may wait (clock.c: a TSC's
+ * baseline of 20 ms since the library loaded), so it comes after the
+ * session's stop is stamped: that wait is nobody's work. */
+static jq_clock_scale calibrate(void) {
+#ifdef JQ_TESTING
+  uint64_t us = atomic_load(&test_calibration_hold_us);
+  struct timespec ts = {(time_t)(us / 1000000u), (long)(us % 1000000u) * 1000};
+  while (us && nanosleep(&ts, &ts) != 0 && errno == EINTR)
+    ;
+#endif
+  return jq_clock_scale_from(session_origin);
+}
+
 /* control_mu held. */
 static void stop_locked(void) {
   uint32_t state = atomic_load_explicit(&jq_session_state, memory_order_relaxed);
@@ -234,8 +253,6 @@ static void stop_locked(void) {
     return;
   atomic_store_explicit(&jq_session_state, state & ~1u, memory_order_seq_cst);
   membarrier_all();
-  /* Once per session, so that every save of it writes the same timestamps. */
-  session_scale = jq_clock_scale_from(session_origin);
   pthread_mutex_lock(&lanes_mu);
   for (int i = 0; i < all_count; i++) {
     for (int spins = 0; atomic_load_explicit(&all_lanes[i]->busy, memory_order_seq_cst); spins++)
@@ -246,6 +263,7 @@ static void stop_locked(void) {
   /* After the last recorder left its ring: every event read its clock
    * before this, so the session's stop is after its last event. */
   session_stop = jq_clock_ticks();
+  session_scale = calibrate();
 }
 
 int jq_session_start(uint64_t events_per_lane) {
@@ -336,6 +354,10 @@ void jq_session_test_lanes_full(int on) {
   pthread_mutex_lock(&lanes_mu);
   test_lanes_full = on;
   pthread_mutex_unlock(&lanes_mu);
+}
+
+void jq_session_test_calibration_hold(uint64_t us) {
+  atomic_store(&test_calibration_hold_us, us);
 }
 #endif
 

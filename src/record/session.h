@@ -81,6 +81,9 @@ int jq_session_lane_structs(void);
 /* While on, a thread without a lane gets none, as when JQ_MAX_LANES are
  * taken: its events are lost (and counted). */
 void jq_session_test_lanes_full(int on);
+/* Every stop's clock calibration takes `us` microseconds longer (0: as
+ * built), so a spec can tell a stop stamped before it from one after. */
+void jq_session_test_calibration_hold(uint64_t us);
 #endif
 
 #endif

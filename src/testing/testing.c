@@ -276,6 +276,15 @@ static int l_lanes_full(lua_State *L) {
   return 0;
 }
 
+/* calibration_hold_us(n): every profile_stop's clock calibration takes n
+ * microseconds longer (0 .. 60 s; 0: as built). */
+static int l_calibration_hold_us(lua_State *L) {
+  lua_Integer us = luaL_checkinteger(L, 1);
+  luaL_argcheck(L, us >= 0 && us <= 60000000, 1, "0 to 60000000 microseconds expected");
+  jq_session_test_calibration_hold((uint64_t)us);
+  return 0;
+}
+
 /* ticks() -> the record path's clock now. */
 static int l_ticks(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)jq_clock_ticks());
@@ -468,6 +477,7 @@ void jq_open_testing(lua_State *L, lua_CFunction open_core) {
                                    {"hang_after_write", l_hang_after_write},
                                    {"set_next_queue_seq", l_set_next_queue_seq},
                                    {"lanes_full", l_lanes_full},
+                                   {"calibration_hold_us", l_calibration_hold_us},
                                    {"ticks", l_ticks},
                                    {"sleep_us", l_sleep_us},
                                    {"put_event", l_put_event},
