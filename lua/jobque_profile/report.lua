@@ -306,8 +306,8 @@ end
 
 --- The critical path section (the critical path of jobque_profile.graph.figures):
 -- its length and share, its jobs, its make-up by kind (docs/cli.md names
--- the kinds), a caveat when the trace is partial, and the parallelism the
--- graph has next to the one it got (lines; empty without jobs).
+-- the kinds), and a caveat when the trace is partial (lines; empty
+-- without jobs). The graph's parallelism is under the what-if table.
 function M.critical_path_lines(f)
   local out = {}
   local cp = f.critical_path
