@@ -49,9 +49,9 @@ M.WHATIF_WORKERS = {1, 2, 4, 8, 16}
 -- (the page's are from the same: page_graph); opts.steps = false leaves
 -- out the path's steps (a table each: a big graph's memory).
 function M.figures(model, top, opts)
-  local g = C.job_graph(model)
+  local g <close> = C.job_graph(model) -- both freed on return (the command stops the collector)
   if g:count() == 0 then return nil end
-  local ops = g:ops(model)
+  local ops <close> = g:ops(model)
   local steps = not (opts and opts.steps == false)
   return g:latency(top or 10), ops:critical_path{steps = steps}, ops:whatif(M.WHATIF_WORKERS)
 end

@@ -829,6 +829,8 @@ void jq_open_graph(lua_State *L) {
     lua_setfield(L, -2, "__index");
     lua_pushcfunction(L, l_graph_gc);
     lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, l_graph_gc); /* local g <close> = job_graph(model) */
+    lua_setfield(L, -2, "__close");
   }
   lua_pop(L, 1);
   lua_pushcfunction(L, l_job_graph);

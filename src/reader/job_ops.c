@@ -38,11 +38,16 @@ void *jq_ops_grow(lua_State *L, jq_vec *v, size_t size) {
   return v->p + v->n - size;
 }
 
-static int l_ops_gc(lua_State *L) {
-  jo_graph *g = luaL_checkudata(L, 1, JQ_OPS_MT);
+void jq_ops_free(jo_graph *g) {
   for (int m = 0; m < JM_N; m++)
     jq_vec_free(&g->mem[m]);
   memset(g, 0, sizeof *g);
+  g->caller = -1;
+}
+
+/* __gc and __close: the arrays freed (a closed graph is an empty one) */
+static int l_ops_gc(lua_State *L) {
+  jq_ops_free(luaL_checkudata(L, 1, JQ_OPS_MT));
   return 0;
 }
 
@@ -252,6 +257,8 @@ void jq_open_job_ops(lua_State *L) {
     lua_setfield(L, -2, "__index");
     lua_pushcfunction(L, l_ops_gc);
     lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, l_ops_gc); /* local ops <close> = graph:ops(model) */
+    lua_setfield(L, -2, "__close");
   }
   lua_pop(L, 1);
   lua_pushcfunction(L, l_job_ops);

@@ -100,6 +100,7 @@ typedef struct jo_graph {
 /* job_ops.c: the userdata and what every user of it shares. */
 jo_graph *jq_ops_new(lua_State *L);          /* pushes an empty graph */
 jo_graph *jq_ops_check(lua_State *L, int idx);
+void jq_ops_free(jo_graph *g); /* its arrays freed at once (__gc, __close): an empty graph */
 jo_op *jq_ops_push_op(lua_State *L, jo_graph *g);     /* room for one more op (zeroed) */
 jo_exec *jq_ops_push_exec(lua_State *L, jo_graph *g); /* one more executor (zeroed, sub -1) */
 void jq_ops_push_job_id(lua_State *L, int gidx, int32_t exec); /* its id, or nil */

@@ -784,6 +784,7 @@ int jq_graph_ops(lua_State *L) {
   job_edges(&s);
   cut_all(&s);
   read_partial(&s);
+  jq_scratch_free(s.sc); /* now: the command stops the collector */
   lua_settop(L, S_OPS);
   return 1;
 }

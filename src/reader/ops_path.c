@@ -668,6 +668,7 @@ static void push_by_category(lua_State *L, int gidx, const jo_graph *g, const jo
     set_us(L, "run_us", c[k].us);
     lua_rawseti(L, -2, (lua_Integer)k + 1);
   }
+  jq_scratch_free(s);
   lua_replace(L, -3); /* over the scratch */
   lua_pop(L, 1);      /* the names */
 }
@@ -713,6 +714,7 @@ static void push_held_by(lua_State *L, int gidx, const jo_graph *g, const jo_pat
     set_us(L, "us", h[k].us);
     lua_rawseti(L, -2, (lua_Integer)k + 1);
   }
+  jq_scratch_free(s);
   lua_replace(L, -2); /* over the scratch */
 }
 
@@ -787,5 +789,6 @@ int jq_ops_critical_path(lua_State *L) {
     lua_pushstring(L, g->partial ? g->partial_why : "the walk stopped at its step limit");
     lua_setfield(L, -2, "partial_why");
   }
+  jq_scratch_free(lua_touserdata(L, 2)); /* the walk's, now (the command stops the collector) */
   return 1;
 }

@@ -37,6 +37,7 @@
 #include "reader/graph.h"
 #include "reader/job_ops.h"
 #include "reader/number_text.h"
+#include "reader/scratch.h"
 
 /* us as the page's integer nanoseconds: (us * 1000 + 0.5) // 1 | 0, an
  * integer us multiplied as Lua's integers are (wrapping), a float as the
@@ -318,6 +319,9 @@ static int l_page_graph(lua_State *L) {
   add_columns(L, &b, g, catpage, t0);
   add_path(L, &b, gidx, has_path ? &p : NULL);
   luaL_pushresult(&b);
+  if (has_path) /* the walk's memory and the graph's, now: the command stops the collector */
+    jq_scratch_free(lua_touserdata(L, gidx + 1));
+  jq_ops_free((jo_graph *)o);
   return 1;
 }
 
