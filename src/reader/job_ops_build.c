@@ -661,9 +661,15 @@ static void cut_all(bstate *s) {
   bitem *tmp = jq_scratch_room(L, &s->sc->b[B_STACK], n ? n : 1, sizeof *tmp);
   bitem *it = (bitem *)v->p;
   sort_items(it, tmp, n, NULL);
+  size_t most = 1; /* an executor's items at most: how deep its open items can get */
+  for (size_t i = 0, k = 0; i < n; i = k) {
+    while (k < n && it[k].owner == it[i].owner)
+      k++;
+    most = k - i > most ? k - i : most;
+  }
   cut c = {.s = s};
-  c.open = jq_graph_scratch(L, n ? n : 1, sizeof *c.open);
-  c.emitted = jq_graph_scratch(L, n ? n : 1, 1);
+  c.open = jq_graph_scratch(L, most, sizeof *c.open);
+  c.emitted = jq_graph_scratch(L, most, 1);
   jo_graph *g = s->g;
   size_t i = 0;
   for (int32_t x = 0; x < (int32_t)g->nex; x++) {

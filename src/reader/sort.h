@@ -1,8 +1,9 @@
 /*
  * sort.h - the reader's one sort: a stable merge sort, bottom-up (runs of
  * 1, 2, 4 ... merged pairwise: log2(n) passes whatever the comparator
- * does, even with NaNs; two runs already in order are copied, not merged,
- * so sorted input costs one comparison a run), of indices by a comparator
+ * does, even with NaNs; two runs already in order are copied, not merged;
+ * input already in order is left as it is after one pass of comparisons,
+ * which is what the passes would make of it), of indices by a comparator
  * (jq_sort_stable) or of a caller's own items (JQ_SORT_DEFINE).
  * No recursion, no allocation: the caller gives a second array of n items.
  *
@@ -29,6 +30,11 @@
   static inline void name(type *a, type *tmp, size_t n, ctx_type ctx) {                                      \
     type *src = a, *dst = tmp;                                                                                \
     (void)ctx;                                                                                                \
+    size_t in_order_ = 1;                                                                                     \
+    while (in_order_ < n && !LESS(ctx, a[in_order_], a[in_order_ - 1]))                                     \
+      in_order_++;                                                                                            \
+    if (in_order_ >= n)                                                                                       \
+      return;                                                                                                 \
     for (size_t w = 1; w < n; w *= 2) {                                                                       \
       for (size_t lo = 0; lo < n; lo += 2 * w) {                                                              \
         size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;                           \
