@@ -47,7 +47,7 @@ const char *const jq_path_kinds[JP_N] = {
     "job on caller", "ready latency", "scheduling delay", "worker busy", "resume latency", "blocked"};
 
 /* The scratch's buffers. */
-enum { B_FIN, B_LOP, B_LOP0, B_QJ, B_QJ0, B_QMAX, B_QP, B_QP0, B_QW, B_ACC, B_TMP, B_STEPS, B_JOBS, B_N };
+enum { B_FIN, B_LOP, B_LOP0, B_QJ, B_QJ0, B_QMAX, B_QP, B_QP0, B_QW, B_ACC, B_TMP, B_QT, B_STEPS, B_JOBS, B_N };
 
 typedef struct lane_op { /* a job's op that held its worker's lane */
   int64_t t0, t1;
@@ -103,9 +103,6 @@ static int32_t queue_of(const walk *w, const jo_exec *e) { return e->queue >= 1 
 JQ_SORT_DEFINE(sort_lops, lane_op, void *, LOP_LESS)
 #define QJ_LESS(ctx, x, y) ((void)(ctx), (x).sub < (y).sub)
 JQ_SORT_DEFINE(sort_qjobs, qjob, void *, QJ_LESS)
-/* a queue's busy changes by time, ends before starts at one time */
-#define QP_LESS(ctx, x, y) ((void)(ctx), (x).t < (y).t || ((x).t == (y).t && (x).n < (y).n))
-JQ_SORT_DEFINE(sort_qpts, qpt, void *, QP_LESS)
 
 /* Moves lo to the first index of [lo, hi) where BEFORE(k) is false (it is
  * true on a prefix of the range): a binary search. */
@@ -184,10 +181,44 @@ static void index_queue_jobs(walk *w) {
   }
 }
 
+/* Sorts a[0 .. n) (any int64s) through tmp: a radix sort by 16 bits at
+ * a time, a digit every key shares skipped; cnt: room for 4 * 65536. */
+static void sort_times(int64_t *a, int64_t *tmp, size_t n, uint32_t *cnt) {
+  memset(cnt, 0, 4 * 65536 * sizeof *cnt);
+  for (size_t k = 0; k < n; k++) {
+    uint64_t u = (uint64_t)a[k] ^ ((uint64_t)1 << 63);
+    for (int d = 0; d < 4; d++)
+      cnt[d * 65536 + ((u >> (16 * d)) & 0xFFFF)]++;
+  }
+  for (int d = 0; d < 4; d++) {
+    uint32_t *c = cnt + d * 65536, sum = 0;
+    if (n && c[(((uint64_t)a[0] ^ ((uint64_t)1 << 63)) >> (16 * d)) & 0xFFFF] == n)
+      continue; /* every key has this digit */
+    for (size_t v = 0; v < 65536; v++) {
+      uint32_t x = c[v];
+      c[v] = sum, sum += x;
+    }
+    for (size_t k = 0; k < n; k++)
+      tmp[c[(((uint64_t)a[k] ^ ((uint64_t)1 << 63)) >> (16 * d)) & 0xFFFF]++] = a[k];
+    memcpy(a, tmp, n * sizeof *a);
+  }
+}
+
+/* Queue q's busy changes into qp[a .. a + 2n): its ops' starts st[0 .. n)
+ * and ends en[0 .. n), each sorted, merged by time (ends before starts at
+ * one time; changes alike at one time are alike: no order among them). */
+static void merge_busy(walk *w, uint32_t a, int64_t *st, int64_t *en, size_t n, int64_t *tmp, uint32_t *cnt) {
+  sort_times(st, tmp, n, cnt);
+  sort_times(en, tmp, n, cnt);
+  for (size_t i = 0, j = 0, k = a; i < n || j < n; k++)
+    w->qp[k] = j < n && (i >= n || en[j] <= st[i]) ? (qpt){en[j++], 0, -1} : (qpt){st[i++], 0, 1};
+}
+
 /* Queue q's busy steps: its jobs' ops that held a worker, as +1 at their
  * start and -1 at their end, summed by time; with the all-busy time. */
 static void index_queue_busy(walk *w) {
   const jo_graph *g = w->g;
+  int64_t *st = NULL, *en = NULL;
   w->qp0 = room(w, B_QP0, (size_t)w->nq + 3, sizeof *w->qp0);
   memset(w->qp0, 0, ((size_t)w->nq + 3) * sizeof *w->qp0);
   for (int pass = 0; pass < 2; pass++) { /* count, then fill */
@@ -199,19 +230,25 @@ static void index_queue_busy(walk *w) {
           if (!pass)
             w->qp0[qq + 2] += 2;
           else
-            w->qp[w->qp0[qq + 1]++] = (qpt){o->t0, 0, 1}, w->qp[w->qp0[qq + 1]++] = (qpt){o->t1, 0, -1};
+            st[w->qp0[qq + 1] / 2] = o->t0, en[w->qp0[qq + 1] / 2] = o->t1, w->qp0[qq + 1] += 2;
         }
       }
     if (!pass) {
       for (int32_t q = 0; q <= w->nq; q++)
         w->qp0[q + 2] += w->qp0[q + 1];
       w->qp = room(w, B_QP, w->qp0[w->nq + 2], sizeof *w->qp);
+      st = room(w, B_QT, w->qp0[w->nq + 2] + 2, sizeof *st); /* starts, then ends */
+      en = st + w->qp0[w->nq + 2] / 2 + 1;
     }
   }
-  qpt *tmp = room(w, B_TMP, w->qp0[w->nq + 1], sizeof *tmp);
+  size_t most = 1;
+  for (int32_t q = 0; q <= w->nq; q++)
+    most = (w->qp0[q + 1] - w->qp0[q]) / 2 > most ? (w->qp0[q + 1] - w->qp0[q]) / 2 : most;
+  int64_t *tmp = room(w, B_TMP, most * sizeof *tmp + 4 * 65536 * sizeof(uint32_t), 1);
+  uint32_t *cnt = (uint32_t *)(tmp + most);
   for (int32_t q = 0; q <= w->nq; q++) {
     uint32_t a = w->qp0[q], b = w->qp0[q + 1];
-    sort_qpts(w->qp + a, tmp, b - a, NULL);
+    merge_busy(w, a, st + a / 2, en + a / 2, (b - a) / 2, tmp, cnt);
     int32_t n = 0;
     int64_t acc = 0;
     for (uint32_t k = a; k < b; k++) {
