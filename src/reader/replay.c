@@ -145,7 +145,7 @@ typedef struct replay {
   size_t nheap;
   uint32_t seq;
   int32_t *now;
-  size_t now0, now1; /* the list to move on now: now[now0 .. now1) mod nex */
+  size_t now0, now1, nnow; /* the list to move on now: nnow from now[now0] on, mod nex */
   int32_t all_head;  /* executors waiting for a whole queue */
   int32_t nq;
   int64_t t;         /* the replay's clock (ns) */
@@ -189,7 +189,9 @@ static rev heap_pop(replay *R) {
 
 static void now_push(replay *R, int32_t x) {
   R->x[x].state = XS_NOW;
-  R->now[R->now1++ % R->g->nex] = x;
+  R->now[R->now1] = x;
+  R->now1 = R->now1 + 1 == R->g->nex ? 0 : R->now1 + 1; /* no division: a ring's wrap */
+  R->nnow++;
 }
 
 static void list_add(replay *R, int32_t *head, int32_t *tail, int32_t x) {
@@ -542,7 +544,7 @@ static void run_init(replay *R, int32_t W) {
     nw += n;
   }
   R->all_head = -1;
-  R->nheap = R->now0 = R->now1 = 0;
+  R->nheap = R->now0 = R->now1 = R->nnow = 0;
   R->seq = 0;
   R->t = 0;
 }
@@ -562,8 +564,12 @@ static int64_t run(replay *R, int32_t W, int *partial) {
       schedule(R, (int32_t)k, R->start[k], B_TIMER);
   }
   for (;;) {
-    while (R->now0 != R->now1)
-      advance(R, R->now[R->now0++ % g->nex]);
+    while (R->nnow) {
+      int32_t x = R->now[R->now0];
+      R->now0 = R->now0 + 1 == g->nex ? 0 : R->now0 + 1;
+      R->nnow--;
+      advance(R, x);
+    }
     if (!R->nheap)
       break;
     rev ev = heap_pop(R);
