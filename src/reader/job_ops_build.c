@@ -35,7 +35,8 @@
  * edge) split where its spans begin and end. Items that overlap without nesting are clipped
  * to what holds them. Times: nanoseconds from model.t0.
  * g->partial: events were lost, a lane dropped some, or spans were left
- * unclosed. Linear in the items but for one sort; no recursion.
+ * unclosed. Linear in the items but for the sort of each executor's
+ * items; no recursion.
  * Owns: nothing past a call (its scratch is a userdata). Must not: run on
  * the record path. Thread safety: one lua_State per call.
  */
@@ -573,6 +574,30 @@ static void job_edges(bstate *s) {
                                        : (a).t1 > (b).t1)
 JQ_SORT_DEFINE(sort_items, bitem, void *, ITEM_LESS)
 
+/* The items in their order: dealt out by executor (ties keep their
+ * order), then each executor's sorted; all at once if an owner lies out
+ * of range. The same order, with a few short sorts for one long one. */
+static void sort_by_owner(bstate *s, bitem *it, bitem *tmp, size_t n) {
+  size_t nex = s->g->nex;
+  uint32_t *at = jq_graph_scratch(s->L, nex + 1, sizeof *at);
+  for (size_t k = 0; k < n; k++) {
+    if (it[k].owner < 0 || (size_t)it[k].owner >= nex) {
+      sort_items(it, tmp, n, NULL);
+      lua_pop(s->L, 1);
+      return;
+    }
+    at[it[k].owner + 1]++;
+  }
+  for (size_t x = 0; x < nex; x++)
+    at[x + 1] += at[x];
+  for (size_t k = 0; k < n; k++)
+    tmp[at[it[k].owner]++] = it[k];
+  memcpy(it, tmp, n * sizeof *it);
+  for (size_t x = 0, a = 0; x < nex; a = at[x++]) /* at[x]: the end of x's items now */
+    sort_items(it + a, tmp, at[x] - a, NULL);
+  lua_pop(s->L, 1);
+}
+
 /* An executor's cutting: its open items (a stack), how far its ops reach. */
 typedef struct cut {
   bstate *s;
@@ -660,7 +685,7 @@ static void cut_all(bstate *s) {
   size_t n = v->n / sizeof(bitem);
   bitem *tmp = jq_scratch_room(L, &s->sc->b[B_STACK], n ? n : 1, sizeof *tmp);
   bitem *it = (bitem *)v->p;
-  sort_items(it, tmp, n, NULL);
+  sort_by_owner(s, it, tmp, n);
   size_t most = 1; /* an executor's items at most: how deep its open items can get */
   for (size_t i = 0, k = 0; i < n; i = k) {
     while (k < n && it[k].owner == it[i].owner)
