@@ -83,6 +83,7 @@ typedef struct bstate {
   int32_t *exec_of; /* a job graph's job -> its executor, -1 */
   jq_num origin;    /* model.t0, us */
   int has_edges;
+  int32_t last_job;  /* the job col_exec found last by an integer id (an index), -1 */
   const void *cat_p[64];
   int32_t cat_k[64];
 } bstate;
@@ -174,7 +175,16 @@ static int32_t col_exec(bstate *s, const jq_col *c, lua_Integer i) {
   const jq_column *n = c->c;
   int32_t j;
   if (n && i >= 1 && (lua_Unsigned)i <= n->n && jq_cell_tag(n, (size_t)i - 1) == JQ_C_INT) {
-    j = jq_graph_find_int(s->gr, (lua_Integer)jq_cell_int(n, (size_t)i - 1));
+    lua_Integer id = (lua_Integer)jq_cell_int(n, (size_t)i - 1);
+    const graph *gr = s->gr;
+    int32_t k = s->last_job + 1; /* the job after the last one found, then the hash */
+    if (k >= 1 && (size_t)k < gr->njobs && !gr->jobs[k].other && gr->jobs[k].id == id)
+      j = k;
+    else if (k >= 1 && !gr->jobs[k - 1].other && gr->jobs[k - 1].id == id)
+      j = k - 1;
+    else
+      j = jq_graph_find_int(gr, id);
+    s->last_job = j >= 0 ? j : s->last_job;
   } else {
     jq_col_push(s->L, c, i);
     j = jq_graph_find(s->L, S_GRAPH, s->gr, -1);
@@ -686,6 +696,9 @@ static void cut_all(bstate *s) {
   bitem *tmp = jq_scratch_room(L, &s->sc->b[B_STACK], n ? n : 1, sizeof *tmp);
   bitem *it = (bitem *)v->p;
   sort_by_owner(s, it, tmp, n);
+  if (n > SIZE_MAX / sizeof(jo_op) || jq_vec_reserve(&s->g->mem[JM_OPS], n * sizeof(jo_op)) != 0)
+    jq_nomem(L); /* room for an op an item, about: no growing one op at a time */
+  s->g->ops = (jo_op *)s->g->mem[JM_OPS].p;
   size_t most = 1; /* an executor's items at most: how deep its open items can get */
   for (size_t i = 0, k = 0; i < n; i = k) {
     while (k < n && it[k].owner == it[i].owner)
@@ -787,7 +800,7 @@ int jq_graph_ops(lua_State *L) {
   graph *gr = jq_graph_check(L);
   luaL_checktype(L, S_MODEL, LUA_TTABLE);
   lua_settop(L, S_MODEL);
-  bstate s = {.L = L, .gr = gr};
+  bstate s = {.L = L, .gr = gr, .last_job = -1};
   s.g = jq_ops_new(L);   /* S_OPS */
   lua_newtable(L);       /* S_CAT_INDEX */
   s.sc = jq_scratch_new(L, B_N);
