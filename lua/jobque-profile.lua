@@ -191,7 +191,7 @@ local function main()
     end
     local slices = 0
     for _, lane in ipairs(model.lanes) do slices = slices + lane.n end
-    local function n_of(n, what) return ("%d %s%s"):format(n, what, n == 1 and "" or "s") end
+    local n_of = report.count_of
     print(("wrote %s (%s, %s, %s): open it in a browser"):format(
       out, n_of(#model.lanes, "lane"), n_of(slices, "slice"), n_of(#model.markers, "marker")))
   end

@@ -121,7 +121,7 @@ function M.failures_lines(f)
   end
   if fl.failed > #fl.first then
     local rest = fl.failed - #fl.first
-    out[#out + 1] = ("  ... and %d more failed %s"):format(rest, rest == 1 and "job" or "jobs")
+    out[#out + 1] = "  ... and " .. count_of(rest, "more failed job")
   end
   return out
 end
@@ -447,8 +447,8 @@ local function marker_lines(m, t0, say)
     say("marker \"%s\": no units in range", M.shown(m.kind))
     return
   end
-  say("marker \"%s\": %d unit%s; duration min %s, median %s, p95 %s, max %s", M.shown(m.kind), m.count,
-      m.count == 1 and "" or "s", M.us(m.min), M.us(m.median), M.us(m.p95), M.us(m.max))
+  say("marker \"%s\": %s; duration min %s, median %s, p95 %s, max %s", M.shown(m.kind), count_of(m.count, "unit"),
+      M.us(m.min), M.us(m.median), M.us(m.p95), M.us(m.max))
   local slowest = m.slowest or {}
   if #slowest == 0 then return end
   say("  the %s:", #slowest == 1 and "slowest unit" or ("%d slowest units"):format(#slowest))
@@ -468,7 +468,7 @@ local function marker_lines(m, t0, say)
   end
   if m.count > #slowest then
     local rest = m.count - #slowest
-    say("  ... %d more %s (--top N lists more, --json lists them all)", rest, rest == 1 and "unit" or "units")
+    say("  ... %s (--top N lists more, --json lists them all)", count_of(rest, "more unit"))
   end
 end
 

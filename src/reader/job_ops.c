@@ -89,6 +89,13 @@ void jq_ops_push_job_id(lua_State *L, int gidx, int32_t exec) {
   lua_remove(L, -2);
 }
 
+void jq_ops_push_us(lua_State *L, int64_t ns) {
+  if (ns % 1000 == 0)
+    lua_pushinteger(L, (lua_Integer)(ns / 1000));
+  else
+    lua_pushnumber(L, (lua_Number)ns / 1000);
+}
+
 int jq_ops_last_op(const jo_graph *g, int32_t exec) {
   const jo_exec *e = &g->ex[exec];
   return e->no ? (int)(e->o0 + e->no - 1) : -1;
@@ -96,8 +103,8 @@ int jq_ops_last_op(const jo_graph *g, int32_t exec) {
 
 /* ---- reader.job_ops(t) ---- */
 
-static const char *const kinds[] = {"run", "copy in", "copy out", "copy result", "submit",
-                                    "own", "job", "block", "suspend", "wait", NULL};
+const char *const jq_ops_kind_names[] = {"run", "copy in", "copy out", "copy result", "submit",
+                                         "own", "job", "block", "suspend", "wait", NULL};
 
 static int64_t ns_field(lua_State *L, int t, int i, const char *what) {
   lua_rawgeti(L, t, i);
@@ -142,7 +149,7 @@ static int32_t cat_of(lua_State *L, jo_graph *g, int gidx) {
 static void table_op(lua_State *L, jo_graph *g, int gidx, int t) {
   jo_op *o = jq_ops_push_op(L, g);
   lua_rawgeti(L, t, 1);
-  int kind = luaL_checkoption(L, -1, NULL, kinds);
+  int kind = luaL_checkoption(L, -1, NULL, jq_ops_kind_names);
   lua_pop(L, 1);
   o->kind = (uint8_t)(kind + 1);
   o->t0 = ns_field(L, t, 2, "an op's t0");

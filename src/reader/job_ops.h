@@ -105,6 +105,8 @@ jo_op *jq_ops_push_op(lua_State *L, jo_graph *g);     /* room for one more op (z
 jo_exec *jq_ops_push_exec(lua_State *L, jo_graph *g); /* one more executor (zeroed, sub -1) */
 void jq_ops_push_job_id(lua_State *L, int gidx, int32_t exec); /* its id, or nil */
 int jq_ops_last_op(const jo_graph *g, int32_t exec);            /* index in ops[], -1 none */
+void jq_ops_push_us(lua_State *L, int64_t ns); /* ns as microseconds: an integer when whole */
+extern const char *const jq_ops_kind_names[]; /* JO_* - 1 -> its name in a table (reader.job_ops, dump) */
 void *jq_ops_grow(lua_State *L, jq_vec *v, size_t size); /* one more zeroed item at v's end */
 
 /* Its methods, and graph:ops() (a job_graph's method):
@@ -159,6 +161,9 @@ typedef struct jo_path {
 int jq_ops_has_job(const jo_graph *g);
 void jq_ops_walk(lua_State *L, const jo_graph *g, jo_path *p);
 int64_t jq_ops_total_run(const jo_graph *g); /* the jobs' slices' time (ns) */
+/* The path's time by kind (ns) in us[JP_N], the kinds it has, most first
+ * (ties by name), in order[]: how many (the report's by_kind, the page's). */
+int jq_path_by_kind(const jo_path *p, int64_t *us, int *order);
 int jq_ops_whatif(lua_State *L);
 int jq_ops_dump(lua_State *L);
 int jq_graph_ops(lua_State *L);

@@ -835,17 +835,6 @@ int jq_graph_ops(lua_State *L) {
 
 /* ---- ops:dump() ---- */
 
-static const char *const kind_names[] = {"run", "copy in", "copy out", "copy result", "submit",
-                                         "own", "job", "block", "suspend", "wait"};
-
-/* A time in microseconds: an integer when whole. */
-static void push_us(lua_State *L, int64_t ns) {
-  if (ns % 1000 == 0)
-    lua_pushinteger(L, ns / 1000);
-  else
-    lua_pushnumber(L, (double)ns / 1000.0);
-}
-
 static void set_index(lua_State *L, const char *k, int32_t v) {
   if (v >= 0) {
     lua_pushinteger(L, (lua_Integer)v + 1);
@@ -862,12 +851,12 @@ static void set_cat(lua_State *L, int cats, int32_t cat) {
 
 static void dump_op(lua_State *L, const jo_op *o, int cats) {
   lua_createtable(L, 3, 4);
-  lua_pushstring(L, o->kind >= JO_RUN && o->kind <= JO_WAIT ? kind_names[o->kind - 1] : "?");
+  lua_pushstring(L, o->kind >= JO_RUN && o->kind <= JO_WAIT ? jq_ops_kind_names[o->kind - 1] : "?");
   lua_rawseti(L, -2, 1);
-  push_us(L, o->t0);
+  jq_ops_push_us(L, o->t0);
   lua_rawseti(L, -2, 2);
   if (o->kind != JO_WAIT) {
-    push_us(L, o->t1);
+    jq_ops_push_us(L, o->t1);
     lua_rawseti(L, -2, 3);
   }
   set_index(L, "lane", o->lane);
@@ -916,7 +905,7 @@ static void dump_exec(lua_State *L, const jo_graph *g, int32_t x, int cats) {
     if (e->sub >= 0)
       push_sub(L, g, e->sub);
     if (e->ready >= 0) {
-      push_us(L, e->ready);
+      jq_ops_push_us(L, e->ready);
       lua_setfield(L, -2, "ready");
     }
   } else {
@@ -941,7 +930,7 @@ int jq_ops_dump(lua_State *L) {
   lua_settop(L, 1);
   lua_getiuservalue(L, 1, JU_CATS); /* 2 */
   lua_createtable(L, 0, 5);
-  push_us(L, g->stop);
+  jq_ops_push_us(L, g->stop);
   lua_setfield(L, -2, "stop");
   if (g->partial)
     lua_pushstring(L, g->partial_why);
