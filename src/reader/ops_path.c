@@ -603,16 +603,8 @@ void jq_ops_walk(lua_State *L, const jo_graph *g, jo_path *p) {
 
 /* ---- ops:critical_path() ---- */
 
-/* ns as microseconds: an integer when it is one. */
-static void push_us(lua_State *L, int64_t ns) {
-  if (ns % 1000 == 0)
-    lua_pushinteger(L, (lua_Integer)(ns / 1000));
-  else
-    lua_pushnumber(L, (lua_Number)ns / 1000);
-}
-
 static void set_us(lua_State *L, const char *k, int64_t ns) {
-  push_us(L, ns);
+  jq_ops_push_us(L, ns);
   lua_setfield(L, -2, k);
 }
 
@@ -648,9 +640,12 @@ static void push_steps(lua_State *L, int gidx, const jo_path *p) {
   }
 }
 
-/* Pushes { {kind=, us=}, ... } (most first, ties by kind name) from sums by kind. */
-static void push_by_kind(lua_State *L, const int64_t *us) {
-  int order[JP_N], n = 0;
+int jq_path_by_kind(const jo_path *p, int64_t *us, int *order) {
+  for (int k = 0; k < JP_N; k++)
+    us[k] = 0;
+  for (size_t k = 0; k < p->nsteps; k++)
+    us[p->steps[k].kind] += p->steps[k].t1 - p->steps[k].t0;
+  int n = 0;
   for (int k = 0; k < JP_N; k++)
     if (us[k] > 0) {
       int m = n++;
@@ -659,6 +654,13 @@ static void push_by_kind(lua_State *L, const int64_t *us) {
         order[m] = order[m - 1], m--;
       order[m] = k;
     }
+  return n;
+}
+
+/* Pushes by_kind: { {kind=, us=}, ... } (most first, ties by kind name). */
+static void push_by_kind(lua_State *L, const jo_path *p) {
+  int64_t us[JP_N];
+  int order[JP_N], n = jq_path_by_kind(p, us, order);
   lua_createtable(L, n, 0);
   for (int k = 0; k < n; k++) {
     lua_createtable(L, 0, 2);
@@ -795,7 +797,7 @@ int jq_ops_critical_path(lua_State *L) {
   }
   jo_path p;
   jq_ops_walk(L, g, &p); /* 2: its scratch */
-  int64_t dur = p.finish - p.start, run = jq_ops_total_run(g), by_kind[JP_N] = {0};
+  int64_t dur = p.finish - p.start, run = jq_ops_total_run(g);
   lua_createtable(L, 0, 16);
   set_us(L, "duration_us", dur);
   set_us(L, "start_us", p.start);
@@ -814,9 +816,7 @@ int jq_ops_critical_path(lua_State *L) {
   }
   push_held_by(L, 1, g, &p);
   lua_setfield(L, -2, "held_by");
-  for (size_t k = 0; k < p.nsteps; k++)
-    by_kind[p.steps[k].kind] += p.steps[k].t1 - p.steps[k].t0;
-  push_by_kind(L, by_kind);
+  push_by_kind(L, &p);
   lua_setfield(L, -2, "by_kind");
   push_by_category(L, 1, g, &p);
   lua_setfield(L, -2, "by_category");

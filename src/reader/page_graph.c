@@ -17,7 +17,8 @@
  * finish (ns from t0), steps: [[kind, start ns, dur ns, lane index
  * (0-based) or -1, job id or null, held_by id or null], ...] (in time
  * order, back to back; kind one of docs/cli.md's: "run", "copy in", ...,
- * "worker busy" with held_by the job its worker ran), partial (true when
+ * "worker busy" with held_by the job its worker ran), by_kind: [[kind,
+ * ns], ...] (the report's by_kind: jq_path_by_kind), partial (true when
  * events were lost, spans left unclosed or the walk cut)}, null when the
  * happens-before graph has no job. "null" without jobs.
  * A time is written as integer nanoseconds, (us * 1000 + 0.5) // 1 with
@@ -257,6 +258,16 @@ static void add_path(lua_State *L, luaL_Buffer *b, int gidx, const jo_path *pp) 
     list m = {b, 0};
     item_int(&m, s->t0), item_int(&m, s->t1 - s->t0), item_int(&m, s->lane);
     item_ops_id(L, &m, gidx, s->job), item_ops_id(L, &m, gidx, s->held_by);
+    luaL_addchar(b, ']');
+  }
+  int64_t us[JP_N];
+  int order[JP_N], n = jq_path_by_kind(&p, us, order);
+  luaL_addstring(b, "],\"by_kind\":[");
+  for (int k = 0; k < n; k++) {
+    luaL_addstring(b, k ? ",[\"" : "[\"");
+    luaL_addstring(b, jq_path_kinds[order[k]]);
+    luaL_addstring(b, "\",");
+    luaL_addlstring(b, d, jq_text_int(d, (lua_Integer)us[order[k]]));
     luaL_addchar(b, ']');
   }
   luaL_addstring(b, o->partial || p.cut ? "],\"partial\":true}}" : "],\"partial\":false}}");

@@ -108,14 +108,8 @@
     job: x[4], held: x[5] }));
   const laneSteps = lanes.map(() => []);
   for (const x of pathSteps) if (x.li >= 0 && x.li < lanes.length) laneSteps[x.li].push(x);
-  // Its make-up by kind, as the report's: most first, ties by kind.
-  const byKind = [];
-  {
-    const sums = new Map();
-    for (const x of pathSteps) sums.set(x.kind, (sums.get(x.kind) || 0) + (x.dur > 0 ? x.dur : 0));
-    for (const [kind, t] of sums) byKind.push({ kind, us: t });
-    byKind.sort((p, q) => q.us - p.us || (p.kind < q.kind ? -1 : p.kind > q.kind ? 1 : 0));
-  }
+  // Its make-up by kind, the report's (page_graph.c: kind, ns), most first.
+  const byKind = (path && path.by_kind ? path.by_kind : []).map(x => ({ kind: x[0], us: us(x[1]) }));
   // The steps of lane li that cover t (within slack): their ends are in order too.
   function stepsAt(li, t, slack) {
     const list = laneSteps[li] || [], out = [];
