@@ -64,14 +64,28 @@ enum {
                             (at the end only),
                             cat = the queue's number (creation order, from 1,
                             saturated at 65535) */
-  JQ_EV_EDGE = 37        /* instant: a happens-before edge, recorded where the
+  JQ_EV_EDGE = 37,       /* instant: a happens-before edge, recorded where the
                             waiter went on: flags = JQ_EDGE_*, arg = the job
                             waited for (0 for JQ_EDGE_ALL), t1 = the waiting
                             job's id (0: outside jobs; not a time, as for
                             JQ_EV_DEP), id = the queue's number for
                             JQ_EDGE_ALL (jq_queue_number), else 0, cat = the
                             op tag current there */
+  JQ_EV_SAMPLE = 38      /* instant: one CPU-time sample of the thread's Lua
+                            stack (sampler.c): id = the stack's id in the
+                            lane's sample tables (sample_tables.h), arg = the
+                            job running (0: outside jobs), cat = the job's tag
+                            or the op tag, t1 = jq_sample_t1(line, weight):
+                            not a time, as for JQ_EV_DEP */
 };
+
+/* A sample's t1: the leaf's current line (0: unknown) in the high 32 bits,
+ * its weight (timer periods, saturated) in the low 32. */
+static inline uint64_t jq_sample_t1(uint32_t line, uint64_t weight) {
+  return (uint64_t)line << 32 | (weight > UINT32_MAX ? UINT32_MAX : weight);
+}
+static inline uint32_t jq_sample_line(uint64_t t1) { return (uint32_t)(t1 >> 32); }
+static inline uint32_t jq_sample_weight(uint64_t t1) { return (uint32_t)t1; }
 
 /* Flags of JQ_EV_SPAN_BEGIN/END. */
 enum {

@@ -47,6 +47,10 @@ typedef struct jq_lane {
   int sort_key;          /* lane order in the saved file */
   int queue;             /* a worker lane's queue number (from 1), else 0 */
   char name[40];
+  /* The sampler's tables of frames and stacks (sample_tables.h): NULL until
+   * a sampling session prepares the lane; written by the owning thread
+   * inside the record path's protocol, reset by the controller. */
+  struct jq_stab *stab;
 } __attribute__((aligned(64))) jq_lane;
 
 /* Per-thread state: the lane (NULL before the thread's first recorded event)
@@ -65,6 +69,13 @@ typedef struct jq_thread {
   uint64_t own_depth;
   uint8_t span_flags; /* of the span events it records (JQ_SPAN_AFTER_END) */
   int queue;          /* a queue's worker: the queue's number (from 1); else 0 */
+  /* The sampler (sampler.h): the coroutine running Lua on this thread now
+   * (a lua_State *; NULL: no Lua), what the thread does when it runs none
+   * (JQ_ACT_*) and for which job. Written by this thread only, read by its
+   * own signal handler. */
+  void *_Atomic sample_L;
+  _Atomic uint8_t sample_act;
+  _Atomic int64_t sample_job;
 } jq_thread;
 
 /* The open-span count of the code running on this thread. */

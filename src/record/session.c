@@ -39,7 +39,7 @@ const uint32_t jq_palette[JQ_PALETTE_SIZE] = {
     0xd678b4, 0x8385e8, 0x9bb54a, 0xd9675e, 0x5aa6a0, 0xb58f6b};
 
 _Atomic uint32_t jq_session_state = 0;
-_Thread_local jq_thread jq_self JQ_TLS_MODEL = {NULL, 0, 0, {0}, 0, NULL, 0, 0, 0};
+_Thread_local jq_thread jq_self JQ_TLS_MODEL = {NULL, 0, 0, {0}, 0, NULL, 0, 0, 0, NULL, 0, 0};
 int jq_need_fence = 0;
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;

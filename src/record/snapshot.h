@@ -30,7 +30,18 @@ typedef struct jq_save_lane {
   int sort_key;
   const char *role; /* "worker", "caller" or "other" (a static string) */
   int queue;        /* a worker lane's queue number (from 1), else 0 */
+  const struct jq_stab *stab; /* the lane's sample tables (sample_tables.h);
+                                 NULL: the session did not sample here */
 } jq_save_lane;
+
+/* The session's sampling (jobqueProfile.sampling): hz 0 = it did not sample. */
+typedef struct jq_save_sampling {
+  int hz;
+  int depth;
+  uint64_t period_ns;
+  uint64_t signals; /* SIGPROF deliveries taken */
+  uint64_t ticks;   /* timer periods they carried: 1 + si_overrun each */
+} jq_save_sampling;
 
 typedef struct jq_save_name {
   uint32_t id;
@@ -54,6 +65,7 @@ typedef struct jq_save_view {
   uint64_t lost;             /* events from threads that got no lane */
   long pid;
   const char *clock;
+  jq_save_sampling sampling;
 } jq_save_view;
 
 #endif
