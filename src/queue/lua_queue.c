@@ -18,6 +18,7 @@
 
 #include "bindings.h"
 #include "queue/queue.h"
+#include "record/sampler.h"
 #include "record/session.h"
 #include "queue/worker.h"
 
@@ -330,7 +331,10 @@ static int deliver(lua_State *L, jq_job *job, int protected) {
   if (job->state == JQ_JOB_DONE) {
     uint64_t t0 = jq_span_begin();
     size_t bytes = 0;
-    if (push_result(L, job, &bytes) >= 0) {
+    jq_sampler_ctx act = jq_sampler_enter(JQ_ACT_COPY_RESULT, (int64_t)job->id, job->tag);
+    int pushed = push_result(L, job, &bytes);
+    jq_sampler_leave(act);
+    if (pushed >= 0) {
       jq_span_end(JQ_EV_COPY, JQ_COPY_RESULT, job->tag, jq_copy_bytes(bytes), (int64_t)job->id,
                   t0);
       return lua_gettop(L) - top;
@@ -576,7 +580,10 @@ static int submit(lua_State *L, jq_queue *q, int fn_idx, int number, jq_job **de
   lua_setmetatable(L, -2);
   lua_rotate(L, -2, 1); /* handle, batch */
   lua_setiuservalue(L, -2, 1);
-  if (jq_encode(L, fn_idx, nvals, &payload, "argument", number, q->handles, err, sizeof err) != 0)
+  jq_sampler_ctx act = jq_sampler_enter(JQ_ACT_SUBMIT, 0, jq_self.tag);
+  int rc = jq_encode(L, fn_idx, nvals, &payload, "argument", number, q->handles, err, sizeof err);
+  jq_sampler_leave(act);
+  if (rc != 0)
     return raise_at(L, level, "cannot submit: %s", err);
   lua_Debug ar; /* where it was submitted, kept unformatted until an error needs it */
   int known = submitted_at(L, level, &ar);

@@ -28,6 +28,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
+#include "record/sampler.h"
 #include "record/session.h"
 
 static const char RUNNER_KEY = 0; /* registry: lightuserdata jq_runner* */
@@ -380,6 +381,7 @@ static lua_State *start_job(jq_runner *r, jq_job *job, int *nargs, uint64_t *t0)
   uint64_t c0 = jq_span_begin();
   size_t bytes = job->payload.len;
   lua_State *co = NULL;
+  jq_sampler_ctx act = jq_sampler_enter(JQ_ACT_COPY_IN, (int64_t)job->id, job->tag);
   lua_pushcfunction(L, new_coroutine_protected);
   int rc = lua_pcall(L, 0, 1, 0); /* the coroutine, or (out of memory) the error */
   if (rc == LUA_OK) {
@@ -388,6 +390,7 @@ static lua_State *start_job(jq_runner *r, jq_job *job, int *nargs, uint64_t *t0)
     lua_pushlightuserdata(co, job);
     rc = lua_pcall(co, 1, LUA_MULTRET, 0);
   }
+  jq_sampler_leave(act);
   jq_buf_free(&job->payload);
   /* its time is the job's: the slice starts where it ends */
   *t0 = jq_span_end(JQ_EV_COPY, (uint8_t)(JQ_COPY_IN | (rc != LUA_OK ? JQ_COPY_FAILED : 0)),
@@ -433,7 +436,16 @@ static int resume_job(jq_runner *r, jq_job *job, lua_State *co, int nargs, int *
   uint16_t outer_tag = jq_self.tag;
   jq_self.tag = job->run_tag;
   span_context outer_spans = enter_job(job);
+  /* The sampler's view: Lua of this coroutine, in this job (put back
+   * before the coroutine can be pooled or collected). */
+  jq_sampler_ctx outer_act = jq_sampler_enter(JQ_ACT_LUA, 0, 0);
+  uint16_t outer_job_tag = jq_sampler_job_self.job_tag;
+  jq_sampler_job_self.job_tag = job->tag;
+  lua_State *outer_co = jq_sampler_swap(co);
   int status = lua_resume(co, L, nargs, nres);
+  jq_sampler_swap(outer_co);
+  jq_sampler_job_self.job_tag = outer_job_tag;
+  jq_sampler_leave(outer_act);
   leave_job(outer_spans);
   job->run_tag = jq_self.tag;
   jq_self.tag = outer_tag;
@@ -508,8 +520,10 @@ static void finish_job(jq_runner *r, jq_job *job, lua_State *co, int status, int
   int ntext = 0; /* the error's text left on L by store_error */
   if (status == LUA_OK) {
     char err[256];
+    jq_sampler_ctx act = jq_sampler_enter(JQ_ACT_COPY_OUT, (int64_t)job->id, job->tag);
     int rc = jq_encode(co, lua_gettop(co) - nres + 1, nres, &job->result, "result", 1,
                        r->w->q->handles, err, sizeof err);
+    jq_sampler_leave(act);
     t2 = slice->t1 && jq_ring_armed() ? jq_clock_ticks() : 0;
     out_bytes = job->result.len; /* before a failure replaces it with the error */
     if (rc == 0) {
@@ -639,11 +653,8 @@ static void park(jq_worker *w) {
   jq_span_end(JQ_EV_PARK, 0, 0, 0, 0, parked);
 }
 
-/* Takes and runs one thing for w; with `block`, parks until there is one.
- * Called and returns with mu held. Returns 0 when w should stop (closing
- * and nothing of its own left), or when not blocking and nothing was
- * runnable. */
-static int step(jq_runner *r, int block) {
+/* step's work, the sampler's "[scheduler]" outside the slice it runs. */
+static int step_scheduled(jq_runner *r, int block) {
   jq_worker *w = r->w;
   jq_queue *q = w->q;
   int resume = 0, spun = 0;
@@ -714,6 +725,17 @@ static int step(jq_runner *r, int block) {
     pthread_mutex_lock(&q->mu);
   }
   return 1;
+}
+
+/* Takes and runs one thing for w; with `block`, parks until there is one.
+ * Called and returns with mu held. Returns 0 when w should stop (closing
+ * and nothing of its own left), or when not blocking and nothing was
+ * runnable. */
+static int step(jq_runner *r, int block) {
+  jq_sampler_ctx act = jq_sampler_enter(JQ_ACT_SCHEDULER, 0, 0);
+  int ran = step_scheduled(r, block);
+  jq_sampler_leave(act);
+  return ran;
 }
 
 /* For the creating state of a queue without workers: runs one slice of
@@ -992,15 +1014,18 @@ static int block_until(lua_State *L, jq_queue *q, jq_job *job, jq_job *waiter, i
                                   "never end (wait for it there)", (LUAI_UACINT)job->id);
   }
   uint64_t t0 = jq_span_begin();
+  jq_sampler_ctx act = jq_sampler_enter(JQ_ACT_SCHEDULER, 0, 0); /* spinning: no Lua */
   pthread_mutex_lock(&q->mu);
   while (!wait_over(q, job)) {
     if (!runs_jobs) {
       sleep_for_finish(q, job);
     } else if (run_while_waiting(L, q, job, waiter, level) == JQ_WAIT_ERROR) {
+      jq_sampler_leave(act);
       return JQ_WAIT_ERROR;
     }
   }
   pthread_mutex_unlock(&q->mu);
+  jq_sampler_leave(act);
   jq_span_end(JQ_EV_WAIT, 0, jq_self.tag, 0, job ? (int64_t)job->id : 0, t0);
   return JQ_WAIT_DONE;
 }

@@ -18,6 +18,7 @@
 #include <lua.h>
 
 #include "bindings.h"
+#include "record/sampler.h"
 #include "record/session.h"
 
 #define DEFAULT_EVENTS_PER_LANE 65536
@@ -54,9 +55,68 @@ static int registry_error(lua_State *L, const char *fn, int rc, const char *what
   return luaL_error(L, "%s: out of memory", fn);
 }
 
-/* profile_start([events_per_lane = 65536])
- * Out of memory raises, with recording off and the last session kept for
- * profile_save (the ring is allocated before the session is replaced). */
+/* The value of option `key` (at the top of the stack): an integer in
+ * lo..hi, or a raise in jobque.new's style. */
+static int option_integer(lua_State *L, const char *key, int lo, int hi) {
+  int isnum;
+  lua_Integer v = lua_tointegerx(L, -1, &isnum);
+  if (!isnum || lua_type(L, -1) != LUA_TNUMBER || v < lo || v > hi) {
+    const char *got = luaL_tolstring(L, -1, NULL);
+    luaL_error(L, "profile_start: option '%s' must be an integer from %d to %d, got %s", key, lo,
+               hi, got);
+  }
+  return (int)v;
+}
+
+/* profile_start's options (the table at `arg`): sample_hz, sample_depth.
+ * Any other key raises, naming those it knows. */
+static void check_options(lua_State *L, int arg, int *hz, int *depth) {
+  luaL_checktype(L, arg, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, arg) != 0) {
+    const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+    if (key && strcmp(key, "sample_hz") == 0) {
+      *hz = option_integer(L, key, 0, JQ_SAMPLE_HZ_MAX);
+    } else if (key && strcmp(key, "sample_depth") == 0) {
+      *depth = option_integer(L, key, 1, JQ_SAMPLE_DEPTH_MAX);
+    } else {
+      lua_pushvalue(L, -2);
+      luaL_error(L, "profile_start: unknown option '%s' (known: sample_hz, sample_depth)",
+                 luaL_tolstring(L, -1, NULL));
+    }
+    lua_pop(L, 1);
+  }
+}
+
+static const char SENTINEL_KEY = 0; /* registry: the state's closing sentinel */
+
+static int sentinel_gc(lua_State *L) {
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+  jq_sampler_state_closing(lua_tothread(L, -1));
+  return 0;
+}
+
+/* A state that starts a sampling session: made ready for it (may raise,
+ * before anything is staged). When it closes, its sentinel's __gc tells
+ * the sampler to stop sampling it. */
+static void sampling_in_state(lua_State *L) {
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &SENTINEL_KEY) == LUA_TNIL) {
+    lua_newuserdatauv(L, 1, 0);
+    lua_createtable(L, 0, 1);
+    lua_pushcfunction(L, sentinel_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_setmetatable(L, -2);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &SENTINEL_KEY);
+  }
+  lua_pop(L, 1);
+}
+
+/* profile_start([events_per_lane = 65536 [, options]])
+ * Options: sample_hz (0..10000, 0: no sampling), sample_depth (1..256,
+ * default 64). Every check comes first; out of memory (or a sampler that
+ * cannot start on this thread) raises with the last session kept for
+ * profile_save (the ring and the caller's timer are made before the
+ * session is replaced). */
 static int l_profile_start(lua_State *L) {
   lua_Integer n = luaL_optinteger(L, 1, DEFAULT_EVENTS_PER_LANE);
   if (n <= 0)
@@ -65,11 +125,21 @@ static int l_profile_start(lua_State *L) {
   if ((uint64_t)n > SIZE_MAX / sizeof(jq_event) / 2)
     luaL_argerror(L, 1, lua_pushfstring(L, "events_per_lane %I is too large to allocate",
                                         (LUAI_UACINT)n));
-  if (jq_session_start((uint64_t)n) != 0)
+  int hz = 0, depth = JQ_SAMPLE_DEPTH_DEFAULT;
+  if (!lua_isnoneornil(L, 2))
+    check_options(L, 2, &hz, &depth);
+  if (hz > 0)
+    sampling_in_state(L);
+  char err[256];
+  if (jq_sampler_prepare(L, hz, depth, err, sizeof err) != 0)
+    return luaL_error(L, "profile_start: %s", err);
+  if (jq_session_start((uint64_t)n) != 0) {
+    jq_sampler_unstage();
     return luaL_error(L,
                       "profile_start: cannot allocate %I events per lane (%I MiB a lane): "
                       "out of memory; pass a smaller events_per_lane",
                       (LUAI_UACINT)n, (LUAI_UACINT)((uint64_t)n * sizeof(jq_event) >> 20));
+  }
   return 0;
 }
 

@@ -22,6 +22,11 @@
 #include <lua.h>
 
 #include "record/ring.h"
+#include "record/snapshot.h"
+
+#define JQ_SAMPLE_HZ_MAX 10000
+#define JQ_SAMPLE_DEPTH_MAX 256
+#define JQ_SAMPLE_DEPTH_DEFAULT 64
 
 /* What a thread does when it runs no Lua: the synthetic frame a tick there
  * records ("[copy in]" ...). JQ_ACT_LUA: it runs the coroutine in sample_L. */
@@ -58,5 +63,67 @@ static inline int jq_sampler_act(int act, int64_t job) {
   atomic_signal_fence(memory_order_seq_cst);
   return prev;
 }
+
+/* The categories of what the thread runs, for its samples: the running
+ * job's (job_tag: a sample in a job carries its category) and that of the
+ * job an activity works for (act_tag). Written by this thread only. */
+typedef struct jq_sampler_tags {
+  uint16_t job_tag, act_tag;
+} jq_sampler_tags;
+extern _Thread_local jq_sampler_tags jq_sampler_job_self JQ_TLS_MODEL;
+
+/* What a thread's activity was, to put back (jq_sampler_enter/leave). */
+typedef struct jq_sampler_ctx {
+  int act;
+  int64_t job;
+  uint16_t act_tag;
+} jq_sampler_ctx;
+
+/* jq_sampler_act for the work of job `job` of category `tag` (0, 0: none);
+ * returns what to put back with jq_sampler_leave. */
+static inline jq_sampler_ctx jq_sampler_enter(int act, int64_t job, uint16_t tag) {
+  jq_thread *self = &jq_self;
+  jq_sampler_ctx c = {atomic_load_explicit(&self->sample_act, memory_order_relaxed),
+                      atomic_load_explicit(&self->sample_job, memory_order_relaxed),
+                      jq_sampler_job_self.act_tag};
+  jq_sampler_job_self.act_tag = tag;
+  jq_sampler_act(act, job);
+  return c;
+}
+
+static inline void jq_sampler_leave(jq_sampler_ctx c) {
+  jq_sampler_job_self.act_tag = c.act_tag;
+  jq_sampler_act(c.act, c.job);
+}
+
+/* The session (lua_profile.c, session.c). jq_sampler_prepare, before
+ * jq_session_start on the same thread: installs the handler once and makes
+ * the caller's timer (disarmed), staged for that start; hz 0 stages
+ * nothing (the session will not sample). -1 with `err` when the handler
+ * belongs to someone else or the caller's timer cannot be made. L: the
+ * calling state, whose main coroutine is sampled outside jobs. */
+int jq_sampler_prepare(lua_State *L, int hz, int depth, char *err, size_t errlen);
+/* Drops what jq_sampler_prepare staged (the start failed). */
+void jq_sampler_unstage(void);
+/* session.c's start, lanes mutex held, before arming the session word
+ * `word`: adopts what was staged on this thread (nothing: no sampling),
+ * gives the caller's lane its tables and timer and every other thread that
+ * has a lane its timer. */
+void jq_sampler_session_begin(uint32_t word, jq_lane *caller);
+/* session.c's stop, after the lanes are quiescent: deletes every timer. */
+void jq_sampler_session_stop(void);
+/* A lane was bound to the calling thread (session.c, lanes mutex held). */
+void jq_sampler_lane_bound(jq_lane *lane);
+/* The calling thread's lane joined the session `word` (session.c, no lock
+ * held): its tables and, if it has none, its timer. */
+void jq_sampler_lane_joined(jq_lane *lane, uint32_t word);
+/* The calling thread, which has `lane`, exits: its timer goes. */
+void jq_sampler_lane_exit(jq_lane *lane);
+/* State L closes (lua_profile.c's sentinel): it is no longer sampled. */
+void jq_sampler_state_closing(lua_State *L);
+
+#ifdef JQ_TESTING
+void jq_sampler_test_stats(uint64_t *handler_runs, uint64_t *signals, uint64_t *ticks);
+#endif
 
 #endif

@@ -33,6 +33,7 @@
 
 #include "record/json_writer.h"
 #include "record/sample_tables.h"
+#include "record/sampler.h"
 #include "record/snapshot.h"
 
 const uint32_t jq_palette[JQ_PALETTE_SIZE] = {
@@ -111,6 +112,7 @@ static void membarrier_all(void) {
 
 static void lane_thread_exit(void *p) {
   jq_lane *lane = p;
+  jq_sampler_lane_exit(lane); /* its timer goes with it */
   pthread_mutex_lock(&lanes_mu);
   lane->dead = 1;
   pthread_mutex_unlock(&lanes_mu);
@@ -205,6 +207,7 @@ static jq_lane *lane_for_thread(uint32_t state) {
   }
   jq_self.lane = lane;
   pthread_setspecific(lane_key, lane);
+  jq_sampler_lane_bound(lane);
   return lane;
 }
 
@@ -229,6 +232,8 @@ jq_lane *jq_lane_join(uint32_t state) {
     }
   }
   pthread_mutex_unlock(&lanes_mu);
+  if (lane) /* a sampling session: its tables and timer */
+    jq_sampler_lane_joined(lane, state);
   return lane;
 }
 
@@ -264,6 +269,7 @@ static void stop_locked(void) {
         sched_yield();
   }
   pthread_mutex_unlock(&lanes_mu);
+  jq_sampler_session_stop(); /* a tick still pending finds sampling off */
   /* After the last recorder left its ring: every event read its clock
    * before this, so the session's stop is after its last event. */
   session_stop = jq_clock_ticks();
@@ -332,6 +338,7 @@ int jq_session_start(uint64_t events_per_lane) {
   strcpy(caller->name, "caller");
   caller->sort_key = LANE_CALLER;
   session_origin = jq_clock_ticks();
+  jq_sampler_session_begin(state | 1u, caller); /* what jq_sampler_prepare staged, if anything */
   atomic_store_explicit(&jq_session_state, state | 1u, memory_order_release);
   pthread_mutex_unlock(&lanes_mu);
   pthread_mutex_unlock(&control_mu);

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #include "bindings.h"
 #include "common/file_replace.h"
 #include "record/json_writer.h"
+#include "record/sampler.h"
 #include "queue/queue.h"
 #include "record/session.h"
 #include "queue/worker.h"
@@ -443,6 +445,45 @@ static int l_allocs(lua_State *L) {
 
 /* span_text(a_ns, z_ns): the ts and dur texts the writer prints for a slice
  * from a_ns to z_ns (nanoseconds since the session's start). */
+/* sampler_stats() -> {handler_runs=, signals=, ticks=}: SIGPROF handler
+ * runs ever, and the sampling session's deliveries and timer periods. */
+static int l_sampler_stats(lua_State *L) {
+  uint64_t runs, signals, ticks;
+  jq_sampler_test_stats(&runs, &signals, &ticks);
+  lua_createtable(L, 0, 3);
+  lua_pushinteger(L, (lua_Integer)runs);
+  lua_setfield(L, -2, "handler_runs");
+  lua_pushinteger(L, (lua_Integer)signals);
+  lua_setfield(L, -2, "signals");
+  lua_pushinteger(L, (lua_Integer)ticks);
+  lua_setfield(L, -2, "ticks");
+  return 1;
+}
+
+static void foreign_handler(int sig) {
+  (void)sig;
+}
+
+/* sigprof() -> "default" | "ignored" | "other" | "sampler": SIGPROF's
+ * disposition. sigprof(true): installs a handler of another profiler. */
+static int l_sigprof(lua_State *L) {
+  struct sigaction sa;
+  if (lua_toboolean(L, 1)) {
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = foreign_handler;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGPROF, &sa, NULL);
+  }
+  sigaction(SIGPROF, NULL, &sa);
+  if (sa.sa_flags & SA_SIGINFO)
+    lua_pushstring(L, "sampler"); /* the specs install no SA_SIGINFO handler of their own */
+  else
+    lua_pushstring(L, sa.sa_handler == SIG_DFL   ? "default"
+                      : sa.sa_handler == SIG_IGN ? "ignored"
+                                                 : "other");
+  return 1;
+}
+
 static int l_span_text(lua_State *L) {
   lua_Integer a = luaL_checkinteger(L, 1), z = luaL_checkinteger(L, 2);
   luaL_argcheck(L, a >= 0, 1, "nanoseconds >= 0 expected");
@@ -482,6 +523,8 @@ void jq_open_testing(lua_State *L, lua_CFunction open_core) {
                                    {"sleep_us", l_sleep_us},
                                    {"put_event", l_put_event},
                                    {"span_text", l_span_text},
+                                   {"sampler_stats", l_sampler_stats},
+                                   {"sigprof", l_sigprof},
                                    {"wakes", l_wakes},
                                    {"parked", l_parked},
                                    {"mark", l_mark},
