@@ -460,6 +460,14 @@ static int l_sampler_stats(lua_State *L) {
   return 1;
 }
 
+/* thread_cpu_ns() -> the calling thread's CPU time in nanoseconds. */
+static int l_thread_cpu_ns(lua_State *L) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  lua_pushinteger(L, (lua_Integer)ts.tv_sec * 1000000000 + ts.tv_nsec);
+  return 1;
+}
+
 static void foreign_handler(int sig) {
   (void)sig;
 }
@@ -525,6 +533,7 @@ void jq_open_testing(lua_State *L, lua_CFunction open_core) {
                                    {"span_text", l_span_text},
                                    {"sampler_stats", l_sampler_stats},
                                    {"sigprof", l_sigprof},
+                                   {"thread_cpu_ns", l_thread_cpu_ns},
                                    {"wakes", l_wakes},
                                    {"parked", l_parked},
                                    {"mark", l_mark},
