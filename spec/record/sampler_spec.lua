@@ -241,3 +241,238 @@ describe("a sampling session", function()
     q:close()
   end)
 end)
+
+describe("what a sample holds", function()
+  after_each(function()
+    p.profile_stop()
+    T.stab_limit(0)
+  end)
+
+  it("leaves a user's hook alone and counts its ticks", function()
+    local q = jobque.new{workers = 1, name = "hooked"}
+    p.profile_start(65536, {sample_hz = 10000})
+    local job = q:submit(function(cpu)
+      local t = require("jobque.core")._test
+      local calls = 0
+      local function f() calls = calls + 1 end
+      debug.sethook(f, "", 1000)
+      local function spin(s)
+        local t0, x = t.thread_cpu_ns(), 0
+        while t.thread_cpu_ns() - t0 < s * 1e9 do for i = 1, 1000 do x = x + i end end
+      end
+      spin(cpu / 2)
+      local half = calls
+      spin(cpu / 2)
+      local g, mask, count = debug.gethook()
+      debug.sethook()
+      return g == f, mask, count, half > 0 and calls > half
+    end, 0.3 * SCALE)
+    local same, mask, count, called = job:wait()
+    p.profile_stop()
+    assert.is_true(same)
+    assert.are.equal("", mask)
+    assert.are.equal(1000, count)
+    assert.is_true(called)
+    local trace = S.save(p)
+    assert.is_true(lane_info(trace, "hooked 0").samplesSkipped.userHook > 0)
+    for _, s in ipairs(samples_of(trace)) do -- none of the hooked coroutine's Lua
+      if s.lane == "hooked 0" then assert.truthy(s.stack[#s.stack]:match("^%[.*%]$"), s.stack[#s.stack]) end
+    end
+    q:close()
+  end)
+
+  it("charges a long string.rep to its line and puts a comparator above sort [C]", function()
+    local sink
+    local function reps(n)
+      for _ = 1, n do
+        sink = #string.rep("x", 1 << 22) -- the call's line: LEN and SETUPVAL follow it
+      end
+    end
+    local rep_line = debug.getinfo(1, "l").currentline - 3
+    local function sorts(n)
+      for _ = 1, n do
+        local t = {}
+        for i = 1, 2000 do t[i] = (i * 7919) % 2003 end
+        table.sort(t, function(a, b) return a < b end)
+      end
+    end
+    p.profile_start(65536, {sample_hz = 1000})
+    local t0 = T.thread_cpu_ns()
+    while T.thread_cpu_ns() - t0 < 0.3e9 * SCALE do reps(20) end
+    t0 = T.thread_cpu_ns()
+    while T.thread_cpu_ns() - t0 < 0.3e9 * SCALE do sorts(5) end
+    p.profile_stop()
+    local at_line, elsewhere, comparators = 0, 0, 0
+    for _, s in ipairs(samples_of(S.save(p))) do
+      local leaf = s.stack[#s.stack]
+      if leaf:find("^reps %(") then
+        if s.line == rep_line then at_line = at_line + s.weight else elsewhere = elsewhere + s.weight end
+      elseif leaf:find("^function <") and s.stack[#s.stack - 1] == "sort [C]" then
+        comparators = comparators + 1
+        assert.truthy(s.stack[#s.stack - 2]:find("^sorts %("), s.stack[#s.stack - 2])
+      end
+    end
+    assert.is_true(at_line > 0 and at_line >= 4 * elsewhere, at_line .. " at the line, " .. elsewhere .. " elsewhere")
+    assert.is_true(comparators > 0)
+  end)
+
+  it("names collected chunks by their text, at their own lines", function()
+    local q = jobque.new{workers = 1, name = "chunks"}
+    p.profile_start(65536, {sample_hz = 10000})
+    q:submit(function(n)
+      for k = 1, n do
+        local src = string.rep("\n", k % 7) ..
+          "return function(m) local x = 0 for i = 1, m do x = x + i end return x end"
+        local f = load(src, "=chunk" .. k)()
+        f(20000)
+        if k % 100 == 0 then collectgarbage() end
+      end
+    end, 1000):wait()
+    p.profile_stop()
+    local seen = 0
+    for _, s in ipairs(samples_of(S.save(p))) do
+      for _, f in ipairs(s.stack) do
+        local k, line = f:match("<chunk(%d+):(%d+)>$")
+        if not k then k, line = f:match("%(chunk(%d+):(%d+)%)$") end
+        local main = f:match("^main chunk %(chunk(%d+)%)$")
+        if k then
+          seen = seen + 1
+          assert.are.equal(tonumber(k) % 7 + 1, tonumber(line), f)
+        elseif not main then
+          assert.is_nil(f:find("chunk%d"), f)
+        end
+      end
+    end
+    assert.is_true(seen > 0)
+    q:close()
+  end)
+
+  it("keeps the innermost sample_depth frames under [truncated]", function()
+    local function down(n)
+      if n == 0 then return burn(0.2 * SCALE) end
+      return (down(n - 1))
+    end
+    p.profile_start(65536, {sample_hz = 1000, sample_depth = 4})
+    down(10)
+    p.profile_stop()
+    local trace = S.save(p)
+    assert.are.equal(4, trace.jobqueProfile.sampling.depth)
+    local n = 0
+    for _, s in ipairs(samples_of(trace)) do
+      if s.stack[#s.stack]:find("^burn %(") then
+        n = n + 1
+        assert.are.same({"[truncated]", "down", "down", "down", "burn"},
+          {s.stack[1], s.stack[2]:match("^(%a+) "), s.stack[3]:match("^(%a+) "),
+           s.stack[4]:match("^(%a+) "), s.stack[5]:match("^(%a+) ")})
+      end
+    end
+    assert.is_true(n > 0)
+  end)
+
+  it("records [table full] when a lane's tables fill, and counts it", function()
+    T.stab_limit(10) -- the 8 synthetic frames and stacks, and 2 more
+    p.profile_start(65536, {sample_hz = 1000})
+    burn(0.2 * SCALE)
+    p.profile_stop()
+    local trace = S.save(p)
+    local full = 0
+    for _, s in ipairs(samples_of(trace)) do
+      if s.stack[1] == "[table full]" then
+        full = full + 1
+        assert.are.equal(1, #s.stack)
+      end
+    end
+    assert.is_true(full > 0)
+    assert.are.equal(full, lane_info(trace, "caller").samplesSkipped.tableFull)
+  end)
+
+  it("survives fork and exec in a job sampled at 10 kHz", function()
+    local q = jobque.new{workers = 1}
+    p.profile_start(65536, {sample_hz = 10000})
+    local n = q:submit(function()
+      local ok = 0
+      for _ = 1, 20 do
+        if os.execute("true") then ok = ok + 1 end
+      end
+      return ok
+    end):wait()
+    p.profile_stop()
+    assert.are.equal(20, n)
+    q:close()
+  end)
+end)
+
+describe("accuracy", function()
+  after_each(function() p.profile_stop() end)
+
+  -- Jobs that spend, by construction, 3/4 of their loop iterations in
+  -- `heavy` and 1/4 in `light` (the same loop body), on 2 workers, with
+  -- about 4 s of CPU in all (1,000 signals and more at the kernel's tick).
+  it("splits 75/25 within 5 points, attributes every sample, and weighs the CPU time", function()
+    local cpu_total = 4 * SCALE
+    local q = jobque.new{workers = 2, name = "acc"}
+    local cat = p.profile_category("accuracy")
+    local function per_second() -- loop iterations per CPU-second, measured here
+      local t0, n, x = T.thread_cpu_ns(), 0, 0
+      while T.thread_cpu_ns() - t0 < 0.1e9 do
+        for i = 1, 10000 do x = x + i % 3 end
+        n = n + 10000
+      end
+      return n * 10
+    end
+    local iters = per_second() * cpu_total / 16 / 4 -- a quarter of one job
+    p.profile_start(65536, {sample_hz = 1000})
+    p.profile_tag(cat)
+    local jobs, ids = {}, {}
+    for k = 1, 16 do
+      jobs[k] = q:submit(function(n)
+        local t = require("jobque.core")._test
+        local function loop(m)
+          local x = 0
+          for i = 1, m do x = x + i % 3 end
+          return x
+        end
+        local function heavy(m) return (loop(m)) end -- not tail calls: their frames stay
+        local function light(m) return (loop(m)) end
+        local t0 = t.thread_cpu_ns()
+        heavy(3 * n)
+        light(n)
+        return t.thread_cpu_ns() - t0
+      end, math.floor(iters))
+      ids[jobs[k]:id()] = k
+    end
+    p.profile_tag(0)
+    local cpu_ns = {}
+    for k = 1, 16 do cpu_ns[k] = jobs[k]:wait() end
+    p.profile_stop()
+    local trace = S.save(p)
+    local period = trace.jobqueProfile.sampling.periodNs
+    local heavy, light, job_lane, lane_weight = 0, 0, {}, {}
+    for _, s in ipairs(samples_of(trace)) do
+      if s.lane:find("^acc ") and not s.stack[#s.stack]:match("^%[.*%]$") then -- Lua on a worker
+        assert.is_not_nil(ids[s.job], "a Lua sample without its job")
+        assert.are.equal("accuracy", s.cat)
+      end
+      if s.job and ids[s.job] then
+        job_lane[s.job] = s.lane
+        lane_weight[s.lane] = (lane_weight[s.lane] or 0) + s.weight
+        if has_frame(s.stack, "^heavy ") then heavy = heavy + s.weight end
+        if has_frame(s.stack, "^light ") then light = light + s.weight end
+      end
+    end
+    local share = heavy / (heavy + light)
+    assert.is_true(math.abs(share - 0.75) <= 0.05, ("heavy's share %.3f"):format(share))
+    assert.is_true(trace.jobqueProfile.sampling.signals >= 1000 * SCALE)
+    local lane_cpu = {}
+    for id, k in pairs(ids) do
+      local lane = assert(job_lane[id], "a job without samples")
+      lane_cpu[lane] = (lane_cpu[lane] or 0) + cpu_ns[k]
+    end
+    for lane, ns in pairs(lane_cpu) do
+      local sampled = lane_weight[lane] * period
+      assert.is_true(math.abs(sampled - ns) <= 0.1 * ns,
+        ("%s: %d ns sampled, %d ns of CPU in its jobs"):format(lane, sampled, ns))
+    end
+    q:close()
+  end)
+end)
