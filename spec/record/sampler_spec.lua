@@ -4,7 +4,6 @@ local p = require "jobque_profile"
 local jobque = require "jobque"
 local T = require("jobque.core")._test
 local S = require "support"
-local cjson = require "cjson"
 
 -- Runs `code` (a Lua chunk) in a fresh interpreter with our modules;
 -- returns its exit status and output.
@@ -282,10 +281,10 @@ describe("what a sample holds", function()
   end)
 
   it("charges a long string.rep to its line and puts a comparator above sort [C]", function()
-    local sink
+    local sink = {}
     local function reps(n)
       for _ = 1, n do
-        sink = #string.rep("x", 1 << 22) -- the call's line: LEN and SETUPVAL follow it
+        sink[1] = #string.rep("x", 1 << 22) -- the call's line: LEN and SETI follow it
       end
     end
     local rep_line = debug.getinfo(1, "l").currentline - 3
@@ -314,6 +313,7 @@ describe("what a sample holds", function()
     end
     assert.is_true(at_line > 0 and at_line >= 4 * elsewhere, at_line .. " at the line, " .. elsewhere .. " elsewhere")
     assert.is_true(comparators > 0)
+    assert.are.equal(1 << 22, sink[1])
   end)
 
   it("names collected chunks by their text, at their own lines", function()
