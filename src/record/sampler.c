@@ -63,6 +63,7 @@ typedef struct sampler_scratch {
 
 typedef struct sampler_thread {
   _Atomic uint64_t pending; /* timer periods not yet in a sample */
+  int exited;               /* its lane let go: a late signal touches nothing */
   sampler_scratch *scratch;
   /* Staged by jq_sampler_prepare for the jq_session_start that follows. */
   int staged, staged_hz, staged_depth;
@@ -88,7 +89,8 @@ static pthread_mutex_t sampler_mu = PTHREAD_MUTEX_INITIALIZER;
 static lane_slot slots[JQ_MAX_LANES];
 static int handler_installed;
 static _Atomic uint32_t sampling_word; /* the armed session word while sampling; 0: off */
-static int cfg_hz, cfg_depth;
+static int cfg_hz;
+static _Atomic int cfg_depth; /* read by hooks on every thread */
 static uint64_t cfg_period_ns;
 static lua_State *caller_state; /* the state that started the sampling session */
 static _Atomic uint64_t n_signals, n_ticks, n_handler_runs;
@@ -122,7 +124,7 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc) {
   int saved = errno;
   atomic_fetch_add_explicit(&n_handler_runs, 1, memory_order_relaxed);
   uint32_t word = atomic_load_explicit(&sampling_word, memory_order_relaxed);
-  if (word && si->si_code == SI_TIMER &&
+  if (word && si->si_code == SI_TIMER && !sself.exited &&
       atomic_load_explicit(&jq_session_state, memory_order_relaxed) == word) {
     uint64_t w = 1 + (uint64_t)(si->si_overrun > 0 ? si->si_overrun : 0);
     atomic_fetch_add_explicit(&n_signals, 1, memory_order_relaxed);
@@ -251,11 +253,11 @@ static void sample_hook(lua_State *L, lua_Debug *ar0) {
   if (!t->lane || t->lane->gen != word) /* its first event of the session */
     if (!jq_lane_join(word))
       return;
-  int n = 0, truncated = 0;
+  int n = 0, truncated = 0, depth = atomic_load_explicit(&cfg_depth, memory_order_relaxed);
   uint32_t line = 0;
   lua_Debug ar;
   for (int level = 0; lua_getstack(L, level, &ar); level++) {
-    if (n == cfg_depth) {
+    if (n == depth) {
       truncated = 1;
       break;
     }
@@ -415,14 +417,14 @@ void jq_sampler_session_begin(uint32_t word, jq_lane *caller) {
     return;
   }
   cfg_hz = sself.staged_hz;
-  cfg_depth = sself.staged_depth;
+  atomic_store_explicit(&cfg_depth, sself.staged_depth, memory_order_relaxed);
   cfg_period_ns = 1000000000u / (uint64_t)cfg_hz;
   caller_state = sself.staged_L;
   atomic_store(&n_signals, 0);
   atomic_store(&n_ticks, 0);
   atomic_store_explicit(&sself.pending, 0, memory_order_relaxed);
   last.hz = cfg_hz;
-  last.depth = cfg_depth;
+  last.depth = sself.staged_depth;
   last.period_ns = cfg_period_ns;
   jq_session_set_sampling(&last);
   if (jq_stab_prepare(caller) == 0)
@@ -498,6 +500,8 @@ void jq_sampler_lane_joined(jq_lane *lane, uint32_t word) {
 }
 
 void jq_sampler_lane_exit(jq_lane *lane) {
+  sself.exited = 1; /* first: a signal already pending then finds it */
+  atomic_signal_fence(memory_order_seq_cst);
   pthread_mutex_lock(&sampler_mu);
   lane_slot *s = slot_of(lane);
   if (s) {
