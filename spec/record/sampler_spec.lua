@@ -71,6 +71,14 @@ end
 
 local SCALE = S.sanitized and 0.25 or 1
 
+-- ThreadSanitizer defers asynchronous signals to the next intercepted
+-- call: a pure-Lua loop gets almost none there. Under it the specs run the
+-- same work and assert no reports only; `enough` waives what needs ticks.
+local TSAN = (os.getenv("JQ_BUILD") or ""):find("thread", 1, true) ~= nil
+local function enough(ok)
+  return TSAN or ok
+end
+
 describe("sampling options", function()
   after_each(function() p.profile_stop() end)
 
@@ -159,15 +167,15 @@ describe("a sampling session", function()
     assert.are.equal(1000, sampling.hz)
     assert.are.equal(1000000, sampling.periodNs)
     assert.are.equal(64, sampling.depth)
-    assert.is_true(sampling.signals > 0 and sampling.ticks >= sampling.signals)
+    assert.is_true(enough(sampling.signals > 0) and sampling.ticks >= sampling.signals)
     local all = samples_of(trace)
-    assert.is_true(#all > 0)
+    assert.is_true(enough(#all > 0))
     local in_burn = 0
     for _, s in ipairs(all) do
       assert.are.equal("caller", s.lane)
       if has_frame(s.stack, "^burn %(") then in_burn = in_burn + 1 end
     end
-    assert.is_true(in_burn > 0)
+    assert.is_true(enough(in_burn > 0))
   end)
 
   it("gives a parked worker no samples, and a caller blocked in wait_all no Lua samples", function()
@@ -201,7 +209,7 @@ describe("a sampling session", function()
     assert.is_nil(by_lane["idle 0"])
     local info = lane_info(trace, "idle 0")
     assert.is_true(info == nil or info.samples == 0)
-    assert.is_true(by_lane["busy 0"] > 0)
+    assert.is_true(enough((by_lane["busy 0"] or 0) > 0))
     busy:close()
     idle:close()
   end)
@@ -236,7 +244,7 @@ describe("a sampling session", function()
         outside = outside + 1
       end
     end
-    assert.is_true(in_jobs > 0 and outside > 0)
+    assert.is_true(enough(in_jobs > 0 and outside > 0))
     q:close()
   end)
 end)
@@ -273,7 +281,7 @@ describe("what a sample holds", function()
     assert.are.equal(1000, count)
     assert.is_true(called)
     local trace = S.save(p)
-    assert.is_true(lane_info(trace, "hooked 0").samplesSkipped.userHook > 0)
+    assert.is_true(enough(lane_info(trace, "hooked 0").samplesSkipped.userHook > 0))
     for _, s in ipairs(samples_of(trace)) do -- none of the hooked coroutine's Lua
       if s.lane == "hooked 0" then assert.truthy(s.stack[#s.stack]:match("^%[.*%]$"), s.stack[#s.stack]) end
     end
@@ -311,8 +319,8 @@ describe("what a sample holds", function()
         assert.truthy(s.stack[#s.stack - 2]:find("^sorts %("), s.stack[#s.stack - 2])
       end
     end
-    assert.is_true(at_line > 0 and at_line >= 4 * elsewhere, at_line .. " at the line, " .. elsewhere .. " elsewhere")
-    assert.is_true(comparators > 0)
+    assert.is_true(enough(at_line > 0 and at_line >= 4 * elsewhere), at_line .. " at the line, " .. elsewhere .. " elsewhere")
+    assert.is_true(enough(comparators > 0))
     assert.are.equal(1 << 22, sink[1])
   end)
 
@@ -343,7 +351,7 @@ describe("what a sample holds", function()
         end
       end
     end
-    assert.is_true(seen > 0)
+    assert.is_true(enough(seen > 0))
     q:close()
   end)
 
@@ -366,7 +374,7 @@ describe("what a sample holds", function()
            s.stack[4]:match("^(%a+) "), s.stack[5]:match("^(%a+) ")})
       end
     end
-    assert.is_true(n > 0)
+    assert.is_true(enough(n > 0))
   end)
 
   it("records [table full] when a lane's tables fill, and counts it", function()
@@ -382,7 +390,7 @@ describe("what a sample holds", function()
         assert.are.equal(1, #s.stack)
       end
     end
-    assert.is_true(full > 0)
+    assert.is_true(enough(full > 0))
     assert.are.equal(full, lane_info(trace, "caller").samplesSkipped.tableFull)
   end)
 
@@ -402,13 +410,17 @@ describe("what a sample holds", function()
   end)
 end)
 
+-- Under ThreadSanitizer a spec that measures ticks is left to the other runs.
+local it_ticks = TSAN and function(name) pending(name .. " (TSan defers signals: the plain and ASan runs)") end
+  or it
+
 describe("accuracy", function()
   after_each(function() p.profile_stop() end)
 
   -- Jobs that spend, by construction, 3/4 of their loop iterations in
   -- `heavy` and 1/4 in `light` (the same loop body), on 2 workers, with
   -- about 5 s of CPU in all (1,000 signals and more at the kernel's tick).
-  it("splits 75/25 within 5 points, attributes every sample, and weighs the CPU time", function()
+  it_ticks("splits 75/25 within 5 points, attributes every sample, and weighs the CPU time", function()
     local cpu_total = 5 * SCALE -- at about 250 signals per CPU-second
     local q = jobque.new{workers = 2, name = "acc"}
     local cat = p.profile_category("accuracy")
