@@ -81,6 +81,7 @@ bench: build
 	LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" $(LUA) bench/report.lua
 	LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" $(LUA) bench/edges_load.lua
 	LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" $(LUA) bench/sample.lua
+	LUA_PATH="lua/?.lua;;" LUA_CPATH="build/?.so;;" $(LUA) bench/coroutine.lua
 
 clean:
 	rm -rf build build-address build-thread trace.json timeline.html

@@ -14,6 +14,7 @@
 
 #include "bindings.h"
 #include "common/write_file.h"
+#include "record/lua_coroutine.h"
 #include "record/session.h"
 
 /* The benchmarks' baseline: a C function that takes arguments and does nothing. */
@@ -56,6 +57,7 @@ __attribute__((visibility("default"))) int luaopen_jobque_core(lua_State *L) {
   lua_setfield(L, -2, "write_file");
 #ifdef JQ_TESTING
   jq_open_testing(L, luaopen_jobque_core);
+  jq_open_testing_coroutine(L);
   lua_setfield(L, -2, "_test");
 #endif
   return 1;

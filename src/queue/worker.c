@@ -28,6 +28,7 @@
 #include <lauxlib.h>
 #include <lualib.h>
 
+#include "record/lua_coroutine.h"
 #include "record/sampler.h"
 #include "record/session.h"
 
@@ -759,6 +760,7 @@ static int caller_run_one(jq_queue *q, lua_State *L) {
 
 void jq_prepare_state(lua_State *L, const char *path, const char *cpath, lua_CFunction open_core) {
   luaL_openlibs(L);
+  jq_coroutine_install(L); /* the sampler sees the coroutines a job resumes */
   lua_getglobal(L, "package");
   lua_pushstring(L, path);
   lua_setfield(L, -2, "path");

@@ -18,6 +18,7 @@
 #include <lua.h>
 
 #include "bindings.h"
+#include "record/lua_coroutine.h"
 #include "record/sampler.h"
 #include "record/session.h"
 
@@ -97,9 +98,11 @@ static int sentinel_gc(lua_State *L) {
 }
 
 /* A state that starts a sampling session: made ready for it (may raise,
- * before anything is staged). When it closes, its sentinel's __gc tells
- * the sampler to stop sampling it. */
+ * before anything is staged): coroutine.resume/wrap replaced, and a
+ * sentinel whose __gc, when the state closes, tells the sampler to stop
+ * sampling it. */
 static void sampling_in_state(lua_State *L) {
+  jq_coroutine_install(L); /* resume/wrap that keep the running coroutine current */
   if (lua_rawgetp(L, LUA_REGISTRYINDEX, &SENTINEL_KEY) == LUA_TNIL) {
     lua_newuserdatauv(L, 1, 0);
     lua_createtable(L, 0, 1);
