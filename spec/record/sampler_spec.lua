@@ -394,6 +394,47 @@ describe("what a sample holds", function()
     assert.are.equal(full, lane_info(trace, "caller").samplesSkipped.tableFull)
   end)
 
+  it("shows a coroutine.wrap generator's frames above its resumer's and the job's", function()
+    local q = jobque.new{workers = 1, name = "gen"}
+    p.profile_start(65536, {sample_hz = 1000})
+    local job = q:submit(function(n, rounds)
+      local gen = coroutine.wrap(function() -- 4/5 of the loop iterations
+        while true do
+          local x = 0
+          for i = 1, 4 * n do x = x + i % 3 end
+          coroutine.yield(x)
+        end
+      end)
+      local function consume(k) -- 1/5
+        local y = 0
+        for _ = 1, k do
+          y = y + gen()
+          for i = 1, n do y = y + i % 3 end
+        end
+        return y
+      end
+      local y = consume(rounds)
+      return y
+    end, 100000, math.floor(200 * SCALE))
+    job:wait()
+    p.profile_stop()
+    local total, in_gen = 0, 0
+    for _, s in ipairs(samples_of(S.save(p))) do
+      if s.job == job:id() then
+        total = total + s.weight
+        local k = #s.stack
+        if s.stack[k]:find("^function <.*:%d+>$") and s.stack[k - 1] == "gen [C]" then
+          in_gen = in_gen + s.weight
+          assert.truthy(s.stack[k - 2]:find("^consume %("), s.stack[k - 2])
+          assert.truthy(s.stack[k - 3]:find("^function <"), s.stack[k - 3]) -- the job's function
+          assert.are.equal(k - 3, 1)
+        end
+      end
+    end
+    assert.is_true(enough(total > 0 and in_gen >= 0.7 * total), in_gen .. " of " .. total)
+    q:close()
+  end)
+
   it("survives fork and exec in a job sampled at 10 kHz", function()
     local q = jobque.new{workers = 1}
     p.profile_start(65536, {sample_hz = 10000})
@@ -418,10 +459,10 @@ describe("accuracy", function()
   after_each(function() p.profile_stop() end)
 
   -- Jobs that spend, by construction, 3/4 of their loop iterations in
-  -- `heavy` and 1/4 in `light` (the same loop body), on 2 workers, with
-  -- about 5 s of CPU in all (1,000 signals and more at the kernel's tick).
+  -- `heavy` and 1/4 in `light` (the same loop body), on 2 workers, in
+  -- batches of 8 (about 1.2 s of CPU) until 1,000 signals came: about 4 s
+  -- of CPU at the kernel's tick, more on a busy machine.
   it_ticks("splits 75/25 within 5 points, attributes every sample, and weighs the CPU time", function()
-    local cpu_total = 5 * SCALE -- at about 250 signals per CPU-second
     local q = jobque.new{workers = 2, name = "acc"}
     local cat = p.profile_category("accuracy")
     local function per_second() -- loop iterations per CPU-second, measured here
@@ -432,30 +473,36 @@ describe("accuracy", function()
       end
       return n * 10
     end
-    local iters = per_second() * cpu_total / 16 / 4 -- a quarter of one job
+    local iters = math.floor(per_second() * 0.15 / 4) -- a quarter of a job of 0.15 s
+    local function job(n)
+      local t = require("jobque.core")._test
+      local function loop(m)
+        local x = 0
+        for i = 1, m do x = x + i % 3 end
+        return x
+      end
+      local function heavy(m) return (loop(m)) end -- not tail calls: their frames stay
+      local function light(m) return (loop(m)) end
+      local t0 = t.thread_cpu_ns()
+      heavy(3 * n)
+      light(n)
+      return t.thread_cpu_ns() - t0
+    end
     p.profile_start(65536, {sample_hz = 1000})
     p.profile_tag(cat)
     local jobs, ids = {}, {}
-    for k = 1, 16 do
-      jobs[k] = q:submit(function(n)
-        local t = require("jobque.core")._test
-        local function loop(m)
-          local x = 0
-          for i = 1, m do x = x + i % 3 end
-          return x
-        end
-        local function heavy(m) return (loop(m)) end -- not tail calls: their frames stay
-        local function light(m) return (loop(m)) end
-        local t0 = t.thread_cpu_ns()
-        heavy(3 * n)
-        light(n)
-        return t.thread_cpu_ns() - t0
-      end, math.floor(iters))
-      ids[jobs[k]:id()] = k
+    for _ = 1, 40 do
+      local first = #jobs + 1
+      for k = first, first + 7 do
+        jobs[k] = q:submit(job, iters)
+        ids[jobs[k]:id()] = k
+      end
+      q:wait_all()
+      if T.sampler_stats().signals >= 1000 * SCALE then break end
     end
     p.profile_tag(0)
     local cpu_ns = {}
-    for k = 1, 16 do cpu_ns[k] = jobs[k]:wait() end
+    for k = 1, #jobs do cpu_ns[k] = jobs[k]:wait() end
     p.profile_stop()
     local trace = S.save(p)
     local period = trace.jobqueProfile.sampling.periodNs

@@ -71,7 +71,7 @@ typedef struct sampler_thread {
   lua_State *staged_L;
 } sampler_thread;
 
-_Thread_local jq_sampler_tags jq_sampler_job_self JQ_TLS_MODEL;
+_Thread_local jq_sampler_local jq_sampler_job_self JQ_TLS_MODEL;
 static _Thread_local sampler_thread sself JQ_TLS_MODEL;
 
 /* A thread that has a lane: where its timer goes. */
@@ -184,34 +184,54 @@ static int frame_text(lua_State *L, lua_Debug *ar, char *buf, size_t n, int *kin
   return snprintf(buf, n, "function <%s:%d>", ar->short_src, ar->linedefined);
 }
 
-/* The cached text of the frame at `ar`; NULL when out of memory. */
-static const cached_frame *frame_of(lua_State *L, lua_Debug *ar, sampler_scratch *s) {
+static const char CALL_SITE = 0; /* a cache key's cfunc: a C function known by its call site */
+
+/* The cached text of the frame at `ar` of coroutine Lw (filled with "Sl");
+ * NULL when out of memory. A C function in the running coroutine is known
+ * by its address ("f" pushes it there, within the hook's stack space); one
+ * in a resumer (a coroutine suspended in a resume, whose stack is not
+ * pushed on) by its call site, which is what its name comes from. */
+static const cached_frame *frame_of(lua_State *Lw, int level, lua_Debug *ar, int running,
+                                    sampler_scratch *s) {
   const void *cf = NULL;
-  if (*ar->what == 'C') {
-    lua_getinfo(L, "f", ar);
-    cf = (const void *)lua_tocfunction(L, -1);
-    lua_pop(L, 1);
+  const char *src = ar->short_src;
+  int a = ar->linedefined, b = ar->lastlinedefined;
+  lua_Debug caller;
+  if (*ar->what == 'C' && running) {
+    lua_getinfo(Lw, "f", ar);
+    cf = (const void *)lua_tocfunction(Lw, -1);
+    lua_pop(Lw, 1);
+  } else if (*ar->what == 'C') {
+    cf = &CALL_SITE;
+    a = b = -1;
+    src = "";
+    if (lua_getstack(Lw, level + 1, &caller) && lua_getinfo(Lw, "Sl", &caller) &&
+        caller.currentline >= 0) {
+      src = caller.short_src;
+      a = caller.currentline;
+      b = caller.linedefined;
+    }
   }
   uint32_t h = 2166136261u;
   h = hash_bytes(h, &cf, sizeof cf);
-  h = hash_bytes(h, ar->short_src, strlen(ar->short_src));
-  h = hash_bytes(h, &ar->linedefined, sizeof ar->linedefined);
-  h = hash_bytes(h, &ar->lastlinedefined, sizeof ar->lastlinedefined);
+  h = hash_bytes(h, src, strlen(src));
+  h = hash_bytes(h, &a, sizeof a);
+  h = hash_bytes(h, &b, sizeof b);
   h |= 1u;
   for (uint32_t i = h % CACHE_SLOTS;; i = (i + 1) % CACHE_SLOTS) {
     cached_frame *c = &s->cache[i];
-    if (c->hash == h && c->cfunc == cf && c->linedefined == ar->linedefined &&
-        c->lastline == ar->lastlinedefined && strcmp(c->src, ar->short_src) == 0)
+    if (c->hash == h && c->cfunc == cf && c->linedefined == a && c->lastline == b &&
+        strcmp(c->src, src) == 0)
       return c;
     if (c->hash != 0)
       continue;
     if (s->cached >= CACHE_SLOTS / 2) { /* full: start again */
       cache_clear(s);
-      return frame_of(L, ar, s);
+      return frame_of(Lw, level, ar, running, s);
     }
     char buf[SCRATCH_TEXT];
     int kind;
-    int len = frame_text(L, ar, buf, sizeof buf, &kind);
+    int len = frame_text(Lw, ar, buf, sizeof buf, &kind);
     if (len < 0)
       return NULL;
     if ((size_t)len >= sizeof buf)
@@ -223,13 +243,41 @@ static const cached_frame *frame_of(lua_State *L, lua_Debug *ar, sampler_scratch
     c->len = (size_t)len;
     c->kind = kind;
     c->cfunc = cf;
-    c->linedefined = ar->linedefined;
-    c->lastline = ar->lastlinedefined;
-    snprintf(c->src, sizeof c->src, "%s", ar->short_src);
+    c->linedefined = a;
+    c->lastline = b;
+    snprintf(c->src, sizeof c->src, "%s", src);
     c->hash = h;
     s->cached++;
     return c;
   }
+}
+
+/* One sample's frames, innermost first, in s->frames. */
+typedef struct walk {
+  int n, depth, truncated;
+  uint32_t line; /* the leaf's */
+} walk;
+
+/* Appends the frames of coroutine Lw to the walk; 0 when out of memory. */
+static int walk_coroutine(lua_State *Lw, int running, sampler_scratch *s, walk *wk) {
+  lua_Debug ar;
+  for (int level = 0; lua_getstack(Lw, level, &ar); level++) {
+    if (wk->n == wk->depth) {
+      wk->truncated = 1;
+      return 1;
+    }
+    lua_getinfo(Lw, "Sl", &ar);
+    if (wk->n == 0 && ar.currentline > 0)
+      wk->line = (uint32_t)ar.currentline;
+    const cached_frame *c = frame_of(Lw, level, &ar, running, s);
+    if (!c)
+      return 0;
+    jq_frame_text *f = &s->frames[wk->n++];
+    f->text = c->text;
+    f->len = c->len;
+    f->kind = c->kind;
+  }
+  return 1;
 }
 
 static sampler_scratch *scratch_here(void) {
@@ -253,28 +301,17 @@ static void sample_hook(lua_State *L, lua_Debug *ar0) {
   if (!t->lane || t->lane->gen != word) /* its first event of the session */
     if (!jq_lane_join(word))
       return;
-  int n = 0, truncated = 0, depth = atomic_load_explicit(&cfg_depth, memory_order_relaxed);
-  uint32_t line = 0;
-  lua_Debug ar;
-  for (int level = 0; lua_getstack(L, level, &ar); level++) {
-    if (n == depth) {
-      truncated = 1;
-      break;
-    }
-    lua_getinfo(L, "Sl", &ar);
-    if (level == 0 && ar.currentline > 0)
-      line = (uint32_t)ar.currentline;
-    const cached_frame *c = frame_of(L, &ar, s);
-    if (!c)
-      return; /* out of memory: no sample */
-    jq_frame_text *f = &s->frames[n++];
-    f->text = c->text;
-    f->len = c->len;
-    f->kind = c->kind;
-  }
+  walk wk = {0, atomic_load_explicit(&cfg_depth, memory_order_relaxed), 0, 0};
+  if (!walk_coroutine(L, 1, s, &wk))
+    return; /* out of memory: no sample */
+  /* Then its resumers' frames, down to a resume from no sampled coroutine. */
+  jq_sampler_local *me = &jq_sampler_job_self;
+  for (int i = me->broken ? -1 : me->n - 1; i >= 0 && me->chain[i] && !wk.truncated; i--)
+    if (!walk_coroutine(me->chain[i], 0, s, &wk))
+      return;
   int64_t job = (int64_t)t->job;
   uint16_t tag = job ? jq_sampler_job_self.job_tag : t->tag;
-  jq_sample_put(s->frames, n, truncated, job, tag, line, w, 0);
+  jq_sample_put(s->frames, wk.n, wk.truncated, job, tag, wk.line, w, 0);
 }
 
 /* ---- timers ---- */

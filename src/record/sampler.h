@@ -41,13 +41,44 @@ enum {
   JQ_ACT_COUNT
 };
 
+#define JQ_RESUME_CHAIN 16 /* nested resumes whose resumers a sample shows */
+
+/* The sampler's state of a thread that its runner and resume functions
+ * write (the handler and the hook run on the same thread): the categories
+ * of what it runs, for its samples (job_tag: the running job's, which a
+ * sample in a job carries; act_tag: that of the job an activity works for),
+ * and the chain of coroutines that resumed the running one (chain[n - 1]
+ * resumed it; NULL: a resume from no sampled coroutine), so that a sample
+ * in a generator shows its resumer's frames below its own. */
+typedef struct jq_sampler_local {
+  uint16_t job_tag, act_tag;
+  int n;      /* nested resumes; chain[] holds the first JQ_RESUME_CHAIN */
+  int broken; /* deeper than the chain: no resumer frames until it empties */
+  lua_State *chain[JQ_RESUME_CHAIN];
+} jq_sampler_local;
+extern _Thread_local jq_sampler_local jq_sampler_job_self JQ_TLS_MODEL;
+
 /* Makes `co` the coroutine running Lua on this thread (NULL: none) and
  * returns the one before, for the caller to put back when `co` yields,
  * returns or fails. Every resume of a coroutine a sampler should see goes
- * between the two (the runner's, the replaced coroutine.resume/wrap). */
+ * between the two (the runner's, the replaced coroutine.resume/wrap): the
+ * call that puts back the previous one is told from a resume by the chain
+ * (its top is that previous one); NULL empties the chain. */
 static inline lua_State *jq_sampler_swap(lua_State *co) {
   jq_thread *self = &jq_self;
+  jq_sampler_local *me = &jq_sampler_job_self;
   lua_State *prev = atomic_load_explicit(&self->sample_L, memory_order_relaxed);
+  if (co == NULL) {
+    me->n = 0;
+    me->broken = 0;
+  } else if (me->n > 0 && me->n <= JQ_RESUME_CHAIN && me->chain[me->n - 1] == co) {
+    me->n--; /* back to the resumer */
+  } else if (me->n < JQ_RESUME_CHAIN) {
+    me->chain[me->n++] = prev;
+  } else { /* too deep to follow: resumers are not shown until it empties */
+    me->broken = 1;
+    me->n = JQ_RESUME_CHAIN + 1;
+  }
   atomic_store_explicit(&self->sample_L, (void *)co, memory_order_relaxed);
   atomic_signal_fence(memory_order_seq_cst);
   return prev;
@@ -64,13 +95,6 @@ static inline int jq_sampler_act(int act, int64_t job) {
   return prev;
 }
 
-/* The categories of what the thread runs, for its samples: the running
- * job's (job_tag: a sample in a job carries its category) and that of the
- * job an activity works for (act_tag). Written by this thread only. */
-typedef struct jq_sampler_tags {
-  uint16_t job_tag, act_tag;
-} jq_sampler_tags;
-extern _Thread_local jq_sampler_tags jq_sampler_job_self JQ_TLS_MODEL;
 
 /* What a thread's activity was, to put back (jq_sampler_enter/leave). */
 typedef struct jq_sampler_ctx {
