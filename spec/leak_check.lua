@@ -131,6 +131,30 @@ for _, n in ipairs {1, 300, 700, 900, 950, 980} do
     q:close()
   end
 end
+-- Sampling: timers on the caller and two workers, the hook's name caches,
+-- the lanes' sample tables, a generator's resumer chain, then the save.
+do
+  p.profile_start(4096, {sample_hz = 10000, sample_depth = 8})
+  local q = jobque.new {workers = 2}
+  local function burn(n)
+    local gen = coroutine.wrap(function()
+      while true do
+        local x = 0
+        for i = 1, n do x = x + i end
+        coroutine.yield(x)
+      end
+    end)
+    local y = 0
+    for _ = 1, 20 do y = y + gen() end
+    return y
+  end
+  for _ = 1, 6 do q:submit(burn, 20000) end
+  burn(20000)
+  q:wait_all()
+  q:close()
+  p.profile_stop()
+  assert(p.profile_save(S.tmpfile()))
+end
 collectgarbage()
 collectgarbage()
 assert(T.live_queues() == 0, "queues left alive: " .. T.live_queues())

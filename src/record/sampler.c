@@ -563,6 +563,16 @@ void jq_sampler_state_closing(lua_State *L) {
   pthread_mutex_unlock(&sampler_mu);
 }
 
+/* The library unloads (the last state holding it closed): the unloading
+ * thread's name cache goes (the others' went with their lanes). */
+__attribute__((destructor)) static void sampler_fini(void) {
+  if (sself.scratch) {
+    cache_clear(sself.scratch);
+    free(sself.scratch);
+    sself.scratch = NULL;
+  }
+}
+
 #ifdef JQ_TESTING
 void jq_sampler_test_stats(uint64_t *handler_runs, uint64_t *signals, uint64_t *ticks) {
   *handler_runs = atomic_load(&n_handler_runs);
