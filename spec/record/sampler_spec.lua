@@ -110,6 +110,46 @@ describe("sampling options", function()
   end)
 end)
 
+describe("timers that cannot be made", function()
+  after_each(function()
+    T.sampler_fail_timers(false)
+    p.profile_stop()
+  end)
+
+  it("raises for the caller's timer, keeping the last session", function()
+    p.profile_start(64)
+    p.profile_marker("kept", 1)
+    p.profile_stop()
+    T.sampler_fail_timers("caller")
+    local err = S.err_of(p.profile_start, 64, {sample_hz = 100}):gsub("^[^:]*:%d+: ", "")
+    assert.are.equal("profile_start: cannot sample: cannot create this thread's CPU-time timer: "
+      .. "Resource temporarily unavailable", err)
+    assert.is_false(p.profile_is_on())
+    assert.are.equal(1, #S.markers(S.save(p), "kept"))
+    assert.are.equal(0, timers())
+  end)
+
+  it("records a worker's failure in its laneInfo, without raising", function()
+    local q = jobque.new{workers = 1, name = "untimed"}
+    T.sampler_fail_timers("workers")
+    p.profile_start(65536, {sample_hz = 1000})
+    assert.are.equal(1, timers()) -- the caller's only
+    q:submit(function(cpu)
+      local t = require("jobque.core")._test
+      local t0, x = t.thread_cpu_ns(), 0
+      while t.thread_cpu_ns() - t0 < cpu * 1e9 do for i = 1, 1000 do x = x + i end end
+    end, 0.1 * SCALE):wait()
+    p.profile_stop()
+    local trace = S.save(p)
+    local info = lane_info(trace, "untimed 0")
+    assert.are.equal("cannot create its CPU-time timer: Resource temporarily unavailable", info.sampleError)
+    assert.are.equal(0, info.samples)
+    assert.is_nil(lane_info(trace, "caller").sampleError)
+    for _, s in ipairs(samples_of(trace)) do assert.are_not.equal("untimed 0", s.lane) end
+    q:close()
+  end)
+end)
+
 describe("not asked, not done", function()
   it("makes no timer, leaves SIGPROF alone and writes no samples", function()
     local ok, out = run_fresh([[

@@ -323,9 +323,18 @@ static lane_slot *slot_of(jq_lane *lane) {
   return NULL;
 }
 
+#ifdef JQ_TESTING
+static _Atomic int test_fail_timers; /* 1: other threads' timers fail; 2: the caller's too */
+#define TIMER_FAILS(caller) (atomic_load(&test_fail_timers) > (caller))
+#else
+#define TIMER_FAILS(caller) 0
+#endif
+
 /* A timer on `clock` that signals thread `tid`, armed at the session's
  * period. 0 or an errno. */
 static int timer_make(clockid_t clock, pid_t tid, uint64_t period_ns, timer_t *out) {
+  if (TIMER_FAILS(0))
+    return EAGAIN; /* as when RLIMIT_SIGPENDING is reached */
   struct sigevent sev;
   memset(&sev, 0, sizeof sev);
   sev.sigev_notify = SIGEV_THREAD_ID;
@@ -405,9 +414,9 @@ int jq_sampler_prepare(lua_State *L, int hz, int depth, char *err, size_t errlen
   sev.sigev_notify = SIGEV_THREAD_ID;
   sev.sigev_signo = SIGPROF;
   sev._sigev_un._tid = own_tid();
-  if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &sself.staged_timer) != 0) {
+  if (TIMER_FAILS(1) || timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &sself.staged_timer) != 0) {
     snprintf(err, errlen, "cannot sample: cannot create this thread's CPU-time timer: %s",
-             strerror(errno));
+             strerror(TIMER_FAILS(1) ? EAGAIN : errno));
     return -1;
   }
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
@@ -574,6 +583,10 @@ __attribute__((destructor)) static void sampler_fini(void) {
 }
 
 #ifdef JQ_TESTING
+void jq_sampler_test_fail_timers(int which) {
+  atomic_store(&test_fail_timers, which);
+}
+
 void jq_sampler_test_stats(uint64_t *handler_runs, uint64_t *signals, uint64_t *ticks) {
   *handler_runs = atomic_load(&n_handler_runs);
   *signals = atomic_load(&n_signals);

@@ -148,6 +148,9 @@ void jq_sampler_state_closing(lua_State *L);
 
 #ifdef JQ_TESTING
 void jq_sampler_test_stats(uint64_t *handler_runs, uint64_t *signals, uint64_t *ticks);
+/* 1: timers of threads other than profile_start's fail (EAGAIN, as at
+ * RLIMIT_SIGPENDING); 2: the caller's too; 0: as built. */
+void jq_sampler_test_fail_timers(int which);
 #endif
 
 #endif

@@ -468,6 +468,14 @@ static int l_thread_cpu_ns(lua_State *L) {
   return 1;
 }
 
+/* sampler_fail_timers("workers" | "caller" | false): sampling timers
+ * fail, those of other threads than profile_start's, or the caller's too. */
+static int l_sampler_fail_timers(lua_State *L) {
+  const char *which = lua_toboolean(L, 1) ? luaL_checkstring(L, 1) : "";
+  jq_sampler_test_fail_timers(strcmp(which, "workers") == 0 ? 1 : strcmp(which, "caller") == 0 ? 2 : 0);
+  return 0;
+}
+
 static void foreign_handler(int sig) {
   (void)sig;
 }
@@ -533,6 +541,7 @@ void jq_open_testing(lua_State *L, lua_CFunction open_core) {
                                    {"span_text", l_span_text},
                                    {"sampler_stats", l_sampler_stats},
                                    {"sigprof", l_sigprof},
+                                   {"sampler_fail_timers", l_sampler_fail_timers},
                                    {"thread_cpu_ns", l_thread_cpu_ns},
                                    {"wakes", l_wakes},
                                    {"parked", l_parked},
