@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "record/sampler.h"
 
 #define SLOTS (2 * JQ_STAB_MAX) /* a power of 2 */
 #define FRAME_TEXT_MAX 1024     /* longer frame texts are cut (at a character) */

@@ -34,6 +34,20 @@ typedef struct jq_frame_text {
   int kind; /* JQ_FRAME_* */
 } jq_frame_text;
 
+/* What a thread does when it runs no Lua: the synthetic frame a tick there
+ * records ("[copy in]" ...). JQ_ACT_LUA: it runs the coroutine in sample_L
+ * (sampler.h). */
+enum {
+  JQ_ACT_LUA = 0,
+  JQ_ACT_NONE,        /* "[no Lua]" */
+  JQ_ACT_COPY_IN,     /* "[copy in]" */
+  JQ_ACT_COPY_OUT,    /* "[copy out]" */
+  JQ_ACT_COPY_RESULT, /* "[copy result]" */
+  JQ_ACT_SUBMIT,      /* "[submit]" */
+  JQ_ACT_SCHEDULER,   /* "[scheduler]": taking jobs, spinning */
+  JQ_ACT_COUNT
+};
+
 typedef struct jq_stab jq_stab; /* sample_tables.c */
 
 /* Gives `lane` its tables (allocated once, kept with the lane) and empties

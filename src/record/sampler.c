@@ -34,8 +34,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "record/sample_tables.h"
-#include "record/session.h"
 
 #define NAME_MAX_BYTES 200 /* of a function's name in a frame's text */
 #define CACHE_SLOTS 4096   /* functions whose frame text a thread keeps */
@@ -86,7 +84,7 @@ typedef struct lane_slot {
 } lane_slot;
 
 static pthread_mutex_t sampler_mu = PTHREAD_MUTEX_INITIALIZER;
-static lane_slot slots[JQ_MAX_LANES];
+static lane_slot slots[JQ_SAMPLER_LANES];
 static int handler_installed;
 static _Atomic uint32_t sampling_word; /* the armed session word while sampling; 0: off */
 static int cfg_hz;
@@ -317,7 +315,7 @@ static void sample_hook(lua_State *L, lua_Debug *ar0) {
 /* ---- timers ---- */
 
 static lane_slot *slot_of(jq_lane *lane) {
-  for (int i = 0; i < JQ_MAX_LANES; i++)
+  for (int i = 0; i < JQ_SAMPLER_LANES; i++)
     if (slots[i].lane == lane)
       return &slots[i];
   return NULL;
@@ -453,14 +451,14 @@ static void adopt_caller_timer(jq_lane *caller, uint32_t word) {
   s->error[0] = '\0';
 }
 
-void jq_sampler_session_begin(uint32_t word, jq_lane *caller) {
+int jq_sampler_session_begin(uint32_t word, jq_lane *caller, jq_save_sampling *out) {
   pthread_mutex_lock(&sampler_mu);
   int staged = sself.staged;
   sself.staged = 0;
   memset(&last, 0, sizeof last);
   if (!staged) {
     pthread_mutex_unlock(&sampler_mu);
-    return;
+    return 0;
   }
   cfg_hz = sself.staged_hz;
   atomic_store_explicit(&cfg_depth, sself.staged_depth, memory_order_relaxed);
@@ -472,12 +470,12 @@ void jq_sampler_session_begin(uint32_t word, jq_lane *caller) {
   last.hz = cfg_hz;
   last.depth = sself.staged_depth;
   last.period_ns = cfg_period_ns;
-  jq_session_set_sampling(&last);
+  *out = last;
   if (jq_stab_prepare(caller) == 0)
     adopt_caller_timer(caller, word);
   else
     timer_delete(sself.staged_timer);
-  for (int i = 0; i < JQ_MAX_LANES; i++) /* threads that have a lane: timers now */
+  for (int i = 0; i < JQ_SAMPLER_LANES; i++) /* threads that have a lane: timers now */
     if (slots[i].lane && slots[i].lane != caller)
       slot_timer_start(&slots[i], word);
   if (!atomic_load_explicit(&jq_self.sample_L, memory_order_relaxed))
@@ -487,21 +485,25 @@ void jq_sampler_session_begin(uint32_t word, jq_lane *caller) {
   if (s && s->error[0] && caller->stab)
     jq_stab_set_error(caller->stab, s->error);
   pthread_mutex_unlock(&sampler_mu);
+  return 1;
 }
 
-void jq_sampler_session_stop(void) {
+int jq_sampler_session_stop(jq_save_sampling *out) {
+  int stopped = 0;
   pthread_mutex_lock(&sampler_mu);
   if (atomic_load_explicit(&sampling_word, memory_order_relaxed)) {
     atomic_store_explicit(&sampling_word, 0, memory_order_relaxed);
-    for (int i = 0; i < JQ_MAX_LANES; i++)
+    for (int i = 0; i < JQ_SAMPLER_LANES; i++)
       slot_timer_delete(&slots[i]);
     last.signals = atomic_load(&n_signals);
     last.ticks = atomic_load(&n_ticks);
-    jq_session_set_sampling(&last);
+    *out = last;
+    stopped = 1;
     if (atomic_load_explicit(&jq_self.sample_L, memory_order_relaxed) == (void *)caller_state)
       jq_sampler_swap(NULL);
   }
   pthread_mutex_unlock(&sampler_mu);
+  return stopped;
 }
 
 void jq_sampler_lane_bound(jq_lane *lane) {

@@ -22,25 +22,14 @@
 #include <lua.h>
 
 #include "record/ring.h"
+#include "record/sample_tables.h" /* the activities, JQ_ACT_* */
 #include "record/snapshot.h"
 
 #define JQ_SAMPLE_HZ_MAX 10000
 #define JQ_SAMPLE_DEPTH_MAX 256
 #define JQ_SAMPLE_DEPTH_DEFAULT 64
 
-/* What a thread does when it runs no Lua: the synthetic frame a tick there
- * records ("[copy in]" ...). JQ_ACT_LUA: it runs the coroutine in sample_L. */
-enum {
-  JQ_ACT_LUA = 0,
-  JQ_ACT_NONE,        /* "[no Lua]" */
-  JQ_ACT_COPY_IN,     /* "[copy in]" */
-  JQ_ACT_COPY_OUT,    /* "[copy out]" */
-  JQ_ACT_COPY_RESULT, /* "[copy result]" */
-  JQ_ACT_SUBMIT,      /* "[submit]" */
-  JQ_ACT_SCHEDULER,   /* "[scheduler]": taking jobs, spinning */
-  JQ_ACT_COUNT
-};
-
+#define JQ_SAMPLER_LANES 1024 /* threads with a lane the sampler keeps; >= JQ_MAX_LANES */
 #define JQ_RESUME_CHAIN 16 /* nested resumes whose resumers a sample shows */
 
 /* The sampler's state of a thread that its runner and resume functions
@@ -133,9 +122,11 @@ void jq_sampler_unstage(void);
  * `word`: adopts what was staged on this thread (nothing: no sampling),
  * gives the caller's lane its tables and timer and every other thread that
  * has a lane its timer. */
-void jq_sampler_session_begin(uint32_t word, jq_lane *caller);
-/* session.c's stop, after the lanes are quiescent: deletes every timer. */
-void jq_sampler_session_stop(void);
+int jq_sampler_session_begin(uint32_t word, jq_lane *caller, jq_save_sampling *out);
+/* session.c's stop, after the lanes are quiescent: deletes every timer.
+ * Both return 1 with the session's figures (jobqueProfile.sampling, for
+ * jq_session_set_sampling) in *out when the session samples, else 0. */
+int jq_sampler_session_stop(jq_save_sampling *out);
 /* A lane was bound to the calling thread (session.c, lanes mutex held). */
 void jq_sampler_lane_bound(jq_lane *lane);
 /* The calling thread's lane joined the session `word` (session.c, no lock

@@ -34,6 +34,8 @@
 #include "record/json_writer.h"
 #include "record/sample_tables.h"
 #include "record/sampler.h"
+
+_Static_assert(JQ_MAX_LANES <= JQ_SAMPLER_LANES, "the sampler keeps every lane's thread");
 #include "record/snapshot.h"
 
 const uint32_t jq_palette[JQ_PALETTE_SIZE] = {
@@ -269,7 +271,9 @@ static void stop_locked(void) {
         sched_yield();
   }
   pthread_mutex_unlock(&lanes_mu);
-  jq_sampler_session_stop(); /* a tick still pending finds sampling off */
+  jq_save_sampling sampled;
+  if (jq_sampler_session_stop(&sampled)) /* a tick still pending finds sampling off */
+    jq_session_set_sampling(&sampled);
   /* After the last recorder left its ring: every event read its clock
    * before this, so the session's stop is after its last event. */
   session_stop = jq_clock_ticks();
@@ -338,7 +342,9 @@ int jq_session_start(uint64_t events_per_lane) {
   strcpy(caller->name, "caller");
   caller->sort_key = LANE_CALLER;
   session_origin = jq_clock_ticks();
-  jq_sampler_session_begin(state | 1u, caller); /* what jq_sampler_prepare staged, if anything */
+  jq_save_sampling sampling; /* what jq_sampler_prepare staged, if anything */
+  if (jq_sampler_session_begin(state | 1u, caller, &sampling))
+    jq_session_set_sampling(&sampling);
   atomic_store_explicit(&jq_session_state, state | 1u, memory_order_release);
   pthread_mutex_unlock(&lanes_mu);
   pthread_mutex_unlock(&control_mu);
