@@ -301,7 +301,10 @@ describe("samples in the saved file", function()
     p.profile_marker(p.profile_marker_id("sample fence"), 1)
     p.profile_stop()
     T.sample_error("timer_create: Resource temporarily unavailable")
-    local doc = S.save(p)
+    local doc, text = S.save(p)
+    -- a session that sampled has both keys, even with no sample
+    assert.truthy(text:find('\n],\n"stackFrames":{},\n"samples":[],\n"jobqueProfile":', 1, true))
+    assert.are.equal(0, doc.jobqueProfile.sampling.samples)
     local info = doc.jobqueProfile.laneInfo[1]
     assert.are.same({"timer_create: Resource temporarily unavailable", 0},
                     {info.sampleError, info.samples})
