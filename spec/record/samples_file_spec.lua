@@ -232,6 +232,7 @@ describe("samples in the saved file", function()
     T.put_sample({MAIN, REP}, {line = 2})        -- no room for "rep [C]"
     T.put_sample({MAIN, HEAVY}, {line = 3})      -- already there
     T.put_sample({ANON}, {line = 4, weight = 4}) -- no room
+    T.put_sample({HEAVY}, {line = 5})            -- a known frame, but no room for a new stack
     p.profile_stop()
     local doc, text = S.save(p)
     local section = samples_section(text)
@@ -243,9 +244,10 @@ describe("samples in the saved file", function()
       .. '\n{"tid":1,"ts":T,"sf":"3","weight":1,"name":"no category","args":{"line":1}}'
       .. ',\n{"tid":1,"ts":T,"sf":"1","weight":1,"name":"no category","args":{"line":2}}'
       .. ',\n{"tid":1,"ts":T,"sf":"3","weight":1,"name":"no category","args":{"line":3}}'
-      .. ',\n{"tid":1,"ts":T,"sf":"1","weight":4,"name":"no category","args":{"line":4}}]', section)
+      .. ',\n{"tid":1,"ts":T,"sf":"1","weight":4,"name":"no category","args":{"line":4}}'
+      .. ',\n{"tid":1,"ts":T,"sf":"1","weight":1,"name":"no category","args":{"line":5}}]', section)
     local info = doc.jobqueProfile.laneInfo[1]
-    assert.are.same({samples = 4, weight = 7, userHook = 0, tableFull = 2},
+    assert.are.same({samples = 5, weight = 8, userHook = 0, tableFull = 3},
                     {samples = info.samples, weight = info.sampleWeight, userHook = info.samplesSkipped.userHook,
                      tableFull = info.samplesSkipped.tableFull})
   end)
@@ -299,7 +301,10 @@ describe("samples in the saved file", function()
     p.profile_marker(p.profile_marker_id("sample fence"), 1)
     p.profile_stop()
     T.sample_error("timer_create: Resource temporarily unavailable")
-    local doc = S.save(p)
+    local doc, text = S.save(p)
+    -- a session that sampled has both keys, even with no sample
+    assert.truthy(text:find('\n],\n"stackFrames":{},\n"samples":[],\n"jobqueProfile":', 1, true))
+    assert.are.equal(0, doc.jobqueProfile.sampling.samples)
     local info = doc.jobqueProfile.laneInfo[1]
     assert.are.same({"timer_create: Resource temporarily unavailable", 0},
                     {info.sampleError, info.samples})

@@ -137,10 +137,10 @@ void jq_stab_set_error(jq_stab *t, const char *text) {
   if (n)
     memcpy(t->error, text, n);
   t->error[n] = '\0';
+  t->counts.error = n ? t->error : NULL;
 }
 
 jq_stab_counts *jq_stab_counts_of(jq_stab *t) {
-  t->counts.error = t->error[0] ? t->error : NULL;
   return &t->counts;
 }
 

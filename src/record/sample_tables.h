@@ -89,7 +89,9 @@ int jq_sample_skip_user_hook(uint64_t ticks);
 void jq_stab_set_error(jq_stab *t, const char *text);
 
 /* The lane's sampling counters (laneInfo): samples, their weight, ticks
- * skipped and why, and why the lane could not sample (NULL: it could). */
+ * skipped and why, and why the lane could not sample (NULL: it could; a
+ * string that outlives the save, or jq_stab_set_error's copy). Only
+ * jq_stab_prepare resets them. */
 typedef struct jq_stab_counts {
   uint64_t samples, weight;
   uint64_t skipped_user_hook, skipped_table_full;
