@@ -129,6 +129,14 @@ describe("the loader's samples", function()
     check_model(assert(load(object(EVENTS, SAMPLES, '"stack\\u0046rames":' .. FRAMES:match(":(.*)$"), META))))
   end)
 
+  it("reads the last of a samples or stackFrames key given twice, as for any key", function()
+    local other = '"samples":[{"tid":2,"ts":99,"sf":"1"}]'
+    check_model(assert(load(object(other, EVENTS, FRAMES, SAMPLES, META))))
+    check_model(assert(load(object(EVENTS, other, FRAMES, META, SAMPLES))))
+    check_model(assert(load(object(EVENTS, '"stackFrames":{"9":{"name":"x"}}', SAMPLES, FRAMES, META))))
+    check_model(assert(load(object('"stackFrames":[]', EVENTS, SAMPLES, FRAMES, META))))
+  end)
+
   it("leaves a trace without samples as it was", function()
     local m = assert(load(object(EVENTS, (META:gsub('"sampling":%b{},', "")))))
     assert.equal(0, m.nsamples)
@@ -182,6 +190,13 @@ describe("the loader's samples", function()
       assert.equal("", out)
       assert.equal("jobque-profile: " .. err .. "\n", stderr)
     end
+  end)
+
+  it("says what is wrong with the JSON before a loop of frames it read first", function()
+    local text = object(EVENTS, '"stackFrames":{"5":{"name":"s","parent":"5"}}', SAMPLES, META)
+    local m, err = load(text .. "x")
+    assert.is_nil(m)
+    assert.matches(': not JSON %(offset ' .. #text .. ': text after the JSON value%)$', err)
   end)
 
   it("skips samples below frames nested deeper than 10,000, from a chain listed leaf first", function()
