@@ -115,6 +115,12 @@ describe("the loader's samples", function()
     assert.equal(2, m.nevents) -- samples are not events
   end)
 
+  it("rounds a time of ours to the nanosecond, as an event's", function()
+    local m = assert(load(object(EVENTS, FRAMES, '"samples":[{"tid":2,"ts":12.0004,"sf":"1"},' ..
+                                 '{"tid":2,"ts":12.0006,"sf":"1"}]', META)))
+    assert.same({12, 12.001}, columns(m).sample_ts)
+  end)
+
   it("reads samples before stackFrames, both before or after the events and the metadata", function()
     for _, order in ipairs{{SAMPLES, FRAMES, EVENTS, META}, {FRAMES, SAMPLES, EVENTS, META},
                            {EVENTS, SAMPLES, META, FRAMES}, {EVENTS, META, SAMPLES, FRAMES},
@@ -156,11 +162,12 @@ describe("the loader's samples", function()
     local m = assert(load(object('"traceEvents":[{"ph":"X","pid":1,"tid":1,"ts":1000,"dur":5,"name":"a"}]',
       '"stackFrames":{"1":{"category":"m1","name":"main"},"2":{"category":"m2","name":"foo","parent":1}}',
       '"samples":[{"cpu":0,"tid":1,"ts":1000.0,"name":"cycles:HG","sf":2,"weight":1},' ..
-      '{"tid":9,"ts":1001,"sf":"1"}]')))
+      '{"tid":9,"ts":1000.0004,"sf":"1"}]')))
     assert.same({n = 2, id = {"1", "2"}, name = {"main", "foo"}, category = {"m1", "m2"}, parent = {0, 1}}, m.frames)
     assert.equal(2, #m.lanes)
     assert.equal("thread 9", m.lanes[2].name)
-    assert.same({sample_ts = {1000, 1001}, sample_lane = {1, 2}, sample_frame = {2, 1}, sample_weight = {1, 1},
+    -- not ours: its times as the file has them
+    assert.same({sample_ts = {1000, 1000.0004}, sample_lane = {1, 2}, sample_frame = {2, 1}, sample_weight = {1, 1},
                  sample_cat = {"cycles:HG", "no category"}, sample_job = {false, false},
                  sample_span = {false, false}, sample_line = {false, false}}, columns(m))
   end)
