@@ -10,6 +10,7 @@
 #ifndef JQ_LOAD_H
 #define JQ_LOAD_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -80,6 +81,8 @@ static inline int cell_tag(const cells *c, size_t k) { return c->tag.p ? (unsign
 #define COPY_COLS 7
 #define EDGE_COLS 6
 #define MARKER_COLS 5
+#define SAMPLE_COLS 8 /* ts lane frame weight cat job span line */
+#define SAMPLE_REASONS 16 /* why samples were skipped: at most this many reasons */
 
 typedef struct lane_buf {
   cells c[LANE_COLS]; /* ts dur cat kind sname job args */
@@ -153,6 +156,18 @@ typedef struct loader {
   cells edge[EDGE_COLS];     /* ts lane kind job on queue */
   cells marker[MARKER_COLS]; /* ts kind arg pid tid */
   cells extra;               /* extra_ts */
+  /* the samples and their frames (load_samples.c) */
+  cells smp[SAMPLE_COLS];
+  lua_Integer nsamples, nskipped;
+  const char *skip_why[SAMPLE_REASONS]; /* why samples were skipped, in order of first appearance */
+  lua_Integer skip_n[SAMPLE_REASONS];
+  jq_vec frame_buf;  /* the frames, in file order */
+  jq_vec place_buf;  /* uint32_t by string index: the frame of that id's place + 1 */
+  jq_vec num_buf;    /* int32_t by an id's decimal value: the frame's number, or why it has none */
+  size_t nframes;
+  int32_t nnumbered;
+  uint32_t frames_loop; /* the string index of the id of a frame on a loop of parents; 0: none */
+  int frames_read, samples_read;
   jq_vec order;              /* time_order's indexes */
   size_t events_at;          /* the events array's '[' */
   int chain_tags;            /* the seed format's chain tags handed to Lua (chain_tags) */
@@ -163,10 +178,24 @@ typedef struct loader {
  * member (walk's count, which leaves the top object out). */
 #define EVENT_DEPTH 2
 
+static inline int is_num(const val *v) { return v->kind == V_INT || v->kind == V_FLT; }
+
+/* A time of ours as the model holds it: the nanoseconds our writer
+ * recorded, which it printed in 2048ths of a microsecond (trace.lua's
+ * ns_time, the same operations). */
+static inline void ns_time(val *v) {
+  if (v->kind == V_FLT)
+    v->d = floor(v->d * 1000 + 0.5) / 1000;
+}
+
 /* ---- load_event.c ---- */
 
 /* The event object at s[i] ('{') into *e: one past it, or 0 and an error. */
 size_t jq_read_event(jq_src *t, size_t i, ev *e);
+
+/* The value at s[i] (after white space) into *v, containers skipped
+ * (depth0 of them open around it): one past it, or 0 and an error. */
+size_t jq_read_value(jq_src *t, size_t i, val *v, int depth0);
 
 /* ---- load_cells.c: the cells, the model's strings, the lanes' indexes ---- */
 
@@ -242,5 +271,33 @@ static inline void note_dirty(loader *ld, jq_vec *dirty, uint32_t k) {
  * in time order and their memory freed as each column is done; a column
  * with no item in Lua stays native, see columns.h). */
 void jq_flush_all(loader *ld, int last);
+
+/* ---- load.c and load_samples.c ---- */
+
+/* The lane of (pid, tid): its index (the lanes met lately cached). */
+uint32_t jq_use_lane(loader *ld, const val *pid, const val *tid);
+
+/* The top object's "stackFrames" value at s[i] read and its frames
+ * numbered (ld->frames_read; ld->frames_loop names a frame on a loop of
+ * parents, when there is one): one past it, or 0 and an error. */
+size_t jq_read_frames(loader *ld, size_t i);
+
+/* The top object's "samples" value at s[i] read into the sample columns
+ * (the frames read already, if the file has any; ld->samples_read): one
+ * past it, or 0 and an error. */
+size_t jq_read_samples(loader *ld, size_t i);
+
+/* Once every key is read: the frames at `frames` and the samples at
+ * `samples` not read yet (NONE: none) read, then model.frames and the
+ * samples' counts: 1; 0 with nil and a message pushed (a loop of the
+ * frames' parents); -1 when the JSON is bad (t's error). */
+int jq_samples_end(loader *ld, size_t frames, size_t samples);
+
+/* The loader's frames freed (jq_loader_free). */
+void jq_frames_free(loader *ld);
+
+/* order_samples(model): the sample columns by lane (their lanes' indexes
+ * already) then time. */
+int jq_order_samples(lua_State *L);
 
 #endif
