@@ -149,15 +149,8 @@ local function load(path)
   return model
 end
 
--- A time since the session's start (--from, --to) on the file's clock,
--- rounded to the nanosecond the file's times have: a start copied from the
--- report then lands on its marker, not a rounding error before or after it.
-local function file_time(model, x)
-  if x == nil then return nil end
-  local t = model.t0 + x
-  if math.abs(t) < 2 ^ 53 / 1000 then t = math.floor(t * 1000 + 0.5) / 1000 end
-  return t
-end
+-- A time since the session's start (--from, --to) on the file's clock.
+local file_time = require("jobque_profile.util").file_time
 
 -- The figures of a model over --from/--to, which count from its session's
 -- start; the critical path's steps only for --json's report (the text and
