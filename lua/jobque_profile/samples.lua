@@ -27,12 +27,15 @@
 --       rounds to 0 left out), sorted bytewise
 --   top(model, idx, n) -> the n functions (by frame text) with the most
 --       self weight (ties: more total, then the text bytewise): {frame,
---       self, total (shares of idx's weight, 0..1), self_w, total_w
+--       self, total (shares of idx's weight, 0..1), self_weight, total_weight
 --       (weights), self_us, total_us (weight x period; nil when the trace
 --       has no period)}. Total counts a function once per sample even when
 --       it recurses.
+--   path(model, cache, k) -> the cleaned texts of frame k's path, root first
+--   group(model, by, i) -> sample i's group frame for by (see stacks)
 --   period_us(model) -> the sampling period in microseconds, or nil
 --   weight(model, idx) -> the sum of idx's weights
+--   figures(model, a, b, n, all_frames) -> the report's figures (below)
 local util = require "jobque_profile.util"
 
 local M = {}
@@ -128,8 +131,9 @@ function M.clean(text)
   return (util.quote(text):sub(2, -2):gsub("\\(.)", "%1"))
 end
 
--- The cleaned texts of frame k's path, root first (cached per frame).
-local function path_of(model, cache, k)
+--- The cleaned texts of frame k's path, root first (kept in `cache`, a
+-- table the caller gives for one model, by k).
+function M.path(model, cache, k)
   local p = cache[k]
   if p then return p end
   local fr = model.frames
@@ -145,8 +149,9 @@ local function path_of(model, cache, k)
   return p
 end
 
--- The group frame of sample i for opts.by.
-local function group_of(model, by, i)
+--- The group frame of sample i for by = "category", "lane" or "job" (see
+-- stacks); nil for any other by.
+function M.group(model, by, i)
   if by == "category" then return "[category " .. M.clean(model.sample_cat[i]) .. "]" end
   if by == "lane" then return "[lane " .. M.clean(model.lanes[model.sample_lane[i]].name) .. "]" end
   if by == "job" then
@@ -164,13 +169,13 @@ function M.stacks(model, idx, opts)
   local leaf, line, weight = model.sample_frame, model.sample_line, model.sample_weight
   local cache, list, by_key = {}, {}, {}
   for _, i in ipairs(idx) do
-    local g = group_of(model, by, i)
+    local g = M.group(model, by, i)
     local ln = lines and line[i] or nil
     local key = (g or "") .. "\0" .. leaf[i] .. "\0" .. (ln or "")
     local s = by_key[key]
     if not s then
       local frames = {g}
-      for _, text in ipairs(path_of(model, cache, leaf[i])) do frames[#frames + 1] = text end
+      for _, text in ipairs(M.path(model, cache, leaf[i])) do frames[#frames + 1] = text end
       if ln then frames[#frames] = ("%s:%d"):format(frames[#frames], ln) end
       s = {frames = frames, group = g, weight = 0}
       by_key[key] = s
@@ -245,10 +250,70 @@ function M.top(model, idx, n)
   for x = 1, math.min(n, #rows) do
     local r = rows[x]
     out[x] = {frame = r.frame, self = all > 0 and r.self_w / all or 0, total = all > 0 and r.total_w / all or 0,
-              self_w = r.self_w, total_w = r.total_w, self_us = period and r.self_w * period,
+              self_weight = r.self_w, total_weight = r.total_w, self_us = period and r.self_w * period,
               total_us = period and r.total_w * period}
   end
   return out
+end
+
+--- How many categories the report breaks the top functions down by.
+M.CATEGORIES = 3
+
+-- The categories of idx by weight, most first (ties: the name bytewise):
+-- {name, weight, idx}.
+local function categories_of(model, idx)
+  local by, list = {}, {}
+  local cat, w = model.sample_cat, model.sample_weight
+  for _, i in ipairs(idx) do
+    local c = by[cat[i]]
+    if not c then
+      c = {name = cat[i], weight = 0, idx = {}}
+      by[cat[i]] = c
+      list[#list + 1] = c
+    end
+    c.weight = c.weight + w[i]
+    c.idx[#c.idx + 1] = i
+  end
+  table.sort(list, function(x, y)
+    if x.weight ~= y.weight then return x.weight > y.weight end
+    return x.name < y.name
+  end)
+  return list
+end
+
+--- The samples' figures over [a, b] (the file's clock) for the report:
+-- nil without samples, else {hz, period_us, total_weight, total_us, lanes =
+-- {{name, weight}} (the lanes with samples in the range, in lane order),
+-- top = top(.., n), by_category = {{name, total (its share of the
+-- weight), weight, total_us, top}} (the M.CATEGORIES heaviest)};
+-- all_frames: also frames, every function's row by its text (compare's).
+function M.figures(model, a, b, n, all_frames)
+  if (model.nsamples or 0) == 0 then return nil end
+  local idx = M.select(model, {ts_from = a, ts_to = b})
+  local period = M.period_us(model)
+  local total = M.weight(model, idx)
+  local by_lane, lanes = {}, {}
+  for _, i in ipairs(idx) do
+    local l = model.sample_lane[i]
+    by_lane[l] = (by_lane[l] or 0) + model.sample_weight[i]
+  end
+  for l, lane in ipairs(model.lanes) do
+    if by_lane[l] then lanes[#lanes + 1] = {name = lane.name, weight = by_lane[l]} end
+  end
+  local by_category = {}
+  for k, c in ipairs(categories_of(model, idx)) do
+    if k > M.CATEGORIES then break end
+    by_category[k] = {name = c.name, weight = c.weight, total = total > 0 and c.weight / total or 0,
+                      total_us = period and c.weight * period, top = M.top(model, c.idx, n)}
+  end
+  local f = {hz = model.sampling and model.sampling.hz, period_us = period, total_weight = total,
+             total_us = period and total * period, lanes = lanes, top = M.top(model, idx, n),
+             by_category = by_category}
+  if all_frames then
+    f.frames = {}
+    for _, r in ipairs(M.top(model, idx, math.huge)) do f.frames[r.frame] = r end
+  end
+  return f
 end
 
 return M

@@ -170,7 +170,7 @@ describe("samples.top", function()
     -- main chunk self 0, total 13
     local top = samples.top(m, samples.select(m), 10)
     local rows = {}
-    for i, r in ipairs(top) do rows[i] = {r.frame, r.self_w, r.total_w, r.self_us, r.total_us} end
+    for i, r in ipairs(top) do rows[i] = {r.frame, r.self_weight, r.total_weight, r.self_us, r.total_us} end
     assert.same({
       {"rec (job.lua:30)", 5, 5, 5000, 5000},
       {"run (job.lua:10)", 4, 13, 4000, 13000},
@@ -187,16 +187,16 @@ describe("samples.top", function()
     local top = samples.top(m, samples.select(m, {categories = {"attention"}}), 2)
     -- attention: samples 1, 2, 4 (weight 4): heavy self 3, total 4; sort [C] self 1
     assert.same(2, #top)
-    assert.same({"heavy (job.lua:20)", 3, 4, 0.75, 1}, {top[1].frame, top[1].self_w, top[1].total_w, top[1].self,
+    assert.same({"heavy (job.lua:20)", 3, 4, 0.75, 1}, {top[1].frame, top[1].self_weight, top[1].total_weight, top[1].self,
                                                          top[1].total})
-    assert.same({"sort [C]", 1, 1, 0.25, 0.25}, {top[2].frame, top[2].self_w, top[2].total_w, top[2].self,
+    assert.same({"sort [C]", 1, 1, 0.25, 0.25}, {top[2].frame, top[2].self_weight, top[2].total_weight, top[2].self,
                                                  top[2].total})
   end)
   it("has no times when the trace gives no period", function()
     local x = model()
     x.sampling = nil
     local top = samples.top(x, {7}, 5)
-    assert.same({"run (job.lua:10)", 4, 4}, {top[1].frame, top[1].self_w, top[1].total_w})
+    assert.same({"run (job.lua:10)", 4, 4}, {top[1].frame, top[1].self_weight, top[1].total_weight})
     assert.is_nil(top[1].self_us)
     assert.is_nil(samples.period_us(x))
     assert.equal(1000, samples.period_us(model()))
@@ -204,5 +204,40 @@ describe("samples.top", function()
   it("sums the weights", function()
     assert.equal(14, samples.weight(m, samples.select(m)))
     assert.equal(0, samples.weight(m, {}))
+  end)
+end)
+
+describe("samples.figures", function()
+  local m = model()
+  it("is nil for a trace without samples", function()
+    assert.is_nil(samples.figures({t0 = 0, t1 = 1, lanes = {}, nsamples = 0}, 0, 1, 10))
+    assert.is_nil(samples.figures({t0 = 0, t1 = 1, lanes = {}}, 0, 1, 10))
+  end)
+  it("sums the weight by lane and breaks the top functions down by the heaviest categories", function()
+    local f = samples.figures(m, 1000, 2000, 2)
+    assert.same({1000, 1000, 14, 14000}, {f.hz, f.period_us, f.total_weight, f.total_us})
+    assert.same({{name = "worker 1", weight = 6}, {name = "worker 2", weight = 4}, {name = "caller", weight = 4}},
+                f.lanes)
+    assert.same({"rec (job.lua:30)", "run (job.lua:10)"}, {f.top[1].frame, f.top[2].frame})
+    assert.equal(2, #f.top)
+    -- mlp 3 + 2 + 1 = 6; attention 2 + 1 + 1 = 4 and no category 4 (a tie: by name)
+    local cats = {}
+    for i, c in ipairs(f.by_category) do cats[i] = {c.name, c.weight, c.total_us} end
+    assert.same({{"mlp", 6, 6000}, {"attention", 4, 4000}, {"no category", 4, 4000}}, cats)
+    assert.near(6 / 14, f.by_category[1].total, 1e-12)
+    -- mlp's samples 3, 5, 6: rec self 5, [copy in] self 1
+    local top = f.by_category[1].top
+    assert.same({"rec (job.lua:30)", 5, "[copy in]", 1}, {top[1].frame, top[1].self_weight, top[2].frame,
+                                                        top[2].self_weight})
+    assert.is_nil(f.frames)
+  end)
+  it("counts the samples of the range only, and lists every function for compare", function()
+    -- 1025 .. 1055: samples 3, 4, 5 (weights 3, 1, 2)
+    local f = samples.figures(m, 1025, 1055, 10, true)
+    assert.equal(6, f.total_weight)
+    assert.same({{name = "worker 1", weight = 3}, {name = "worker 2", weight = 3}}, f.lanes)
+    assert.same({5, 5}, {f.frames["rec (job.lua:30)"].self_weight, f.frames["rec (job.lua:30)"].total_weight})
+    assert.same({0, 6}, {f.frames[MAIN].self_weight, f.frames[MAIN].total_weight})
+    assert.is_nil(f.frames["sort [C]"])
   end)
 end)
