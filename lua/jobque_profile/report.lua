@@ -459,7 +459,7 @@ function M.samples_lines(f)
   local weight = ("%.10g"):format(s.total_weight)
   out[#out + 1] = s.total_us
     and ("top functions (CPU samples: %s sampled, weight %s x %s%s; total: on the stack)"):format(
-      M.us(s.total_us), weight, M.us(s.period_us), s.hz and (" at " .. s.hz .. " Hz") or "")
+      M.us(s.total_us), weight, M.us(s.period_us), s.hz and (" at %.10g Hz"):format(s.hz) or "")
     or ("top functions (CPU samples: weight %s, the trace gives no period; total: on the stack)"):format(weight)
   if s.total_weight == 0 then
     out[#out + 1] = "  no samples in the range"
