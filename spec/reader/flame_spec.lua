@@ -49,8 +49,8 @@ describe("jobque-profile flame", function()
     code, out = run(("flame '%s' --category mlp --category embed --by job"):format(path))
     assert.equal(0, code)
     assert.equal(lines("[job 18 mlp];" .. MR .. ";rec (job.lua:30);rec (job.lua:30) 2050",
+                       "[job 20 mlp];[copy in] 50", -- "[" (0x5B) sorts before "m" (0x6D)
                        "[job 20 mlp];" .. MR .. ";rec (job.lua:30) 700",
-                       "[job 20 mlp];[copy in] 50",
                        "[job 21 embed];" .. MR .. ";decode (job.lua:40) 1000"), out)
     code = run(("flame '%s' --lane caller --lane nobody --by lane"):format(path))
     assert.equal(2, code) -- "nobody" is no lane of the trace
