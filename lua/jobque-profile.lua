@@ -48,7 +48,8 @@ end
 local report_cmd = parser:command("report", "Busy, wait and idle time per lane, categories, marker units.")
 report_cmd:argument("trace", "A saved trace (JSON).")
 times(report_cmd)
-report_cmd:option("--top", "List the N slowest units of each marker kind (default 10).")
+report_cmd:option("--top", "List the N slowest units of each marker kind, and the N top functions of the CPU "
+                  .. "samples (default 10).")
   :argname("N"):convert(function(text)
     local n = math.tointeger(tonumber(text))
     if not n or n < 0 or n > 1e6 then
