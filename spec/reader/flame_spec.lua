@@ -109,6 +109,24 @@ describe("jobque-profile flame", function()
     assert.truthy(err:find("^jobque%-profile: .*" .. S.tmpdir:gsub("%p", "%%%0")))
   end)
 
+  it("keeps each frame one frame of the folded line: ';' as ',', control bytes as '?', not UTF-8 as U+FFFD", function()
+    local odd = S.tmpfile("odd.json")
+    S.write(odd, '{"traceEvents":[{"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"w;1"}}],\n'
+      .. '"stackFrames":{"1":{"name":"x;y (a.lua:1)","category":"lua"},'
+      .. '"2":{"name":"bad\\u0001\x7F\\tz \xFF\xE2\x82","category":"lua","parent":"1"}},\n'
+      .. '"samples":[{"tid":1,"ts":1,"sf":"2","weight":2,"name":"c;d"}],\n'
+      .. '"jobqueProfile":{"version":1,"startUs":0,"stopUs":10}}')
+    -- \x01, \x7F and the tab: "?"; \xFF and the cut-short \xE2\x82: one U+FFFD each
+    local code, out = run(("flame '%s' --by lane"):format(odd))
+    assert.same({0, "[lane w,1];x,y (a.lua:1);bad???z \u{FFFD}\u{FFFD} 2\n"}, {code, out})
+    code, out = run(("flame '%s' --by category --format speedscope"):format(odd))
+    assert.equal(0, code)
+    local doc = cjson.decode(out)
+    assert.same({{name = "x,y (a.lua:1)", file = "a.lua", line = 1}, {name = "bad???z \u{FFFD}\u{FFFD}"}},
+                doc.shared.frames)
+    assert.equal("category c,d", doc.profiles[1].name)
+  end)
+
   it("exits 1 on a trace without samples, with the issue's message", function()
     local plain = trace_file(true)
     local code, out, err = run(("flame '%s'"):format(plain))
