@@ -169,7 +169,7 @@ describe("the report's top functions", function()
   local function section(out, first)
     local at = out:find(first, 1, true)
     assert.truthy(at, out)
-    return out:sub(at):match("^(.-)\n\n") or out:sub(at)
+    return out:sub(at):match("^(.-)\n\n") or out:sub(at):match("^(.-)\n?$")
   end
 
   it("follows the categories: overall, then the three heaviest categories", function()
@@ -223,6 +223,14 @@ describe("the report's top functions", function()
     -- rec 2050 / 3550 = 57.7%
     assert.truthy(s:find("\n" .. ("  %7s  %7s  %10s  %s"):format("57.7%", "57.7%", "205 ms", "rec (job.lua:30)")
                          .. "\ntop functions in category \"mlp\"", 1, true), s)
+  end)
+
+  it("says so when the range holds no sample", function()
+    -- the last sample is at 90 us
+    local code, out = run(("report '%s' --from 95 --to 100"):format(path))
+    assert.equal(0, code)
+    assert.equal("top functions (CPU samples: 0 us sampled, weight 0 x 100 us at 10000 Hz; total: on the stack)\n"
+                 .. "  no samples in the range", section(out, "top functions ("))
   end)
 
   it("adds samples to --json", function()
