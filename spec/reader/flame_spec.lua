@@ -127,6 +127,19 @@ describe("jobque-profile flame", function()
     assert.equal("category c,d", doc.profiles[1].name)
   end)
 
+  it("warns of the samples it skipped, and draws the others", function()
+    local bad = S.tmpfile("skips.json")
+    S.write(bad, traces.text():gsub('"sf":"7"', '"sf":"70"'):gsub('"sf":"2"', '"sf":"20"'))
+    -- samples 7 ([copy in], 50) and 9 (run, 400) name no frame
+    local code, out, err = run(("flame '%s'"):format(bad))
+    assert.same({0, ("jobque-profile: warning: %s: 2 samples skipped (unknown sf: 2)\n"):format(bad)}, {code, err})
+    assert.equal(lines(MR .. ";decode (job.lua:40) 1020",
+                       MR .. ";heavy (job.lua:20) 1300",
+                       MR .. ";heavy (job.lua:20);sort [C] 300",
+                       MR .. ";rec (job.lua:30) 700",
+                       MR .. ";rec (job.lua:30);rec (job.lua:30) 2050"), out)
+  end)
+
   it("exits 1 on a trace without samples, with the issue's message", function()
     local plain = trace_file(true)
     local code, out, err = run(("flame '%s'"):format(plain))
