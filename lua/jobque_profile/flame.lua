@@ -8,8 +8,9 @@
 --       {name, file, line} (name: the frame's text as folded stacks show
 --       it), one "sampled" profile per lane, or per group with opts.by (the
 --       group names the profile; no group frame is added), in the order
---       their first samples come; a sample per sample of idx, in order, its
---       weight the sample's weight x the period in microseconds (unit
+--       their first samples come; a sample per sample of idx, in order
+--       (consecutive samples of one stack as one), its weight the
+--       samples' weight x the period in microseconds (unit
 --       "microseconds"; "none" and the bare weights when the trace gives no
 --       period). opts.lines appends ":LINE" to the leaf, whose `line` is
 --       then the sample's line; opts.name names the file.
@@ -82,9 +83,12 @@ local function profiles_of(model, idx, opts, index)
       text = "[" .. table.concat(ks, ",") .. "]"
       stack_text[key] = text
     end
-    local w = weight[i] * period
-    p.stacks[#p.stacks + 1] = text
-    p.weights[#p.weights + 1] = util.json(w)
+    local w, n = weight[i] * period, #p.stacks
+    if p.stacks[n] == text then -- the same stack again: one sample of both weights
+      p.weights[n] = p.weights[n] + w
+    else
+      p.stacks[n + 1], p.weights[n + 1] = text, w
+    end
     p.total = p.total + w
   end
   return list
@@ -103,7 +107,7 @@ function M.speedscope(model, idx, opts)
     out[#out + 1] = (x > 1 and ",\n" or "\n") .. '{"type":"sampled","name":' .. util.quote(p.name)
                     .. ',"unit":"' .. unit .. '","startValue":0,"endValue":' .. util.json(p.total)
                     .. ',\n"samples":[' .. table.concat(p.stacks, ",") .. '],\n"weights":['
-                    .. table.concat(p.weights, ",") .. "]}"
+                    .. util.json(p.weights):sub(2, -2) .. "]}"
   end
   out[#out + 1] = "\n]}\n"
   return table.concat(out)

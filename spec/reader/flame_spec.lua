@@ -81,6 +81,16 @@ describe("jobque-profile flame", function()
     }, doc.profiles)
   end)
 
+  it("makes consecutive samples of one stack one speedscope sample of both weights", function()
+    local same = S.tmpfile("same.json")
+    S.write(same, (traces.text():gsub('"sf":"6"', '"sf":"3"'))) -- sample 2 on heavy, as sample 1
+    local code, out = run(("flame '%s' --format speedscope --lane 'worker 1'"):format(same))
+    assert.equal(0, code)
+    local doc = cjson.decode(out)
+    assert.same({{type = "sampled", name = "worker 1", unit = "microseconds", startValue = 0, endValue = 357000,
+                  samples = {{0, 1, 2}, {0, 1, 3, 3}, {0, 1, 4}}, weights = {150000, 205000, 2000}}}, doc.profiles)
+  end)
+
   it("makes a profile per group with --by, and the leaf's line a frame of its own with --lines", function()
     local code, out = run(("flame '%s' --format speedscope --category mlp --by category --lines"):format(path))
     assert.equal(0, code)
