@@ -248,6 +248,24 @@ describe("the report's top functions", function()
                          .. "\ntop functions in category \"mlp\"", 1, true), s)
   end)
 
+  it("shows weights, not times, when the trace gives no sampling period", function()
+    local foreign = S.tmpfile("noperiod.json")
+    local text, n = traces.text():gsub('"sampling":%b{},\n', "")
+    assert.equal(1, n)
+    S.write(foreign, text)
+    local code, out = run(("report '%s' --top 1"):format(foreign))
+    assert.equal(0, code)
+    local s = section(out, "top functions (")
+    assert.equal("top functions (CPU samples: weight 5820, the trace gives no period; total: on the stack)\n"
+                 .. ("  %7s  %7s  %10s  %s\n"):format("self %", "total %", "self", "frame")
+                 .. ("  %7s  %7s  %10s  %s"):format("47.3%", "47.3%", "-", "rec (job.lua:30)"),
+                 s:match("^[^\n]*\n[^\n]*\n[^\n]*"))
+    code, out = run(("flame '%s' --format speedscope --lane caller"):format(foreign))
+    assert.equal(0, code)
+    assert.same({{type = "sampled", name = "caller", unit = "none", startValue = 0, endValue = 400,
+                  samples = {{0, 1}}, weights = {400}}}, cjson.decode(out).profiles)
+  end)
+
   it("says so when the range holds no sample", function()
     -- the last sample is at 90 us
     local code, out = run(("report '%s' --from 95 --to 100"):format(path))
