@@ -1,5 +1,6 @@
 -- A hand-written trace with CPU samples, for the flame, report and
--- speedscope specs (its figures are worked out by hand there).
+-- speedscope specs (its figures are worked out by hand there); and a
+-- session saved by the library with samples put by hand (saved()).
 --
 -- The frame tree (ids as in the file):
 --   1 main chunk (job.lua)
@@ -83,6 +84,38 @@ function M.text(without)
     ',"samples":4,"sampleWeight":3570,"samplesSkipped":{"userHook":0,"tableFull":0}',
     ',"samples":4,"sampleWeight":1850,"samplesSkipped":{"userHook":0,"tableFull":0}',
     ',"samples":1,"sampleWeight":400,"samplesSkipped":{"userHook":0,"tableFull":0}')
+end
+
+local MAIN = {"main chunk (job.lua)", "lua"}
+local HEAVY = {"heavy (job.lua:12)", "lua"}
+local REP = {"rep [C]", "C"}
+local LIGHT = {"light (job.lua:40)", "lua"}
+
+--- A saved session's path: on the caller, heavy (2 periods, job 7, "flame work"),
+-- heavy > rep [C] (3, job 7, "flame work"), light inside a "decode part"
+-- span (5, no job, no category); on the worker, heavy (1, job 1, "flame
+-- other"). 1 ms periods.
+function M.saved()
+  local p = require "jobque_profile"
+  local T = require("jobque.core")._test
+  local work, other = p.profile_category("flame work"), p.profile_category("flame other")
+  local part = p.profile_category("decode part")
+  p.profile_start(1000)
+  T.sampling_set({hz = 1000, depth = 64, period_ns = 1000000, signals = 4, ticks = 11})
+  T.put_sample({MAIN, HEAVY}, {line = 13, weight = 2, job = 7, tag = work})
+  T.put_sample({MAIN, HEAVY, REP}, {line = 14, weight = 3, job = 7, tag = work})
+  p.profile_begin(part)
+  T.put_sample({MAIN, LIGHT}, {line = 41, weight = 5})
+  p.profile_end()
+  require("jobque").with_job_que({workers = 1}, function(q)
+    q:submit(function()
+      require("jobque.core")._test.put_sample({{"main chunk (job.lua)", "lua"}, {"heavy (job.lua:12)", "lua"}},
+                                              {line = 13, weight = 1, job = 1, tag = other})
+    end):wait()
+  end)
+  p.profile_stop()
+  local _, _, path = require("support").save(p)
+  return path
 end
 
 return M

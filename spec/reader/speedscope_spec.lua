@@ -5,7 +5,8 @@
 -- from the folded file: Total counts a function once per stack even when it
 -- recurses, counts are shown with thousands separators, times in ms with
 -- two decimals (the speedscope JSON's values are weight x period). The
--- trace is spec/reader/sample_traces.lua's, written by hand.
+-- traces are spec/reader/sample_traces.lua's: one written by hand, one
+-- saved by the library from samples put through the testing hook.
 local S = require "support"
 local traces = require "reader.sample_traces"
 
@@ -104,6 +105,24 @@ describe_chromium("speedscope 1.25.0", function()
     -- worker 1 by hand: 3,570 x 100 us on main chunk; rec 2,050 x 100 us
     assert.same({"357.00ms", "0.00ns"}, got["main chunk (job.lua)"])
     assert.same({"205.00ms", "205.00ms"}, got["rec (job.lua:30)"])
+  end)
+
+  it("shows the same of a file the library saved (samples put through the testing hook)", function()
+    local saved = traces.saved() -- 1 ms periods; lanes: worker 0, then the caller
+    local folded = S.tmpfile("saved.folded")
+    flame(("'%s' -o '%s'"):format(saved, folded))
+    local want, n = expected(S.read(folded), count_text)
+    local got, m = sandwich(folded)
+    assert.same(want, got)
+    assert.same({4, 4}, {n, m})
+    assert.same({"11", "0"}, got["main chunk (job.lua)"])
+    local file = S.tmpfile("saved.speedscope.json")
+    flame(("'%s' --format speedscope -o '%s'"):format(saved, file))
+    want, n = expected(flame(("'%s' --lane 'worker 0'"):format(saved)), function(c) return ms_text(c * 1000) end)
+    got, m = sandwich(file)
+    assert.same(want, got)
+    assert.same({2, 2}, {n, m})
+    assert.same({"1.00ms", "1.00ms"}, got["heavy (job.lua:12)"])
   end)
 
   it("draws nothing of a malformed file", function()
