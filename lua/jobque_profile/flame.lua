@@ -63,25 +63,25 @@ local function profiles_of(model, idx, opts, index)
   local by, lines = opts.by, opts.lines
   local period = samples.period_us(model) or 1
   local leaf, line, weight, lane = model.sample_frame, model.sample_line, model.sample_weight, model.sample_lane
-  local list, by_name, paths, stack_text = {}, {}, {}, {}
+  local list, by_key, paths, stack_text = {}, {}, {}, {}
   for _, i in ipairs(idx) do
     local g = by and samples.group(model, by, i)
-    local name = g and g:sub(2, -2) or model.lanes[lane[i]].name
-    local p = by_name[name]
+    local key = g or lane[i] -- a lane's own profile, even when another lane has its name
+    local p = by_key[key]
     if not p then
-      p = {name = name, stacks = {}, weights = {}, total = 0}
-      by_name[name] = p
+      p = {name = g and g:sub(2, -2) or model.lanes[lane[i]].name, stacks = {}, weights = {}, total = 0}
+      by_key[key] = p
       list[#list + 1] = p
     end
     local ln = lines and line[i] or nil
-    local key = leaf[i] .. "\0" .. (ln or "")
-    local text = stack_text[key]
+    local skey = leaf[i] .. "\0" .. (ln or "")
+    local text = stack_text[skey]
     if not text then
       local path = samples.path(model, paths, leaf[i])
       local ks = {}
       for x, t in ipairs(path) do ks[x] = index(t, x == #path and ln or nil) end
       text = "[" .. table.concat(ks, ",") .. "]"
-      stack_text[key] = text
+      stack_text[skey] = text
     end
     local w, n = weight[i] * period, #p.stacks
     if p.stacks[n] == text then -- the same stack again: one sample of both weights

@@ -81,6 +81,17 @@ describe("jobque-profile flame", function()
     }, doc.profiles)
   end)
 
+  it("gives each lane its own profile, even two lanes of one name", function()
+    local twins = S.tmpfile("twins.json")
+    S.write(twins, (traces.text():gsub('"worker 2"', '"worker 1"')))
+    local code, out = run(("flame '%s' --format speedscope --lane 'worker 1'"):format(twins))
+    assert.equal(0, code)
+    local doc = cjson.decode(out)
+    assert.same({"worker 1", "worker 1"}, {doc.profiles[1].name, doc.profiles[2].name})
+    assert.same({{120000, 30000, 205000, 2000}, {10000, 70000, 5000, 100000}},
+                {doc.profiles[1].weights, doc.profiles[2].weights})
+  end)
+
   it("makes consecutive samples of one stack one speedscope sample of both weights", function()
     local same = S.tmpfile("same.json")
     S.write(same, (traces.text():gsub('"sf":"6"', '"sf":"3"'))) -- sample 2 on heavy, as sample 1
