@@ -13,11 +13,16 @@
 -- range, and selected. Names are cut (an ellipsis, line breaks as U+23CE)
 -- to NAME_WIDTH characters in the legend and to the room there is on the
 -- canvas; tooltips and the legend's titles show them whole. The specs'
--- hooks (page/hooks.js: #do=, #hover=, #probe=, #cprobe=, #bench) are in
--- the page only with options.test_hooks (the command's hidden --test-hooks).
+-- hooks (page/hooks.js: #do=, #hover=, #probe=, #cprobe=, #bench;
+-- samples_hooks.js: #iclick=, #ihover=) are in the page only with
+-- options.test_hooks (the command's hidden --test-hooks).
 -- Each in a JSON element of its own: the job graph (every job's slices,
 -- latencies and neighbours, and the critical path: jobque_profile.reader's
--- page_graph), model.counters, and the depth of each span. The columns are
+-- page_graph), model.counters, and the depth of each span. A model with
+-- samples (model.nsamples > 0) gets page/samples.js (an icicle of the
+-- selected range, filtered by category and lane; sample ticks on the lanes
+-- when zoomed in) and their data in an element of its own; a model
+-- without any gets the page it got before samples existed. The columns are
 -- written in C (src/reader/page.c, page_graph.c), one call per column;
 -- what C hands back (a slice's args that are a table, a marker's arg that
 -- is not a number) is written here.
@@ -286,8 +291,8 @@ local function sample_data(model)
     '],"c":[', c, "]}"}
 end
 
--- The page's files (page/page.html, page.css, page.js, and hooks.js
--- for the specs) sit beside this module: found where it was loaded from
+-- The page's files (page/page.html, page.css, page.js, samples.js, and
+-- hooks.js and samples_hooks.js for the specs) sit beside this module: found where it was loaded from
 -- (require passes that path), else on package.path.
 local here = select(2, ...)
 local function page_dir()
@@ -311,24 +316,25 @@ local function page_file(name)
 end
 
 -- The page's template (page.html with its CSS and script in it; samples.js
--- in the script and the samples' data element when `samples`, the test
--- hooks when `hooks`), with @TITLE@, @NAME_WIDTH@, @MAX_US@ and @DATA@
--- left to fill; or nil and a message when a file is missing. A page
+-- in the script and the samples' data element when `samples`; the test
+-- hooks when `hooks`: hooks.js, and samples_hooks.js with samples), with
+-- @TITLE@, @NAME_WIDTH@, @MAX_US@ and @DATA@ left to fill; or nil and a message when a file is missing. A page
 -- without samples is the page as it was before them, byte for byte: the
 -- samples' line of page.html goes, and nothing is put in the script.
 local function template(hooks, samples)
   local parts, names = {}, {"page.html", "page.css", "page.js"}
   if samples then names[#names + 1] = "samples.js" end
   if hooks then names[#names + 1] = "hooks.js" end
+  if samples and hooks then names[#names + 1] = "samples_hooks.js" end
+  local code = {}
   for _, name in ipairs(names) do
     local text, err = page_file(name)
     if not text then return nil, err end
     parts[name] = text
+    if name:find("%.js$") and name ~= "page.js" then code[#code + 1] = text:match("\n\n(.*)$") end
   end
-  local code = (samples and parts["samples.js"]:match("\n\n(.*)$") or "") ..
-    (hooks and parts["hooks.js"]:match("\n\n(.*)$") or "")
   local script = parts["page.js"]:gsub("\n[ ]*// @TEST_HOOKS@[^\n]*\n", function()
-    return "\n" .. code
+    return "\n" .. table.concat(code)
   end, 1)
   local html = parts["page.html"]
   if not samples then html = html:gsub("\n[^\n]*@SAMPLES@[^\n]*", "", 1) end
