@@ -133,6 +133,8 @@ local function load(path)
     os.exit(1)
   end
   if skipped then io.stderr:write(("jobque-profile: warning: %s: %s\n"):format(path, skipped)) end
+  local samples_skipped = trace.samples_skipped_text(model)
+  if samples_skipped then io.stderr:write(("jobque-profile: warning: %s: %s\n"):format(path, samples_skipped)) end
   -- What the load left behind (columns it replaced by sorting them, about a
   -- third of what it allocated) goes now, for the figures or the page to
   -- reuse: one full cycle over a heap that is mostly arrays is quick.

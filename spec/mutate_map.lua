@@ -226,6 +226,8 @@ return {
     "spec/reader/model_spec.lua", "spec/reader/page_files_spec.lua", "spec/reader/page_view_spec.lua",
     "spec/reader/report_view_spec.lua", "spec/reader/seed_format_spec.lua", "spec/record/file_replace_spec.lua",
     "spec/record/lanes_spec.lua", "spec/record/spans_spec.lua", "spec/record/trace_outcomes_spec.lua"},
+  ["src/reader/load_samples.c"] = {"spec/reader/samples_load_spec.lua", "spec/reader/loader_spec.lua",
+    "spec/reader/cli_spec.lua"},
   ["src/reader/number.h"] = {"spec/docs_spec.lua", "spec/reader/cli_spec.lua", "spec/reader/columns_spec.lua",
     "spec/reader/figures_spec.lua", "spec/reader/hostile_columns_spec.lua", "spec/reader/hostile_spec.lua",
     "spec/reader/job_graph_spec.lua", "spec/reader/loader_fuzz_spec.lua", "spec/reader/loader_spec.lua",

@@ -22,7 +22,10 @@
 --                       in model.copy_*; else false),
 --                       instants[], recorded, dropped, full_at,
 --                       unclosed_spans (laneInfo's unclosedSpans, when the file has it),
---                       queue (laneInfo's queue: a worker lane's queue number, when the file has it) }
+--                       queue (laneInfo's queue: a worker lane's queue number, when the file has it),
+--                       samples, sample_weight, samples_skipped ({ userHook, tableFull }),
+--                       sample_error (laneInfo's samples, sampleWeight, samplesSkipped,
+--                       sampleError, when the file has them) }
 --   model.categories  list of { name, color = "#RRGGBB" }, and by_name
 --   model.markers     list of { ts, kind, arg }, by time (an integer arg is
 --                     exact to 64 bits, as every integer is; also as columns:
@@ -50,6 +53,26 @@
 --                     waited for, edge_queue the queue's number: each an integer, or nil
 --                     (absent from the file: the caller waits outside jobs). Their times
 --                     are in model.extra_ts, as the flows' are
+--   model.sampling    the session's sampling (jobqueProfile.sampling): { hz, period_ns,
+--                     clock, depth, samples, signals, ticks }; nil when it did not sample
+--   model.frames      the file's stackFrames: { n, name[], category[], parent[], id[] },
+--                     numbered 1..n so that parent[k] < k (0: a root); name "?" and
+--                     category false when the file gives none; id the file's id string.
+--                     In file order, each frame once its parent has a number (one met
+--                     before its parent comes right after it, with the frames below it,
+--                     depth first). Nil when the file has no stackFrames object
+--   model.nsamples    the samples read (0 when none), as columns 1..nsamples by lane
+--                     then time: sample_ts[] (us, the events' timeline), sample_lane[]
+--                     (the lane's index in model.lanes: pid 1 and the sample's tid, or
+--                     its pid), sample_frame[] (the leaf, an index of model.frames),
+--                     sample_weight[] (1 when the file gives none), sample_cat[] (its
+--                     name: the category, "no category" when it has none), sample_job[],
+--                     sample_span[], sample_line[] (an integer, or false)
+--   model.samples_skipped  samples not read, and model.sample_skips why ({ why, n },
+--                     in order of first appearance: "unknown sf", "unknown parent", "sf
+--                     nests deeper than 10000" (a frame below 10,000 others), "no ts",
+--                     "ts is not a number", "weight is negative"...); a loop among the
+--                     frames' parents makes the file unreadable
 --   model.span_pieces the pieces of spans (ours: complete events with args.span),
 --                     by time: { ts, dur, lane, cat, span, piece, job, unclosed }
 --   model.spans       per span category, in order of first appearance:
@@ -278,6 +301,12 @@ local function read_meta(model, meta)
     model.session = {start = math.min(start, stop), stop = math.max(start, stop)}
   end
   model.lost = math.tointeger(meta.lostEvents) or 0
+  local sm = meta.sampling
+  if type(sm) == "table" then
+    local int = math.tointeger
+    model.sampling = {hz = int(sm.hz), period_ns = int(sm.periodNs), clock = str(sm.clock), depth = int(sm.depth),
+                      samples = int(sm.samples), signals = int(sm.signals), ticks = int(sm.ticks)}
+  end
   for i, c in ipairs(type(meta.categories) == "table" and meta.categories or {}) do
     if type(c) ~= "table" or not str(c.name) then
       return nil, ('bad "jobqueProfile.categories[%d]": no name'):format(i)
@@ -406,7 +435,9 @@ local function new_model(meta)
           failures = {}, failure_by_job = {}, cancels = {},
           copy_ts = {}, copy_dur = {}, copy_lane = {}, copy_category = {}, copy_name = {}, copy_job = {},
           copy_bytes = {}, edge_ts = {}, edge_lane = {}, edge_kind = {}, edge_job = {}, edge_on = {},
-          edge_queue = {}, nedges = 0}
+          edge_queue = {}, nedges = 0, sample_ts = {}, sample_lane = {}, sample_frame = {}, sample_weight = {},
+          sample_cat = {}, sample_job = {}, sample_span = {}, sample_line = {}, nsamples = 0, samples_skipped = 0,
+          sample_skips = {}}
 end
 
 -- Every category a slice is counted under gets an entry and a colour.
@@ -796,6 +827,12 @@ local function read_lane_info(model, meta)
       lane.unclosed_spans = math.tointeger(l.unclosedSpans) -- spans its job's end or the stop closed
       lane.dropped = math.tointeger(l.dropped) or lane.dropped
       lane.queue = integer_of(l.queue) -- a worker lane's queue
+      lane.samples, lane.sample_error = integer_of(l.samples), str(l.sampleError)
+      lane.sample_weight = type(l.sampleWeight) == "number" and l.sampleWeight or nil
+      local sk = l.samplesSkipped
+      if type(sk) == "table" then
+        lane.samples_skipped = {userHook = integer_of(sk.userHook) or 0, tableFull = integer_of(sk.tableFull) or 0}
+      end
       local full = ns_time(l.fullAtUs)
       if type(full) == "number" then
         if not (full >= -MAX_US and full <= MAX_US) then
@@ -889,6 +926,10 @@ local function finish(st, meta)
   order_lanes(model)
   model.nedges = st.nedges
   edge_lane_indexes(model)
+  if model.nsamples > 0 then -- the loader's native columns: lanes as their indexes, then by lane and time
+    reader.column_lane_index(model, "sample_lane")
+    reader.order_samples(model)
+  end
   if rawget(model, "marker_pid") then markers_to_lanes(model) end -- else the loader did
   model.markers = marker_list(model)
   model.copies = copy_list(model)
@@ -956,17 +997,26 @@ function M.decode(text, name, options)
   return M.without_gc(read, nil, text, name or "trace", options and options.progress)
 end
 
---- "3 events skipped (ts is not a number: 2, unknown ph: 1)", or nil when
--- the model skipped none.
-function M.skipped_text(model)
-  if model.skipped == 0 then return nil end
+-- "N <noun>s skipped (why: n, ...)" of a count and its list of { why, n }.
+local function skip_text(n, skips, noun)
+  if n == 0 then return nil end
   local parts = {}
-  for i, entry in ipairs(model.skips) do
+  for i, entry in ipairs(skips) do
     if i > 5 then parts[#parts + 1] = "..." break end
     parts[i] = ("%s: %d"):format(entry.why, entry.n)
   end
-  return ("%d event%s skipped (%s)"):format(model.skipped, model.skipped == 1 and "" or "s",
-                                              table.concat(parts, ", "))
+  return ("%d %s%s skipped (%s)"):format(n, noun, n == 1 and "" or "s", table.concat(parts, ", "))
+end
+
+--- "3 events skipped (ts is not a number: 2, unknown ph: 1)", or nil when
+-- the model skipped none.
+function M.skipped_text(model)
+  return skip_text(model.skipped, model.skips, "event")
+end
+
+--- "2 samples skipped (unknown sf: 2)", or nil when the model skipped none.
+function M.samples_skipped_text(model)
+  return skip_text(model.samples_skipped or 0, model.sample_skips or {}, "sample")
 end
 
 --- True when `err` is the error of an allocation that failed (Lua's own,

@@ -452,9 +452,9 @@ static int key_is(jq_src *t, size_t i, size_t end, int esc, const char *word, si
 /* Pass 1 of the checked path: the text is one JSON value and nothing else;
  * for an object, the values of its last "traceEvents" and "jobqueProfile"
  * keys, escapes decoded (NONE: none). 1, or 0 and an error. */
-int jq_scan_outline(jq_src *t, size_t *events, size_t *meta) {
+int jq_scan_outline(jq_src *t, size_t *events, size_t *meta, size_t *frames, size_t *samples) {
   size_t i = ws(t, 0);
-  *events = *meta = NONE;
+  *events = *meta = *frames = *samples = NONE;
   if (i < t->n && t->s[i] == '{') {
     i = ws(t, i + 1);
     while (i < t->n && t->s[i] != '}') {
@@ -464,6 +464,8 @@ int jq_scan_outline(jq_src *t, size_t *events, size_t *meta) {
         return 0;
       size_t *slot = key_is(t, i, end, esc, "traceEvents", 11)     ? events
                    : key_is(t, i, end, esc, "jobqueProfile", 13) ? meta
+                   : key_is(t, i, end, esc, "stackFrames", 11)   ? frames
+                   : key_is(t, i, end, esc, "samples", 7)        ? samples
                                                                  : NULL;
       i = ws(t, end);
       if (i >= t->n || t->s[i] != ':')

@@ -93,8 +93,9 @@ static inline size_t push_value(lua_State *L, jq_src *t, size_t i, int null_idx,
 }
 
 /* The checked pass: the text is one JSON value and nothing else; for an
- * object, the values of its last "traceEvents" and "jobqueProfile" keys,
- * escapes decoded (NONE: none). 1, or 0 and an error. */
-int jq_scan_outline(jq_src *t, size_t *events, size_t *meta);
+ * object, the values of its last "traceEvents", "jobqueProfile",
+ * "stackFrames" and "samples" keys, escapes decoded (NONE: none). 1, or 0
+ * and an error. */
+int jq_scan_outline(jq_src *t, size_t *events, size_t *meta, size_t *frames, size_t *samples);
 
 #endif

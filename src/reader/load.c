@@ -59,28 +59,32 @@ static uint64_t id_hash(const val *v) {
 
 /* The lane of the event's (pid, tid): its index, by hooks.lane(st, pid,
  * tid) when not met lately. */
-static uint32_t use_lane(loader *ld, const ev *e) {
+static inline uint32_t lane_of(loader *ld, const val *pid, const val *tid) {
   lua_State *L = ld->L;
   lane_key *last = &ld->lane_keys[ld->last_lane];
-  if (last->lane && same_id(&last->pid, &e->pid) && same_id(&last->tid, &e->tid))
+  if (last->lane && same_id(&last->pid, pid) && same_id(&last->tid, tid))
     return last->lane;
-  size_t slot = (id_hash(&e->pid) ^ (id_hash(&e->tid) >> 7)) >> 58; /* LANE_KEYS: 64 */
+  size_t slot = (id_hash(pid) ^ (id_hash(tid) >> 7)) >> 58; /* LANE_KEYS: 64 */
   lane_key *key = &ld->lane_keys[slot];
   ld->last_lane = (uint32_t)slot;
-  if (key->lane && same_id(&key->pid, &e->pid) && same_id(&key->tid, &e->tid))
+  if (key->lane && same_id(&key->pid, pid) && same_id(&key->tid, tid))
     return key->lane;
   lua_getfield(L, S_HOOKS, "lane");
   lua_pushvalue(L, S_ST);
-  push_num(L, &e->pid);
-  push_num(L, &e->tid);
+  push_num(L, pid);
+  push_num(L, tid);
   lua_call(L, 3, 1);
   luaL_checktype(L, -1, LUA_TTABLE);
   uint32_t k = jq_lane_index(ld);
-  key->pid = e->pid;
-  key->tid = e->tid;
+  key->pid = *pid;
+  key->tid = *tid;
   key->lane = k;
   return k;
 }
+
+static inline uint32_t use_lane(loader *ld, const ev *e) { return lane_of(ld, &e->pid, &e->tid); }
+
+uint32_t jq_use_lane(loader *ld, const val *pid, const val *tid) { return lane_of(ld, pid, tid); }
 
 /* hooks[name](st, the string at index idx). */
 static void note_str(loader *ld, const char *name, uint32_t idx) {
@@ -89,10 +93,6 @@ static void note_str(loader *ld, const char *name, uint32_t idx) {
   lua_pushvalue(L, S_ST);
   lua_rawgeti(L, S_STRS, idx);
   lua_call(L, 2, 0);
-}
-
-static int is_num(const val *v) {
-  return v->kind == V_INT || v->kind == V_FLT;
 }
 
 static int time_ok(const val *v) {
@@ -586,14 +586,6 @@ static void progress(loader *ld, size_t at) {
   lua_call(L, 2, 0);
 }
 
-/* A time of ours as the model holds it: the nanoseconds our writer
- * recorded, which it printed in 2048ths of a microsecond (trace.lua's
- * ns_time, the same operations). */
-static void ns_time(val *v) {
-  if (v->kind == V_FLT)
-    v->d = floor(v->d * 1000 + 0.5) / 1000;
-}
-
 /* One element of the events array, at s[i]: one past it; 0 and an error
  * (JSON); 0 with *said_no (the hook's answer on the stack). */
 static size_t one_event(loader *ld, size_t i, lua_Integer index, int *said_no) {
@@ -861,7 +853,8 @@ static int finish_load(loader *ld) {
 
 /* A key of the top object at s[i] (its quote): the value's place, or 0
  * when it is not a plain key followed by a colon; *is: 1 for
- * "traceEvents", 2 for "jobqueProfile", else 0. */
+ * "traceEvents", 2 for "jobqueProfile", 3 for "stackFrames", 4 for
+ * "samples", else 0. */
 static size_t top_key(jq_src *t, size_t i, int *is) {
   int esc;
   size_t end = i < t->n && t->s[i] == '"' ? jq_scan_string(t, i, &esc) : 0;
@@ -870,6 +863,8 @@ static size_t top_key(jq_src *t, size_t i, int *is) {
   size_t len = end - i - 2;
   *is = len == 11 && memcmp(t->s + i + 1, "traceEvents", 11) == 0     ? 1
       : len == 13 && memcmp(t->s + i + 1, "jobqueProfile", 13) == 0 ? 2
+      : len == 11 && memcmp(t->s + i + 1, "stackFrames", 11) == 0   ? 3
+      : len == 7 && memcmp(t->s + i + 1, "samples", 7) == 0         ? 4
                                                                        : 0;
   i = ws(t, end);
   if (i >= t->n || t->s[i] != ':')
@@ -909,7 +904,7 @@ static size_t guess_meta(jq_src *t, size_t from) {
  * says in the order it says it. */
 static int load_fast(loader *ld) {
   jq_src *t = &ld->t;
-  size_t i = ws(t, 0), events = NONE, meta = NONE, guess = NONE;
+  size_t i = ws(t, 0), events = NONE, meta = NONE, guess = NONE, at[5] = {NONE, NONE, NONE, NONE, NONE};
   int is_array = t->s[i] == '[', is = 0;
   if (is_array) {
     events = i;
@@ -924,6 +919,7 @@ static int load_fast(loader *ld) {
       }
       if (is == 2)
         meta = i;
+      at[is] = i;
       if (!(i = skip_value(t, i, 0)))
         return -1;
       i = ws(t, i);
@@ -953,6 +949,7 @@ static int load_fast(loader *ld) {
         return -1;
       if (is == 2)
         meta = i;
+      at[is] = i;
       if (!(i = skip_value(t, i, 0)))
         return -1;
     }
@@ -961,6 +958,9 @@ static int load_fast(loader *ld) {
   }
   if (ws(t, i) != t->n)
     return -1;
+  int got = jq_load_samples(ld, at[3], at[4]);
+  if (got <= 0)
+    return got < 0 ? -1 : 2;
   return finish_load(ld);
 }
 
@@ -1015,9 +1015,9 @@ static int json_error(loader *ld) {
 /* The checked reading: the whole text checked first (pass 1), then read
  * (pass 2). What load_trace returns, on the stack: its count. */
 static int load_checked(loader *ld) {
-  size_t events, meta;
+  size_t events, meta, frames, samples;
   int said_no = 0;
-  if (!jq_scan_outline(&ld->t, &events, &meta))
+  if (!jq_scan_outline(&ld->t, &events, &meta, &frames, &samples))
     return json_error(ld);
   size_t top = ws(&ld->t, 0);
   int is_array = ld->t.s[top] == '[';
@@ -1029,6 +1029,9 @@ static int load_checked(loader *ld) {
     return 2;
   if (ld->t.s[events] == '[' && !read_events(ld, events, &said_no))
     return said_no ? 2 : json_error(ld);
+  int got = is_array ? 1 : jq_load_samples(ld, frames, samples);
+  if (got <= 0)
+    return got < 0 ? json_error(ld) : 2;
   return finish_load(ld);
 }
 
@@ -1060,6 +1063,6 @@ static int l_load_trace(lua_State *L) {
 }
 
 void jq_open_load(lua_State *L) {
-  static const luaL_Reg fns[] = {{"load_trace", l_load_trace}, {NULL, NULL}};
+  static const luaL_Reg fns[] = {{"load_trace", l_load_trace}, {"order_samples", jq_order_samples}, {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
 }

@@ -10,6 +10,7 @@
 #ifndef JQ_LOAD_H
 #define JQ_LOAD_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -80,6 +81,8 @@ static inline int cell_tag(const cells *c, size_t k) { return c->tag.p ? (unsign
 #define COPY_COLS 7
 #define EDGE_COLS 6
 #define MARKER_COLS 5
+#define SAMPLE_COLS 8 /* ts lane frame weight cat job span line */
+#define SAMPLE_REASONS 16 /* why samples were skipped: at most this many reasons */
 
 typedef struct lane_buf {
   cells c[LANE_COLS]; /* ts dur cat kind sname job args */
@@ -153,6 +156,10 @@ typedef struct loader {
   cells edge[EDGE_COLS];     /* ts lane kind job on queue */
   cells marker[MARKER_COLS]; /* ts kind arg pid tid */
   cells extra;               /* extra_ts */
+  cells smp[SAMPLE_COLS];    /* the samples (load_samples.c) */
+  lua_Integer nsamples, nskipped;
+  const char *skip_why[SAMPLE_REASONS]; /* why samples were skipped, in order of first appearance */
+  lua_Integer skip_n[SAMPLE_REASONS];
   jq_vec order;              /* time_order's indexes */
   size_t events_at;          /* the events array's '[' */
   int chain_tags;            /* the seed format's chain tags handed to Lua (chain_tags) */
@@ -163,10 +170,24 @@ typedef struct loader {
  * member (walk's count, which leaves the top object out). */
 #define EVENT_DEPTH 2
 
+static inline int is_num(const val *v) { return v->kind == V_INT || v->kind == V_FLT; }
+
+/* A time of ours as the model holds it: the nanoseconds our writer
+ * recorded, which it printed in 2048ths of a microsecond (trace.lua's
+ * ns_time, the same operations). */
+static inline void ns_time(val *v) {
+  if (v->kind == V_FLT)
+    v->d = floor(v->d * 1000 + 0.5) / 1000;
+}
+
 /* ---- load_event.c ---- */
 
 /* The event object at s[i] ('{') into *e: one past it, or 0 and an error. */
 size_t jq_read_event(jq_src *t, size_t i, ev *e);
+
+/* The value at s[i] (after white space) into *v, containers skipped
+ * (depth0 of them open around it): one past it, or 0 and an error. */
+size_t jq_read_value(jq_src *t, size_t i, val *v, int depth0);
 
 /* ---- load_cells.c: the cells, the model's strings, the lanes' indexes ---- */
 
@@ -242,5 +263,20 @@ static inline void note_dirty(loader *ld, jq_vec *dirty, uint32_t k) {
  * in time order and their memory freed as each column is done; a column
  * with no item in Lua stays native, see columns.h). */
 void jq_flush_all(loader *ld, int last);
+
+/* ---- load.c and load_samples.c ---- */
+
+/* The lane of (pid, tid): its index (the lanes met lately cached). */
+uint32_t jq_use_lane(loader *ld, const val *pid, const val *tid);
+
+/* The top object's "stackFrames" and "samples" values (at frames and
+ * samples: NONE when absent) into the model, once the events are read: 1;
+ * 0 with nil and a message pushed (a loop among the frames' parents); -1
+ * when the JSON is bad (t's error). */
+int jq_load_samples(loader *ld, size_t frames, size_t samples);
+
+/* order_samples(model): the sample columns by lane (their lanes' indexes
+ * already) then time. */
+int jq_order_samples(lua_State *L);
 
 #endif

@@ -137,6 +137,8 @@ void jq_loader_free(loader *ld) {
     jq_col_free(&ld->copy[c]);
   for (int c = 0; c < EDGE_COLS; c++)
     jq_col_free(&ld->edge[c]);
+  for (int c = 0; c < SAMPLE_COLS; c++)
+    jq_col_free(&ld->smp[c]);
   for (int c = 0; c < MARKER_COLS; c++)
     jq_col_free(&ld->marker[c]);
   jq_col_free(&ld->extra);
@@ -518,6 +520,8 @@ void jq_flush_all(loader *ld, int last) {
                                           "copy_name", "copy_job", "copy_bytes"};
   static const char *const marker_cols[] = {"marker_ts", "marker_kind", "marker_arg", "marker_pid", "marker_tid"};
   static const char *const edge_cols[] = {"edge_ts", "edge_lane", "edge_kind", "edge_job", "edge_on", "edge_queue"};
+  static const char *const sample_cols[] = {"sample_ts",  "sample_lane", "sample_frame", "sample_weight",
+                                            "sample_cat", "sample_job",  "sample_span",  "sample_line"};
   lua_State *L = ld->L;
   int native = last;
   if (native)
@@ -567,6 +571,7 @@ void jq_flush_all(loader *ld, int last) {
   ld->dirty_tracks.n = 0;
   model_columns(ld, ld->copy, COPY_COLS, copy_cols, ld->ncopies, native, last);
   model_columns(ld, ld->edge, EDGE_COLS, edge_cols, ld->nedges, native, last);
+  model_columns(ld, ld->smp, SAMPLE_COLS, sample_cols, ld->nsamples, native, last);
   lua_Integer base = ld->nmarkers - (lua_Integer)ld->marker[0].n;
   const uint32_t *order = last ? time_order(ld, &ld->marker[0]) : NULL;
   if (native && base == 0 && ld->marker[0].n > 0) {

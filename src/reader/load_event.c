@@ -237,6 +237,8 @@ static size_t read_args(jq_src *t, size_t i, ev *e, int depth0) {
   return read_members(t, i, e, 1, depth0 + 1);
 }
 
+size_t jq_read_value(jq_src *t, size_t i, val *v, int depth0) { return read_val(t, i, v, depth0); }
+
 /* The event object at s[i] ('{') into *e: one past it, or 0. */
 size_t jq_read_event(jq_src *t, size_t i, ev *e) {
   e->ph.kind = e->ts.kind = e->dur.kind = e->pid.kind = e->tid.kind = e->name.kind = V_NONE;
