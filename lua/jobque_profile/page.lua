@@ -260,8 +260,8 @@ local function has_samples(model)
 end
 
 -- The samples' part of the page (the icicle's and the ticks' data, read by
--- page/samples.js): the frame tree (fname, fkind: an index into kinds,
--- fparent: 0-based, -1 a root), the samples' categories (cats: [name,
+-- page/samples.js): the frame tree (fname, fkind: an index into kinds, a
+-- kind null when the file gives none; fparent: 0-based, -1 a root), the samples' categories (cats: [name,
 -- colour or null], the colour a slice category of that name has), the
 -- sampling period (ns per unit of weight, null when the file says none)
 -- and one column per field of the samples: ts (ns since model.t0), lane
@@ -283,7 +283,7 @@ local function sample_data(model)
   for i, name in ipairs(env.names) do
     cats[i] = ("[%s,%s]"):format(inert(quote(name)), colors[name] and inert(quote(colors[name])) or "null")
   end
-  for i, kind in ipairs(kinds) do kinds[i] = inert(quote(kind)) end
+  for i, kind in ipairs(kinds) do kinds[i] = kind and inert(quote(kind)) or "null" end -- false: the file gave none
   local period = model.sampling and model.sampling.period_ns
   return {('{"period":%s,"kinds":[%s],"fname":['):format(number(period), table.concat(kinds, ",")),
     table.concat(names, ","), '],"fkind":[', table.concat(fkind, ","), '],"fparent":[', table.concat(fparent, ","),

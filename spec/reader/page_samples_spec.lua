@@ -55,6 +55,45 @@ local function model_with_samples()
   return m
 end
 
+-- The page (with the test hooks) of model_with_samples(), written by page.lua.
+local function page_of_model()
+  local page = S.tmpfile("samples.html")
+  assert(html.write(model_with_samples(), page, {test_hooks = true}))
+  return page
+end
+
+-- The same samples in a trace's text (what the writer writes: stackFrames,
+-- samples, jobqueProfile.sampling): frame ids not in parent-first order,
+-- samples not in lane order; edit(t), when given, changes the trace first.
+local function trace_text(edit)
+  local t = {traceEvents = EVENTS,
+    stackFrames = {["10"] = {name = "main chunk (job.lua)", category = "lua"},
+                   ["2"] = {name = "run (job.lua:10)", category = "lua", parent = "10"},
+                   ["3"] = {name = HEAVY, category = "lua", parent = "2"},
+                   ["4"] = {name = LIGHT, category = "lua", parent = "2"},
+                   ["1"] = {name = "rep [C]", category = "C", parent = "3"},
+                   ["6"] = {name = "[copy in]", category = "runtime"}},
+    samples = {{tid = 2, ts = 150, sf = "3", weight = 2, name = "mlp", args = {line = 22}},
+               {tid = 2, ts = 250, sf = "4", weight = 1, name = "mlp", args = {line = 33}},
+               {tid = 1, ts = 100, sf = "3", weight = 3, name = "attention", args = {line = 21}},
+               {tid = 1, ts = 300, sf = "4", weight = 2, name = "mlp", args = {line = 31}},
+               {tid = 1, ts = 200, sf = "1", weight = 1, name = "attention", args = {line = 5}},
+               {tid = 1, ts = 400, sf = "6", weight = 1, name = "attention", args = {}}},
+    jobqueProfile = {version = 1, startUs = 0, stopUs = 450, sampling = {hz = 1000, periodNs = 1000000,
+                     clock = "thread-cpu", depth = 64, samples = 6, signals = 6, ticks = 10}}}
+  if edit then edit(t) end
+  return cjson.encode(t)
+end
+
+-- The page (with the test hooks) the command writes of trace_text().
+local function page_of_file()
+  local path, page = S.tmpfile("samples.json"), S.tmpfile("samples.html")
+  S.write(path, trace_text())
+  local code, _, err = S.cli(("html '%s' -o '%s' --test-hooks"):format(path, page))
+  assert(code == 0, err)
+  return page
+end
+
 -- The icicle's boxes by name: {x0, x1, total, self, depth}.
 local function boxes_of(state)
   local out = {}
@@ -98,6 +137,21 @@ describe("the timeline page of a trace without samples", function()
     end
   end)
 
+  it("is the same page when the file has stackFrames but no samples", function()
+    local path, out = S.tmpfile("frames.json"), S.tmpfile("frames.html")
+    local pages = {}
+    local without = trace_text(function(t) t.stackFrames, t.samples, t.jobqueProfile.sampling = nil, nil, nil end)
+    local no_samples = trace_text(function(t) t.samples = "[]" end):gsub('"%[%]"', "[]")
+    for k, text in ipairs{without, no_samples} do
+      S.write(path, text)
+      local code, _, err = S.cli(("html '%s' -o '%s'"):format(path, out))
+      assert.equal(0, code, err)
+      pages[k] = S.read(out)
+    end
+    assert.is_nil(pages[1]:find('id="samples"', 1, true))
+    assert.is_true(pages[1] == pages[2])
+  end)
+
   it("has none of the samples' part", function()
     local page = assert(html.render(assert(trace.load(SEED)), {test_hooks = true}))
     for _, word in ipairs{'id="samples"', "icicle", "@SAMPLES@", "samples-panel", "ihover"} do
@@ -139,91 +193,91 @@ describe("the samples' data in the page", function()
   end)
 end)
 
-describe_in_browser("the icicle of a trace with samples", function()
-  local page
-  setup(function()
-    page = S.tmpfile("samples.html")
-    assert(html.write(model_with_samples(), page, {test_hooks = true}))
-  end)
+for _, source in ipairs{{"a model built by hand", page_of_model},
+                        {"a hand-written trace, through the command", page_of_file}} do
+  describe_in_browser("the icicle of " .. source[1], function()
+    local page
+    setup(function() page = source[2]() end)
 
-  it("shows the whole trace: each frame as wide as its share of the weight", function()
-    -- weight 10: [copy in] 1; main chunk = run = 3 + 1 + 2 + 2 + 1 = 9; heavy 3 + 1 + 2 = 6 (rep 1
-    -- of it); light 2 + 1 = 3. Siblings in name order ("[" before "m", "h" before "l").
-    local state = S.open_page(page, nil, nil, "1200,800")
-    local icicle = state.samples.icicle
-    assert.same({6, 10, cjson.null, cjson.null, cjson.null}, {icicle.count, icicle.total, icicle.range,
-                                                              icicle.category, icicle.lane})
-    assert_widths(state, {all = {1, 0}, ["[copy in]"] = {0.1, 0}, ["main chunk (job.lua)"] = {0.9, 0.1},
-                          ["run (job.lua:10)"] = {0.9, 0.1}, [HEAVY] = {0.6, 0.1}, [LIGHT] = {0.3, 0.7},
-                          ["rep [C]"] = {0.1, 0.1}})
-    local b = boxes_of(state)
-    assert.same({5, 6, 3}, {b[HEAVY].self, b[HEAVY].total, b[HEAVY].depth})
-    assert.same({"lua", "C", "runtime"}, {b[LIGHT].kind, b["rep [C]"].kind, b["[copy in]"].kind})
-    assert.equal(5, icicle.rows)
-    assert.matches("CPU samples of the whole trace: 6 samples, weight 10 (10.00 ms)", icicle.info, 1, true)
-  end)
+    it("shows the whole trace: each frame as wide as its share of the weight", function()
+      -- weight 10: [copy in] 1; main chunk = run = 3 + 1 + 2 + 2 + 1 = 9; heavy 3 + 1 + 2 = 6 (rep 1
+      -- of it); light 2 + 1 = 3. Siblings in name order ("[" before "m", "h" before "l").
+      local state = S.open_page(page, nil, nil, "1200,800")
+      local icicle = state.samples.icicle
+      assert.same({6, 10, cjson.null, cjson.null, cjson.null}, {icicle.count, icicle.total, icicle.range,
+                                                                icicle.category, icicle.lane})
+      assert_widths(state, {all = {1, 0}, ["[copy in]"] = {0.1, 0}, ["main chunk (job.lua)"] = {0.9, 0.1},
+                            ["run (job.lua:10)"] = {0.9, 0.1}, [HEAVY] = {0.6, 0.1}, [LIGHT] = {0.3, 0.7},
+                            ["rep [C]"] = {0.1, 0.1}})
+      local b = boxes_of(state)
+      assert.same({5, 6, 3}, {b[HEAVY].self, b[HEAVY].total, b[HEAVY].depth})
+      assert.same({"lua", "C", "runtime"}, {b[LIGHT].kind, b["rep [C]"].kind, b["[copy in]"].kind})
+      assert.equal(5, icicle.rows)
+      assert.matches("CPU samples of the whole trace: 6 samples, weight 10 (10.00 ms)", icicle.info, 1, true)
+    end)
 
-  it("shows only the selected range", function()
-    -- 120 .. 320: worker 0's 200 (rep 1) and 300 (light 2), worker 1's 150 (heavy 2) and 250 (light 1)
-    local state = S.open_page(page, "#from=120&to=320")
-    assert.same({120, 320}, state.samples.icicle.range)
-    assert.same({4, 6}, {state.samples.icicle.count, state.samples.icicle.total})
-    assert_widths(state, {all = {1, 0}, ["main chunk (job.lua)"] = {1, 0}, ["run (job.lua:10)"] = {1, 0},
-                          [HEAVY] = {3 / 6, 0}, ["rep [C]"] = {1 / 6, 0}, [LIGHT] = {3 / 6, 3 / 6}})
-  end)
+    it("shows only the selected range", function()
+      -- 120 .. 320: worker 0's 200 (rep 1) and 300 (light 2), worker 1's 150 (heavy 2) and 250 (light 1)
+      local state = S.open_page(page, "#from=120&to=320")
+      assert.same({120, 320}, state.samples.icicle.range)
+      assert.same({4, 6}, {state.samples.icicle.count, state.samples.icicle.total})
+      assert_widths(state, {all = {1, 0}, ["main chunk (job.lua)"] = {1, 0}, ["run (job.lua:10)"] = {1, 0},
+                            [HEAVY] = {3 / 6, 0}, ["rep [C]"] = {1 / 6, 0}, [LIGHT] = {3 / 6, 3 / 6}})
+    end)
 
-  it("filters by category, by lane, and both with a range", function()
-    -- mlp: 300 light 2, 150 heavy 2, 250 light 1: weight 5
-    local state = S.open_page(page, "#scat=mlp")
-    assert.same({"mlp", 5}, {state.samples.icicle.category, state.samples.icicle.total})
-    assert_widths(state, {all = {1, 0}, ["main chunk (job.lua)"] = {1, 0}, ["run (job.lua:10)"] = {1, 0},
-                          [HEAVY] = {2 / 5, 0}, [LIGHT] = {3 / 5, 2 / 5}})
-    -- worker 1: 150 heavy 2, 250 light 1: weight 3 (its name, URL-encoded, has markup and a line break)
-    state = S.open_page(page, "#slane=worker%201%20%3Cb%3E%0Asecond")
-    assert.same({LANE1, 3}, {state.samples.icicle.lane, state.samples.icicle.total})
-    assert_widths(state, {all = {1, 0}, ["main chunk (job.lua)"] = {1, 0}, ["run (job.lua:10)"] = {1, 0},
-                          [HEAVY] = {2 / 3, 0}, [LIGHT] = {1 / 3, 2 / 3}})
-    -- attention on worker 0 from 120 to 320: 200 rep 1 alone
-    state = S.open_page(page, "#from=120&to=320&scat=attention&slane=worker%200")
-    assert.same({1, 1}, {state.samples.icicle.count, state.samples.icicle.total})
-    assert_widths(state, {all = {1, 0}, ["main chunk (job.lua)"] = {1, 0}, ["run (job.lua:10)"] = {1, 0},
-                          [HEAVY] = {1, 0}, ["rep [C]"] = {1, 0}})
-    -- nothing matches: an empty icicle
-    state = S.open_page(page, "#from=420&to=440&scat=mlp")
-    assert.same({0, 0, 0}, {state.samples.icicle.count, state.samples.icicle.total, #state.samples.icicle.boxes})
-  end)
+    it("filters by category, by lane, and both with a range", function()
+      -- mlp: 300 light 2, 150 heavy 2, 250 light 1: weight 5
+      local state = S.open_page(page, "#scat=mlp")
+      assert.same({"mlp", 5}, {state.samples.icicle.category, state.samples.icicle.total})
+      assert_widths(state, {all = {1, 0}, ["main chunk (job.lua)"] = {1, 0}, ["run (job.lua:10)"] = {1, 0},
+                            [HEAVY] = {2 / 5, 0}, [LIGHT] = {3 / 5, 2 / 5}})
+      -- worker 1: 150 heavy 2, 250 light 1: weight 3 (its name, URL-encoded, has markup and a line break)
+      state = S.open_page(page, "#slane=worker%201%20%3Cb%3E%0Asecond")
+      assert.same({LANE1, 3}, {state.samples.icicle.lane, state.samples.icicle.total})
+      assert_widths(state, {all = {1, 0}, ["main chunk (job.lua)"] = {1, 0}, ["run (job.lua:10)"] = {1, 0},
+                            [HEAVY] = {2 / 3, 0}, [LIGHT] = {1 / 3, 2 / 3}})
+      -- attention on worker 0 from 120 to 320: 200 rep 1 alone
+      state = S.open_page(page, "#from=120&to=320&scat=attention&slane=worker%200")
+      assert.same({1, 1}, {state.samples.icicle.count, state.samples.icicle.total})
+      assert_widths(state, {all = {1, 0}, ["main chunk (job.lua)"] = {1, 0}, ["run (job.lua:10)"] = {1, 0},
+                            [HEAVY] = {1, 0}, ["rep [C]"] = {1, 0}})
+      -- nothing matches: an empty icicle
+      state = S.open_page(page, "#from=420&to=440&scat=mlp")
+      assert.same({0, 0, 0}, {state.samples.icicle.count, state.samples.icicle.total, #state.samples.icicle.boxes})
+    end)
 
-  it("zooms to a clicked frame and out from the top row", function()
-    -- heavy spans 0.1 .. 0.7 of the width on row 3: clicked, it is the whole width and rep [C] a sixth
-    local W = S.open_page(page).samples.icicle.width
-    local state = S.open_page(page, ("#iclick=%f,3"):format(0.4 * W))
-    assert.equal(HEAVY, state.samples.icicle.focus)
-    assert_widths(state, {all = {1, 0}, ["main chunk (job.lua)"] = {1, 0}, ["run (job.lua:10)"] = {1, 0},
-                          [HEAVY] = {1, 0}, ["rep [C]"] = {1 / 6, 0}})
-    assert.equal("all", S.open_page(page, ("#iclick=%f,3&iclick=5,0"):format(0.4 * W)).samples.icicle.focus)
-  end)
+    it("zooms to a clicked frame and out from the top row", function()
+      -- heavy spans 0.1 .. 0.7 of the width on row 3: clicked, it is the whole width and rep [C] a sixth
+      local W = S.open_page(page).samples.icicle.width
+      local state = S.open_page(page, ("#iclick=%f,3"):format(0.4 * W))
+      assert.equal(HEAVY, state.samples.icicle.focus)
+      assert_widths(state, {all = {1, 0}, ["main chunk (job.lua)"] = {1, 0}, ["run (job.lua:10)"] = {1, 0},
+                            [HEAVY] = {1, 0}, ["rep [C]"] = {1 / 6, 0}})
+      assert.equal("all", S.open_page(page, ("#iclick=%f,3&iclick=5,0"):format(0.4 * W)).samples.icicle.focus)
+    end)
 
-  it("shows a frame's name whole, as text, in its tooltip, and names as text in the filters", function()
-    local W = S.open_page(page).samples.icicle.width
-    local state, dom = S.open_page(page, ("#ihover=%f,3"):format(0.85 * W))
-    assert.equal(LIGHT .. "  (lua)\ntotal    3 (3.000 ms), 30.0% of the shown\nself     3 (3.000 ms), 30.0%", state.itip)
-    -- the lane filter's option: the name on one line, as text (no <b> element), whole in its title
-    assert.matches('<option value="1" title="worker 1 [^"]*">worker 1 &lt;b&gt;⏎second</option>', dom)
-    assert.is_nil(dom:find("<b>", 1, true))
-  end)
+    it("shows a frame's name whole, as text, in its tooltip, and names as text in the filters", function()
+      local W = S.open_page(page).samples.icicle.width
+      local state, dom = S.open_page(page, ("#ihover=%f,3"):format(0.85 * W))
+      assert.equal(LIGHT .. "  (lua)\ntotal    3 (3.000 ms), 30.0% of the shown\nself     3 (3.000 ms), 30.0%", state.itip)
+      -- the lane filter's option: the name on one line, as text (no <b> element), whole in its title
+      assert.matches('<option value="1" title="worker 1 [^"]*">worker 1 &lt;b&gt;⏎second</option>', dom)
+      assert.is_nil(dom:find("<b>", 1, true))
+    end)
 
-  it("draws sample ticks on the lanes, whose tooltip is the sample's stack", function()
-    local state = S.open_page(page)
-    local row = state.row
-    assert.same({true, 6}, {state.samples.ticks.on, state.samples.ticks.drawn}) -- 450 us: below 50 ms
-    -- worker 0's sample at 200 us, in the lane's tick strip (its bottom pixels)
-    local probe = S.open_page(page, ("#probe=0,200,%d"):format(row - 2)).probe
-    assert.equal("sample   at 200.000 us\nlane     worker 0\ncategory attention\nweight   1 (1.000 ms)\n" ..
-                 "stack    (leaf first)\n  rep [C]\n  " .. HEAVY .. "\n  run (job.lua:10)\n  main chunk (job.lua)", probe)
-    -- above the strip: the slice's tooltip
-    assert.matches("^a\ncategory attention", S.open_page(page, "#probe=0,200,10").probe)
+    it("draws sample ticks on the lanes, whose tooltip is the sample's stack", function()
+      local state = S.open_page(page)
+      local row = state.row
+      assert.same({true, 6}, {state.samples.ticks.on, state.samples.ticks.drawn}) -- 450 us: below 50 ms
+      -- worker 0's sample at 200 us, in the lane's tick strip (its bottom pixels)
+      local probe = S.open_page(page, ("#probe=0,200,%d"):format(row - 2)).probe
+      assert.equal("sample   at 200.000 us\nlane     worker 0\ncategory attention\nweight   1 (1.000 ms)\n" ..
+                   "stack    (leaf first)\n  rep [C]\n  " .. HEAVY .. "\n  run (job.lua:10)\n  main chunk (job.lua)", probe)
+      -- above the strip: the slice's tooltip
+      assert.matches("^a\ncategory attention", S.open_page(page, "#probe=0,200,10").probe)
+    end)
   end)
-end)
+end
 
 describe_in_browser("sample ticks", function()
   it("show only when the view is narrower than 50 ms", function()
