@@ -13,11 +13,14 @@
 // draw() draws the timeline, then the ticks and the icicle, and publishes
 // them in timelineState.samples.
 
+  const samplesStarted = performance.now();
   // The samples (page.lua's sample_data): the frame tree, the categories,
   // the period, and a column per field; times in ns since the session's start.
   const SD = JSON.parse(document.getElementById("samples").textContent);
   const TICKS_BELOW = 50000; // us: a view narrower than this shows the ticks
-  const IROW = 18, MAX_BOXES = 1000, MAX_STACK = 30, TICK = 6; // TICK: a tick's height
+  // IROW: an icicle row's height; MAX_ROWS: the most rows it draws (a canvas
+  // is at most 32,767 px high); TICK: a tick's height.
+  const IROW = 18, MAX_ROWS = 800, MAX_BOXES = 1000, MAX_STACK = 30, TICK = 6;
   const sTs = Float64Array.from(SD.ts, us), sLane = Int32Array.from(SD.lane), sLeaf = Int32Array.from(SD.leaf);
   const sW = Float64Array.from(SD.w), sCat = Int32Array.from(SD.c);
   const periodUs = SD.period === null ? null : SD.period / 1000; // the time of one unit of weight
@@ -188,7 +191,7 @@
     if (key === icicleKey) return icicleState;
     icicleKey = key;
     boxes = layout(total, W);
-    const rows = boxes.reduce((m, x) => Math.max(m, nDepth[x.node] + 1), 1);
+    const deepest = boxes.reduce((m, x) => Math.max(m, nDepth[x.node] + 1), 1), rows = Math.min(deepest, MAX_ROWS);
     const dpr = window.devicePixelRatio || 1, H = rows * IROW;
     icicle.width = Math.round(W * dpr);
     icicle.height = Math.round(H * dpr);
@@ -199,7 +202,7 @@
     ictx.textBaseline = "middle";
     let drawn = 0;
     for (const x of boxes) {
-      if (x.x1 - x.x0 < 0.5 && x.node !== 0) continue;
+      if ((x.x1 - x.x0 < 0.5 && x.node !== 0) || nDepth[x.node] >= rows) continue;
       const y = nDepth[x.node] * IROW;
       ictx.fillStyle = color(x.node);
       ictx.globalAlpha = x.node !== focus && nDepth[x.node] < nDepth[focus] ? 0.55 : 1; // the focus's ancestors: dimmed
@@ -213,7 +216,8 @@
     }
     const range = a === null ? "the whole trace" : "the selection " + fmt(b - a) + " from " + a.toFixed(3) + " us";
     info.textContent = "CPU samples of " + range + ": " + weights.count + (weights.count === 1 ? " sample" :
-      " samples") + ", weight " + weightText(total[0]) + ". Click a frame to zoom to it, the top row to zoom out.";
+      " samples") + ", weight " + weightText(total[0]) + ". Click a frame to zoom to it, the top row to zoom out." +
+      (deepest > rows ? " Frames deeper than " + MAX_ROWS + " rows are not drawn." : "");
     icicleState = { range: a === null ? null : [a, b], category: cat < 0 ? null : catNames[cat],
       lane: lane < 0 ? null : lanes[lane].name, count: weights.count, total: total[0], focus: nName[focus],
       width: W, rows, drawn, boxes: boxes.slice(0, MAX_BOXES).map(x => ({ name: nName[x.node], kind: nKind[x.node],
@@ -302,9 +306,10 @@
     drawTimeline();
     drawTicks();
     const state = window.timelineState;
-    state.samples = { count: sTs.length, period: periodUs, ticks: { on: ticksOn(), drawn: tickCount },
+    state.samples = { count: sTs.length, period: periodUs, setupMs, ticks: { on: ticksOn(), drawn: tickCount },
       categories: catNames, icicle: drawIcicle() };
     document.body.dataset.state = JSON.stringify(state);
   };
   window.addEventListener("resize", draw);
+  const setupMs = performance.now() - samplesStarted; // reading the samples and building the panel
   draw();
