@@ -32,6 +32,15 @@ module.exports = [
     },
   },
   {
+    // Perfetto's trace processor over its RPC (spec/record/samples_file_spec.lua).
+    files: ["spec/consumers/**/*.cjs"],
+    languageOptions: {
+      ecmaVersion: 2022,
+      sourceType: "commonjs",
+      globals: { require: "readonly", process: "readonly", Buffer: "readonly", console: "readonly" },
+    },
+  },
+  {
     files: ["eslint.config.js"],
     languageOptions: { sourceType: "commonjs", globals: { require: "readonly", module: "writable" } },
   },

@@ -3,6 +3,7 @@
 --   jobque-profile report trace.json [--from US --to US] [--top N] [--json]
 --   jobque-profile compare a.json b.json [--from US --to US] [--json]
 --   jobque-profile html trace.json [-o timeline.html]
+--   jobque-profile flame trace.json [--format folded|speedscope] [-o OUT] [filters] [--by G] [--lines]
 -- Exit status: 0 done, 1 a file could not be read or written (or an
 -- internal error: one line naming the file, "please report"), 2 bad usage.
 
@@ -47,7 +48,8 @@ end
 local report_cmd = parser:command("report", "Busy, wait and idle time per lane, categories, marker units.")
 report_cmd:argument("trace", "A saved trace (JSON).")
 times(report_cmd)
-report_cmd:option("--top", "List the N slowest units of each marker kind (default 10).")
+report_cmd:option("--top", "List the N slowest units of each marker kind, and the N top functions of the CPU "
+                  .. "samples (default 10).")
   :argname("N"):convert(function(text)
     local n = math.tointeger(tonumber(text))
     if not n or n < 0 or n > 1e6 then
@@ -72,6 +74,28 @@ html_cmd:option("-o --output", "Where to write the page (default: the trace's na
 html_cmd:flag("--quiet", "No progress on stderr while a long trace loads.")
 -- For the specs and the bench only: the page reads #do=, #probe= and #bench.
 html_cmd:flag("--test-hooks", "Put the test hooks in the page."):hidden(true)
+
+local flame_cmd = parser:command("flame", "Flame graph data of the trace's CPU samples: folded stacks "
+                                  .. "(flamegraph.pl, speedscope, Perfetto) or speedscope's JSON.")
+flame_cmd:argument("trace", "A saved trace (JSON) recorded with sample_hz.")
+times(flame_cmd)
+flame_cmd:option("--format", "folded (the default) or speedscope."):choices({"folded", "speedscope"})
+  :default("folded"):argname("F")
+flame_cmd:option("-o --output", "Where to write (default: stdout)."):argname("FILE")
+flame_cmd:option("--category", "Only samples of this category (again for more)."):count("*"):argname("NAME")
+flame_cmd:option("--lane", "Only samples of this lane (again for more)."):count("*"):argname("NAME")
+flame_cmd:option("--job", "Only samples of this job (again for more)."):count("*"):argname("ID")
+  :convert(function(text)
+    local n = math.tointeger(tonumber(text))
+    if not n then return nil, ("--job needs a job id (a whole number), not '%s'"):format(text) end
+    return n
+  end)
+flame_cmd:option("--span", "Only samples inside a span of this category (again for more)."):count("*")
+  :argname("NAME")
+flame_cmd:option("--by", "A root frame per category, lane or job."):choices({"category", "lane", "job"})
+  :argname("G")
+flame_cmd:flag("--lines", "Append the leaf's current line (:LINE).")
+flame_cmd:flag("--quiet", "No progress on stderr while a long trace loads.")
 
 -- "--top -1", "--from -50": argparse would read a negative number after a
 -- space as an unknown option; give it to the option it follows instead.
@@ -127,7 +151,8 @@ local function load(path)
     os.exit(1)
   end
   local skipped = trace.skipped_text(model)
-  if model.nevents == 0 then -- a report of nothing would read as an idle trace
+  if model.nevents == 0 and not (args.command == "flame" and (model.nsamples or 0) > 0) then
+    -- a report of nothing would read as an idle trace
     io.stderr:write(("jobque-profile: %s: nothing to report: %s\n"):format(path,
       skipped and (skipped .. ", none left") or "the trace holds no events"))
     os.exit(1)
@@ -151,22 +176,16 @@ local function load(path)
   return model
 end
 
--- A time since the session's start (--from, --to) on the file's clock,
--- rounded to the nanosecond the file's times have: a start copied from the
--- report then lands on its marker, not a rounding error before or after it.
-local function file_time(model, x)
-  if x == nil then return nil end
-  local t = model.t0 + x
-  if math.abs(t) < 2 ^ 53 / 1000 then t = math.floor(t * 1000 + 0.5) / 1000 end
-  return t
-end
+-- A time since the session's start (--from, --to) on the file's clock.
+local file_time = require("jobque_profile.util").file_time
 
 -- The figures of a model over --from/--to, which count from its session's
 -- start; the critical path's steps only for --json's report (the text and
 -- compare show sums: a table a step is most of a big trace's figures).
 local function figures(model, top)
   local steps = args.command == "report" and args.json or false
-  return stats.compute(model, file_time(model, args.from), file_time(model, args.to), top, {steps = steps})
+  return stats.compute(model, file_time(model, args.from), file_time(model, args.to), top,
+                       {steps = steps, all_frames = args.command == "compare"})
 end
 
 -- What this command builds stays alive until it exits, so the collector
@@ -174,8 +193,84 @@ end
 -- freeing the heap object by object (the system takes the memory back).
 collectgarbage("stop")
 
+-- Exits 2 when a --category, --lane or --span names what the trace does
+-- not have, saying what it has.
+local function check_names(model, path)
+  local names = require("jobque_profile.samples").names(model)
+  local known_cat = {}
+  for _, c in ipairs(model.categories or {}) do known_cat[c.name] = true end
+  for _, c in ipairs(names.categories) do known_cat[c] = true end
+  local function check(given, what, list, known)
+    for _, name in ipairs(given or {}) do
+      if not known[name] then
+        local shown = {}
+        for i, x in ipairs(list) do shown[i] = report.shown(x) end
+        io.stderr:write(("jobque-profile: no %s \"%s\" in %s (%s)\n"):format(what, report.shown(name), path,
+          #shown > 0 and ("it has: " .. table.concat(shown, ", ")) or "it has none"))
+        os.exit(2)
+      end
+    end
+  end
+  local set = {}
+  for _, x in ipairs(names.lanes) do set[x] = true end
+  check(args.category, "category", names.categories, known_cat)
+  check(args.lane, "lane", names.lanes, set)
+  set = {}
+  for _, x in ipairs(names.spans) do set[x] = true end
+  check(args.span, "span", names.spans, set)
+end
+
+-- The filters given, as the command line spelt them (for a message).
+local function filters_text()
+  local parts = {}
+  if args.from then parts[#parts + 1] = ("--from %.3f"):format(args.from) end
+  if args.to then parts[#parts + 1] = ("--to %.3f"):format(args.to) end
+  for _, k in ipairs{"category", "lane", "job", "span"} do
+    for _, v in ipairs(args[k] or {}) do
+      parts[#parts + 1] = ("--%s \"%s\""):format(k, report.shown(v))
+    end
+  end
+  return table.concat(parts, " ")
+end
+
+-- flame: the samples that pass the filters as folded stacks or speedscope JSON.
+local function flame_main()
+  local path = args.trace
+  local model = load(path)
+  if (model.nsamples or 0) == 0 then
+    io.stderr:write(("jobque-profile: %s: no samples in this trace (record with profile_start(n, {sample_hz = 1000}))\n")
+      :format(path))
+    os.exit(1)
+  end
+  check_names(model, path)
+  local samples = require "jobque_profile.samples"
+  local flame = require "jobque_profile.flame"
+  local idx = samples.select(model, {from = args.from, to = args.to, categories = args.category, lanes = args.lane,
+                                     jobs = args.job, spans = args.span})
+  local opts = {by = args.by, lines = args.lines, name = path:match("[^/]*$")}
+  local text = #idx > 0 and (args.format == "speedscope" and flame.speedscope or flame.folded)(model, idx, opts)
+  if not text or text == "" then
+    local given = filters_text()
+    io.stderr:write(("jobque-profile: %s: no samples %s\n"):format(path,
+      given ~= "" and ("match " .. given) or "weigh enough for a count of 1"))
+    os.exit(2)
+  end
+  if not args.output then
+    io.write(text)
+    return
+  end
+  local wrote, err = require("jobque_profile.reader").write_file(args.output, {text})
+  if not wrote then
+    io.stderr:write("jobque-profile: ", err, "\n")
+    os.exit(1)
+  end
+  print(("wrote %s (%s)"):format(args.output, report.count_of(#idx, "sample")))
+end
+
 local function main()
-  if args.command == "report" then
+  if args.command == "flame" then
+    flame_main()
+  elseif args.command == "report" then
     local model = load(args.trace)
     local f = figures(model, args.top)
     io.write(args.json and (report.json(f) .. "\n") or report.text(f, model))

@@ -285,6 +285,40 @@ describe("docs/trace-format.md", function()
     assert.truthy(seen["the key of argsvalue"], "no counter")
   end)
 
+  it("describes every key of a sampled session's samples", function()
+    local page = read_doc("docs/trace-format.md")
+    local T = require("jobque.core")._test
+    p.profile_start(100)
+    T.sampling_set{hz = 1000, depth = 64, period_ns = 1000000, signals = 1, ticks = 1}
+    p.profile_begin("docs spec sampled")
+    T.put_sample({{"main chunk (docs.lua)", "lua"}, {"f (docs.lua:1)", "lua"}}, {job = 1, line = 2})
+    p.profile_end()
+    p.profile_stop()
+    local doc, text = S.save(p)
+    local keys = {}
+    local function all(list, what)
+      for _, item in pairs(list) do
+        for k, v in pairs(item) do
+          keys[#keys + 1] = {k, what}
+          if k == "args" or k == "samplesSkipped" then
+            for a in pairs(v) do keys[#keys + 1] = {(k == "args" and "args." or "") .. a, what .. "." .. k} end
+          end
+        end
+      end
+    end
+    all(doc.stackFrames, "stackFrames")
+    all(doc.samples, "samples")
+    all({doc.jobqueProfile.sampling}, "jobqueProfile.sampling")
+    all(doc.jobqueProfile.laneInfo, "laneInfo")
+    for _, top in ipairs({"stackFrames", "samples", "sampling"}) do keys[#keys + 1] = {top, "the file"} end
+    assert.is_true(#keys >= 24, "the sampled session has too few keys: " .. #keys)
+    assert.truthy(text:find('"args":{"job":1,"span":1,"line":2}', 1, true), "no sample in a span")
+    for _, k in ipairs(keys) do
+      assert.truthy(page:find("`" .. k[1] .. "`", 1, true),
+                    ("docs/trace-format.md does not describe %s's key '%s'"):format(k[2], k[1]))
+    end
+  end)
+
   it("is the page of the version the writer writes", function()
     local t = S.record_n(p, "docs spec version", 16, 1)
     local version = math.tointeger(t.jobqueProfile.version)

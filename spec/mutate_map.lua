@@ -13,9 +13,12 @@
 -- load_cells, graph_path, page_graph, the reader's toolkit headers, the
 -- headers) and the critical path's walk (ops_path: its own spec, then those
 -- of the report and the page that call it) list the specs of the file they
--- came from or serve, until mutate_cover.sh measures them.
+-- came from or serve, until mutate_cover.sh measures them; the CPU
+-- samples' modules (samples, flame), and the command, report and stats for
+-- what they added, list the specs written for them (samples, flame, speedscope).
 return {
-  ["lua/jobque-profile.lua"] = {"spec/reader/cli_spec.lua", "spec/record/file_replace_spec.lua",
+  ["lua/jobque-profile.lua"] = {"spec/reader/flame_spec.lua",
+    "spec/reader/cli_spec.lua", "spec/record/file_replace_spec.lua",
     "spec/reader/loader_spec.lua", "spec/reader/page_view_spec.lua", "spec/reader/report_view_spec.lua",
     "spec/reader/util_spec.lua"},
   ["lua/jobque.lua"] = {"spec/reader/cli_spec.lua", "spec/docs_spec.lua", "spec/queue/hints_spec.lua",
@@ -32,6 +35,8 @@ return {
     "spec/reader/model_spec.lua", "spec/reader/report_view_spec.lua", "spec/record/saved_file_spec.lua",
     "spec/queue/soak_spec.lua", "spec/record/spans_spec.lua", "spec/reader/figures_spec.lua",
     "spec/record/trace_outcomes_spec.lua", "spec/reader/util_spec.lua"},
+  ["lua/jobque_profile/flame.lua"] = {"spec/reader/flame_spec.lua", "spec/reader/flame_saved_spec.lua",
+    "spec/reader/speedscope_spec.lua"},
   ["lua/jobque_profile/graph.lua"] = {"spec/reader/cli_spec.lua", "spec/record/file_replace_spec.lua",
     "spec/reader/job_graph_spec.lua", "spec/record/lanes_spec.lua", "spec/reader/columns_spec.lua",
     "spec/reader/loader_spec.lua", "spec/reader/page_files_spec.lua", "spec/reader/page_view_spec.lua",
@@ -43,13 +48,17 @@ return {
     "spec/reader/page_files_spec.lua", "spec/reader/page_view_spec.lua", "spec/reader/model_spec.lua",
     "spec/reader/report_view_spec.lua", "spec/reader/hostile_spec.lua", "spec/reader/hostile_columns_spec.lua",
     "spec/record/trace_outcomes_spec.lua"},
-  ["lua/jobque_profile/report.lua"] = {"spec/reader/cli_spec.lua", "spec/record/file_replace_spec.lua",
+  ["lua/jobque_profile/report.lua"] = {"spec/reader/flame_spec.lua",
+    "spec/reader/cli_spec.lua", "spec/record/file_replace_spec.lua",
     "spec/reader/job_graph_spec.lua", "spec/record/lanes_spec.lua", "spec/reader/columns_spec.lua",
     "spec/reader/loader_spec.lua", "spec/reader/page_files_spec.lua", "spec/reader/page_view_spec.lua",
     "spec/reader/model_spec.lua", "spec/reader/report_view_spec.lua", "spec/reader/hostile_spec.lua",
     "spec/reader/hostile_columns_spec.lua", "spec/reader/seed_format_spec.lua", "spec/record/spans_spec.lua",
     "spec/reader/figures_spec.lua", "spec/record/trace_outcomes_spec.lua", "spec/reader/util_spec.lua"},
-  ["lua/jobque_profile/stats.lua"] = {"spec/reader/cli_spec.lua", "spec/record/file_replace_spec.lua",
+  ["lua/jobque_profile/samples.lua"] = {"spec/reader/samples_spec.lua", "spec/reader/flame_spec.lua",
+    "spec/reader/flame_saved_spec.lua", "spec/reader/speedscope_spec.lua"},
+  ["lua/jobque_profile/stats.lua"] = {"spec/reader/flame_spec.lua",
+    "spec/reader/cli_spec.lua", "spec/record/file_replace_spec.lua",
     "spec/reader/job_graph_spec.lua", "spec/record/lanes_spec.lua", "spec/reader/columns_spec.lua",
     "spec/reader/loader_spec.lua", "spec/reader/page_view_spec.lua", "spec/reader/model_spec.lua",
     "spec/reader/report_view_spec.lua", "spec/reader/hostile_columns_spec.lua", "spec/reader/seed_format_spec.lua",

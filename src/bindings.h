@@ -25,6 +25,9 @@ void jq_open_testing(lua_State *L, lua_CFunction open_core);
 /* The codec's test binding (testing_codec.c): adds codec_roundtrip and
  * codec_boxes to the table on the top of the stack. */
 void jq_open_testing_codec(lua_State *L);
+/* The sample tables' test binding (testing_samples.c): adds put_sample,
+ * put_runtime_sample, sampling_set, stab_limit and sample_error. */
+void jq_open_testing_samples(lua_State *L);
 #endif
 
 int luaopen_jobque_core(lua_State *L);

@@ -440,6 +440,40 @@ local function categories_lines(f, say)
   end
 end
 
+-- The rows of a top-functions list (samples.top's).
+local function top_rows(top, out)
+  out[#out + 1] = ("  %7s  %7s  %10s  %s"):format("self %", "total %", "self", "frame")
+  for _, r in ipairs(top) do
+    out[#out + 1] = ("  %7s  %7s  %10s  %s"):format(pct(r.self), pct(r.total), M.us(r.self_us), M.shown(r.frame, 60))
+  end
+end
+
+--- The top functions section: the functions the CPU samples of the range
+-- found running most (self), with the share of the samples they were on
+-- the stack of (total), over all samples, then in each of the heaviest
+-- categories (lines; empty without samples).
+function M.samples_lines(f)
+  local out = {}
+  local s = f.samples
+  if not s then return out end
+  local weight = ("%.10g"):format(s.total_weight)
+  out[#out + 1] = s.total_us
+    and ("top functions (CPU samples: %s sampled, weight %s x %s%s; total: on the stack)"):format(
+      M.us(s.total_us), weight, M.us(s.period_us), s.hz and (" at %.10g Hz"):format(s.hz) or "")
+    or ("top functions (CPU samples: weight %s, the trace gives no period; total: on the stack)"):format(weight)
+  if s.total_weight == 0 then
+    out[#out + 1] = "  no samples in the range"
+    return out
+  end
+  top_rows(s.top, out)
+  for _, c in ipairs(s.by_category) do
+    out[#out + 1] = ("top functions in category \"%s\" (%s of the samples' weight)"):format(M.shown(c.name),
+                                                                                        pct(c.total))
+    top_rows(c.top, out)
+  end
+  return out
+end
+
 -- A marker kind's units: their durations and the slowest of them.
 local function marker_lines(m, t0, say)
   say("")
@@ -495,6 +529,11 @@ function M.text(f, model)
         f.awaits.count, M.us(f.awaits.time))
   end
   categories_lines(f, say)
+  local top = M.samples_lines(f)
+  if #top > 0 then
+    say("")
+    for _, line in ipairs(top) do out[#out + 1] = line end
+  end
   for _, m in ipairs(f.markers) do marker_lines(m, t0, say) end
   for _, section in ipairs{M.spans_lines(f), M.counters_lines(f), M.latency_lines(f), M.critical_path_lines(f),
                            M.whatif_lines(f), M.copies_lines(f), M.failures_lines(f)} do

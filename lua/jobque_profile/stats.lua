@@ -39,6 +39,11 @@
 --             range: run_us sums their pieces, wall_us their first start to
 --             last end (suspensions included), both cut at the range;
 --             unclosed counts those closed by their job's end or the stop
+--   samples   nil without CPU samples, else jobque_profile.samples.figures
+--             over the range: hz, period_us, total_weight, total_us, lanes,
+--             top (the `top` functions by self weight), by_category (the
+--             three heaviest categories' top functions); opts.all_frames:
+--             also frames, every function's row by its text (compare's)
 --   counters[i] { name, pid, samples, min, mean, max } per counter track, of
 --             the values in effect in the range (a sample holds until the
 --             next one of its track; the last to the range's end): mean is
@@ -59,13 +64,15 @@
 -- in the range). Median and p95 are
 -- nearest-rank.
 -- compare(a, b) -> rows { label, group, a, b, diff, ratio, unit, a_partial,
--- b_partial } of two figures (a_partial, b_partial: true on the critical
+-- b_partial } of two figures (their samples' rows need compute's
+-- opts.all_frames) (a_partial, b_partial: true on the critical
 -- path's and the replay's rows when that side's is partial).
 -- unit_summary(units, j, n) -> unit j of a kind's units with only its n
 -- busiest categories (what the text report shows; a unit's by_category
 -- lists every category it holds).
 local without_gc = require("jobque_profile.util").without_gc
 local graph = require "jobque_profile.graph"
+local samples = require "jobque_profile.samples"
 
 local M = {}
 
@@ -327,6 +334,7 @@ local function compute(model, from, to, top, opts)
     whatif = whatif,
     spans = span_stats(model, a, b),
     counters = reader.stats_counters(model, a, b),
+    samples = samples.figures(model, a, b, top or M.TOP, opts and opts.all_frames),
   }
 end
 
@@ -473,6 +481,28 @@ local function detail_rows(rows, a, b)
   end
 end
 
+-- The rows of the CPU samples (when either side has some): the sampled
+-- time, then per function of either side's top list (a's order, then b's
+-- new ones), by frame text, its self and total shares and its self time
+-- (from each side's `frames`, every function's row: 0 where that side's
+-- samples never ran it; none where that side has no samples).
+local function sample_rows(rows, a, b)
+  local sa, sb = a.samples, b.samples
+  if not sa and not sb then return end
+  row(rows, "samples", "sampled CPU time", nil, nil, sa and sa.total_us, sb and sb.total_us, "us",
+      not (sa and sa.total_us), not (sb and sb.total_us))
+  local frames = union(sa and sa.top, sb and sb.top, function(r) return r.frame end)
+  local none = {self = 0, total = 0, self_us = 0}
+  for _, frame in ipairs(frames) do
+    local x = sa and ((sa.frames or {})[frame] or none)
+    local y = sb and ((sb.frames or {})[frame] or none)
+    row(rows, "samples", "self: ", frame, nil, x and x.self, y and y.self, "%", not x, not y)
+    row(rows, "samples", "total: ", frame, nil, x and x.total, y and y.total, "%", not x, not y)
+    row(rows, "samples", "self time: ", frame, nil, x and x.self_us, y and y.self_us, "us",
+        not (x and x.self_us), not (y and y.self_us))
+  end
+end
+
 --- Side by side: the figures of `a` and of `b` (each from compute), with differences.
 function M.compare(a, b)
   local rows = {}
@@ -489,6 +519,7 @@ function M.compare(a, b)
   lane_rows(rows, a, b)
   why_rows(rows, a, b)
   detail_rows(rows, a, b)
+  sample_rows(rows, a, b)
   row(rows, "dropped", "dropped events", nil, nil, a.dropped.events, b.dropped.events, "")
   return rows
 end

@@ -14,6 +14,8 @@
 --                        which spec/reader/util_spec.lua checks name by name
 --   color_for(name)      "#RRGGBB" for a category a trace registered no colour for
 --   width(s)             the columns a terminal gives the string s
+--   file_time(model, x)  a time since the session's start (--from, --to) on
+--                        the file's clock, rounded to the nanosecond
 local M = {}
 
 --- Calls f(...) with the garbage collector paused (restarting it after, if it
@@ -49,6 +51,17 @@ function M.id_text(v)
   if t == "number" then return tostring(math.tointeger(v) or v) end
   if t == "string" then return v end
   return M.json(v)
+end
+
+--- A time since the session's start (--from, --to: x microseconds) on the
+-- file's clock, rounded to the nanosecond the file's times have: a start
+-- copied from the report then lands on its marker, not a rounding error
+-- before or after it. nil for nil.
+function M.file_time(model, x)
+  if x == nil then return nil end
+  local t = model.t0 + x
+  if math.abs(t) < 2 ^ 53 / 1000 then t = math.floor(t * 1000 + 0.5) / 1000 end
+  return t
 end
 
 --- The palette, in the core's order (jobque_profile.PROFILE_PALETTE).

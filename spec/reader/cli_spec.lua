@@ -511,7 +511,7 @@ describe("jobque-profile", function()
     assert.matches("unknown command 'frobnicate'", err, 1, true)
     local hcode, out = run("--help")
     assert.equal(0, hcode)
-    for _, word in ipairs{"report", "compare", "html"} do assert.matches(word, out, 1, true) end
+    for _, word in ipairs{"report", "compare", "html", "flame"} do assert.matches(word, out, 1, true) end
   end)
 end)
 

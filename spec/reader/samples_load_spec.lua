@@ -115,6 +115,12 @@ describe("the loader's samples", function()
     assert.equal(2, m.nevents) -- samples are not events
   end)
 
+  it("rounds a time of ours to the nanosecond, as an event's", function()
+    local m = assert(load(object(EVENTS, FRAMES, '"samples":[{"tid":2,"ts":12.0004,"sf":"1"},' ..
+                                 '{"tid":2,"ts":12.0006,"sf":"1"}]', META)))
+    assert.same({12, 12.001}, columns(m).sample_ts)
+  end)
+
   it("reads samples before stackFrames, both before or after the events and the metadata", function()
     for _, order in ipairs{{SAMPLES, FRAMES, EVENTS, META}, {FRAMES, SAMPLES, EVENTS, META},
                            {EVENTS, SAMPLES, META, FRAMES}, {EVENTS, META, SAMPLES, FRAMES},
@@ -127,6 +133,14 @@ describe("the loader's samples", function()
     check_model(assert(load(object('"x\\u0041":1', SAMPLES, EVENTS, FRAMES, META))))
     check_model(assert(load(object(EVENTS, '"s\\u0061mples":' .. SAMPLES:match(":(.*)$"), FRAMES, META))))
     check_model(assert(load(object(EVENTS, SAMPLES, '"stack\\u0046rames":' .. FRAMES:match(":(.*)$"), META))))
+  end)
+
+  it("reads the last of a samples or stackFrames key given twice, as for any key", function()
+    local other = '"samples":[{"tid":2,"ts":99,"sf":"1"}]'
+    check_model(assert(load(object(other, EVENTS, FRAMES, SAMPLES, META))))
+    check_model(assert(load(object(EVENTS, other, FRAMES, META, SAMPLES))))
+    check_model(assert(load(object(EVENTS, '"stackFrames":{"9":{"name":"x"}}', SAMPLES, FRAMES, META))))
+    check_model(assert(load(object('"stackFrames":[]', EVENTS, SAMPLES, FRAMES, META))))
   end)
 
   it("leaves a trace without samples as it was", function()
@@ -148,11 +162,12 @@ describe("the loader's samples", function()
     local m = assert(load(object('"traceEvents":[{"ph":"X","pid":1,"tid":1,"ts":1000,"dur":5,"name":"a"}]',
       '"stackFrames":{"1":{"category":"m1","name":"main"},"2":{"category":"m2","name":"foo","parent":1}}',
       '"samples":[{"cpu":0,"tid":1,"ts":1000.0,"name":"cycles:HG","sf":2,"weight":1},' ..
-      '{"tid":9,"ts":1001,"sf":"1"}]')))
+      '{"tid":9,"ts":1000.0004,"sf":"1"}]')))
     assert.same({n = 2, id = {"1", "2"}, name = {"main", "foo"}, category = {"m1", "m2"}, parent = {0, 1}}, m.frames)
     assert.equal(2, #m.lanes)
     assert.equal("thread 9", m.lanes[2].name)
-    assert.same({sample_ts = {1000, 1001}, sample_lane = {1, 2}, sample_frame = {2, 1}, sample_weight = {1, 1},
+    -- not ours: its times as the file has them
+    assert.same({sample_ts = {1000, 1000.0004}, sample_lane = {1, 2}, sample_frame = {2, 1}, sample_weight = {1, 1},
                  sample_cat = {"cycles:HG", "no category"}, sample_job = {false, false},
                  sample_span = {false, false}, sample_line = {false, false}}, columns(m))
   end)
@@ -182,6 +197,13 @@ describe("the loader's samples", function()
       assert.equal("", out)
       assert.equal("jobque-profile: " .. err .. "\n", stderr)
     end
+  end)
+
+  it("says what is wrong with the JSON before a loop of frames it read first", function()
+    local text = object(EVENTS, '"stackFrames":{"5":{"name":"s","parent":"5"}}', SAMPLES, META)
+    local m, err = load(text .. "x")
+    assert.is_nil(m)
+    assert.matches(': not JSON %(offset ' .. #text .. ': text after the JSON value%)$', err)
   end)
 
   it("skips samples below frames nested deeper than 10,000, from a chain listed leaf first", function()

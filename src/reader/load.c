@@ -894,6 +894,28 @@ static size_t guess_meta(jq_src *t, size_t from) {
   return NONE;
 }
 
+/* A top key after the events (its value at s[i]; is: top_key's), in the
+ * one pass: the frames read there; the samples too when the frames are
+ * known (read, or before the events), else only checked, to be read at
+ * the end (at[is]: where). One past the value, or 0 when the checked way
+ * must read the text (bad JSON, a key given twice, a loop of frames:
+ * what the checked way says about the JSON comes first). */
+static size_t after_events(loader *ld, int is, size_t i, size_t *at) {
+  if (is >= 3 && at[is] != NONE)
+    return 0;
+  at[is] = i;
+  if (is == 3) {
+    size_t end = jq_read_frames(ld, i);
+    return ld->frames_loop ? 0 : end;
+  }
+  if (is == 4 && (ld->frames_read || at[3] != NONE)) {
+    if (!ld->frames_read && (!jq_read_frames(ld, at[3]) || ld->frames_loop))
+      return 0;
+    return jq_read_samples(ld, i);
+  }
+  return skip_value(&ld->t, i, 0);
+}
+
 /* The reading in one pass, for a text shaped as ours and Chrome's are: an
  * object whose keys are plain, with "traceEvents" an array (or a bare
  * array), its "jobqueProfile" (which our writer puts last) found first by a
@@ -919,6 +941,8 @@ static int load_fast(loader *ld) {
       }
       if (is == 2)
         meta = i;
+      if (is >= 3 && at[is] != NONE)
+        return -1; /* given twice: the checked way reads the last */
       at[is] = i;
       if (!(i = skip_value(t, i, 0)))
         return -1;
@@ -949,8 +973,7 @@ static int load_fast(loader *ld) {
         return -1;
       if (is == 2)
         meta = i;
-      at[is] = i;
-      if (!(i = skip_value(t, i, 0)))
+      if (!(i = after_events(ld, is, i, at)))
         return -1;
     }
     if (meta != (guess != NONE ? guess : meta) || (guess != NONE && meta == NONE))
@@ -958,7 +981,7 @@ static int load_fast(loader *ld) {
   }
   if (ws(t, i) != t->n)
     return -1;
-  int got = jq_load_samples(ld, at[3], at[4]);
+  int got = jq_samples_end(ld, at[3], at[4]);
   if (got <= 0)
     return got < 0 ? -1 : 2;
   return finish_load(ld);
@@ -1029,7 +1052,7 @@ static int load_checked(loader *ld) {
     return 2;
   if (ld->t.s[events] == '[' && !read_events(ld, events, &said_no))
     return said_no ? 2 : json_error(ld);
-  int got = is_array ? 1 : jq_load_samples(ld, frames, samples);
+  int got = jq_samples_end(ld, is_array ? NONE : frames, is_array ? NONE : samples);
   if (got <= 0)
     return got < 0 ? json_error(ld) : 2;
   return finish_load(ld);

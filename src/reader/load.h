@@ -156,10 +156,18 @@ typedef struct loader {
   cells edge[EDGE_COLS];     /* ts lane kind job on queue */
   cells marker[MARKER_COLS]; /* ts kind arg pid tid */
   cells extra;               /* extra_ts */
-  cells smp[SAMPLE_COLS];    /* the samples (load_samples.c) */
+  /* the samples and their frames (load_samples.c) */
+  cells smp[SAMPLE_COLS];
   lua_Integer nsamples, nskipped;
   const char *skip_why[SAMPLE_REASONS]; /* why samples were skipped, in order of first appearance */
   lua_Integer skip_n[SAMPLE_REASONS];
+  jq_vec frame_buf;  /* the frames, in file order */
+  jq_vec place_buf;  /* uint32_t by string index: the frame of that id's place + 1 */
+  jq_vec num_buf;    /* int32_t by an id's decimal value: the frame's number, or why it has none */
+  size_t nframes;
+  int32_t nnumbered;
+  uint32_t frames_loop; /* the string index of the id of a frame on a loop of parents; 0: none */
+  int frames_read, samples_read;
   jq_vec order;              /* time_order's indexes */
   size_t events_at;          /* the events array's '[' */
   int chain_tags;            /* the seed format's chain tags handed to Lua (chain_tags) */
@@ -269,11 +277,24 @@ void jq_flush_all(loader *ld, int last);
 /* The lane of (pid, tid): its index (the lanes met lately cached). */
 uint32_t jq_use_lane(loader *ld, const val *pid, const val *tid);
 
-/* The top object's "stackFrames" and "samples" values (at frames and
- * samples: NONE when absent) into the model, once the events are read: 1;
- * 0 with nil and a message pushed (a loop among the frames' parents); -1
- * when the JSON is bad (t's error). */
-int jq_load_samples(loader *ld, size_t frames, size_t samples);
+/* The top object's "stackFrames" value at s[i] read and its frames
+ * numbered (ld->frames_read; ld->frames_loop names a frame on a loop of
+ * parents, when there is one): one past it, or 0 and an error. */
+size_t jq_read_frames(loader *ld, size_t i);
+
+/* The top object's "samples" value at s[i] read into the sample columns
+ * (the frames read already, if the file has any; ld->samples_read): one
+ * past it, or 0 and an error. */
+size_t jq_read_samples(loader *ld, size_t i);
+
+/* Once every key is read: the frames at `frames` and the samples at
+ * `samples` not read yet (NONE: none) read, then model.frames and the
+ * samples' counts: 1; 0 with nil and a message pushed (a loop of the
+ * frames' parents); -1 when the JSON is bad (t's error). */
+int jq_samples_end(loader *ld, size_t frames, size_t samples);
+
+/* The loader's frames freed (jq_loader_free). */
+void jq_frames_free(loader *ld);
 
 /* order_samples(model): the sample columns by lane (their lanes' indexes
  * already) then time. */

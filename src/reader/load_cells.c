@@ -139,6 +139,7 @@ void jq_loader_free(loader *ld) {
     jq_col_free(&ld->edge[c]);
   for (int c = 0; c < SAMPLE_COLS; c++)
     jq_col_free(&ld->smp[c]);
+  jq_frames_free(ld);
   for (int c = 0; c < MARKER_COLS; c++)
     jq_col_free(&ld->marker[c]);
   jq_col_free(&ld->extra);

@@ -20,6 +20,7 @@
 #include "common/digits.h"
 #include "common/file_replace.h"
 #include "record/events.h"
+#include "record/sample_tables.h"
 #include "record/spans.h"
 
 #if !defined(JQ_WRITE_BUFFER)
@@ -323,7 +324,12 @@ typedef struct context {
   uint16_t counts_queue;   /* the queue of the first JQ_EV_COUNTS */
   uint8_t counts_queues;   /* several queues recorded counts: a "jobs" track each */
   jq_pieces pieces;        /* spans cut at slices (spans.c) */
+  struct frame_tree *tree; /* the samples' frames (NULL: no samples to write) */
 } context;
+
+/* The samples' merged frames (below, with the writing of samples). */
+static int tree_build(struct frame_tree **out, const jq_save_view *v);
+static void tree_free(struct frame_tree *t, int nlanes);
 
 static int cmp_u64(const void *a, const void *b) {
   uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -386,7 +392,7 @@ static int context_init(context *c, const jq_save_view *v, const fragments *mark
   }
   c->cats.off[v->ncategories] = (size_t)(p - c->cats.text);
   if (name_fragments(&c->counters, v->counters, v->ncounters, "") != 0 ||
-      jq_pieces_build(&c->pieces, v) != 0)
+      jq_pieces_build(&c->pieces, v) != 0 || tree_build(&c->tree, v) != 0)
     return ENOMEM;
   for (int l = 0; l < v->nlanes && ns + nw > 0; l++) /* a marker-only trace skips this */
     for (uint64_t i = 0; i < v->lanes[l].count; i += jq_event_span(&v->lanes[l].events[i])) {
@@ -418,6 +424,7 @@ static void context_free(context *c) {
   free(c->counters.text);
   free(c->counters.off);
   jq_pieces_free(&c->pieces);
+  tree_free(c->tree, c->v ? c->v->nlanes : 0);
 }
 
 /* The name of tag `cat`, escaped: its category's, "job" untagged, "tag N". */
@@ -934,9 +941,330 @@ static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane,
     put_lane_full(&o);
 }
 
+/* ---- samples: "stackFrames" and "samples" ----
+ * Each lane's tables (sample_tables.c) number its own frames and stacks;
+ * the file has one prefix tree merged from all of them: a node per
+ * distinct path of frame texts, numbered in order of first use (lane
+ * order, then each lane's stack ids, a parent's before its child's). Only
+ * the paths of recorded samples are written. */
+
+typedef struct tree_node {
+  uint32_t parent; /* node, 0: a root */
+  uint32_t frame;  /* the frame's id in lane `lane`'s tables */
+  uint32_t hash;
+  int lane;
+} tree_node;
+
+typedef struct frame_tree {
+  tree_node *nodes; /* nodes[1 .. n] */
+  uint32_t n;
+  uint32_t *slots; /* node ids by (parent, text), 0 = empty */
+  size_t mask;
+  uint32_t **node_of; /* per lane: its stack id -> node (0: not written) */
+  uint64_t samples;   /* sample events written */
+} frame_tree;
+
+static const char *frame_text(const jq_save_view *v, int lane, uint32_t frame, size_t *len,
+                              int *kind) {
+  const char *s = jq_stab_frame(v->lanes[lane].stab, frame, len, kind);
+  if (!s)
+    *len = 0, *kind = JQ_FRAME_RUNTIME;
+  return s ? s : "";
+}
+
+/* The node for `frame` of lane `lane` under node `parent`, made if new. */
+static uint32_t tree_intern(frame_tree *t, const jq_save_view *v, uint32_t parent, int lane,
+                            uint32_t frame) {
+  size_t len, olen;
+  int kind, okind;
+  const char *s = frame_text(v, lane, frame, &len, &kind);
+  uint32_t h = parent * 2654435761u;
+  for (size_t i = 0; i < len; i++)
+    h = (h ^ (unsigned char)s[i]) * 16777619u;
+  size_t i = h & t->mask;
+  for (uint32_t id; (id = t->slots[i]) != 0; i = (i + 1) & t->mask) {
+    const tree_node *nd = &t->nodes[id];
+    if (nd->hash != h || nd->parent != parent)
+      continue;
+    const char *o = frame_text(v, nd->lane, nd->frame, &olen, &okind);
+    if (olen == len && memcmp(o, s, len) == 0)
+      return id;
+  }
+  uint32_t id = ++t->n;
+  t->nodes[id] = (tree_node){parent, frame, h, lane};
+  t->slots[i] = id;
+  return id;
+}
+
+/* Marks lane l's stacks that a sample uses, and their ancestors (a
+ * parent's id is below its child's); returns how many. */
+static size_t mark_used(uint32_t *used, const jq_save_lane *lane, uint32_t nstacks) {
+  size_t n = 0;
+  for (uint64_t i = 0; i < lane->count; i += jq_event_span(&lane->events[i])) {
+    const jq_event *e = &lane->events[i];
+    if (e->kind == JQ_EV_SAMPLE && e->id >= 1 && e->id <= nstacks)
+      used[e->id] = 1;
+  }
+  for (uint32_t id = nstacks; id >= 1; id--) {
+    uint32_t parent;
+    if (!used[id])
+      continue;
+    n++;
+    jq_stab_stack(lane->stab, id, &parent);
+    if (parent >= 1 && parent < id)
+      used[parent] = 1;
+  }
+  return n;
+}
+
+static void tree_free(frame_tree *t, int nlanes) {
+  if (!t)
+    return;
+  for (int l = 0; l < nlanes && t->node_of; l++)
+    free(t->node_of[l]);
+  free(t->node_of);
+  free(t->nodes);
+  free(t->slots);
+  free(t);
+}
+
+/* The merged tree of the view's samples; *out NULL when there are none. */
+static int tree_build(frame_tree **out, const jq_save_view *v) {
+  *out = NULL;
+  frame_tree *t = calloc(1, sizeof *t);
+  if (!t || !(t->node_of = calloc((size_t)v->nlanes + 1, sizeof *t->node_of))) {
+    free(t);
+    return ENOMEM;
+  }
+  size_t total = 0;
+  for (int l = 0; l < v->nlanes; l++) {
+    const jq_save_lane *lane = &v->lanes[l];
+    if (!lane->stab)
+      continue;
+    uint32_t ns = jq_stab_nstacks(lane->stab);
+    if (!(t->node_of[l] = calloc((size_t)ns + 1, sizeof(uint32_t)))) {
+      tree_free(t, v->nlanes);
+      return ENOMEM;
+    }
+    total += mark_used(t->node_of[l], lane, ns);
+    for (uint64_t i = 0; i < lane->count; i += jq_event_span(&lane->events[i]))
+      t->samples += lane->events[i].kind == JQ_EV_SAMPLE && lane->events[i].id >= 1 &&
+                    lane->events[i].id <= ns;
+  }
+  if (t->samples == 0 && v->sampling.hz <= 0) { /* no samples to write */
+    tree_free(t, v->nlanes);
+    return 0;
+  }
+  size_t slots = 2;
+  while (slots < 2 * total)
+    slots *= 2;
+  t->mask = slots - 1;
+  t->nodes = malloc((total + 1) * sizeof *t->nodes);
+  t->slots = calloc(slots, sizeof *t->slots);
+  if (!t->nodes || !t->slots) {
+    tree_free(t, v->nlanes);
+    return ENOMEM;
+  }
+  for (int l = 0; l < v->nlanes; l++) {
+    uint32_t *node_of = t->node_of[l];
+    for (uint32_t id = 1; node_of && id <= jq_stab_nstacks(v->lanes[l].stab); id++) {
+      uint32_t parent, frame = jq_stab_stack(v->lanes[l].stab, id, &parent);
+      if (node_of[id])
+        node_of[id] = tree_intern(t, v, parent ? node_of[parent] : 0, l, frame);
+    }
+  }
+  *out = t;
+  return 0;
+}
+
+static const char *const frame_kinds[3] = {"lua", "C", "runtime"};
+
+static void put_stack_frames(wbuf *b, const context *c) {
+  const frame_tree *t = c->tree;
+  PUT_LIT(b, ",\n\"stackFrames\":{");
+  for (uint32_t id = 1; id <= t->n; id++) {
+    const tree_node *nd = &t->nodes[id];
+    size_t len;
+    int kind;
+    const char *s = frame_text(c->v, nd->lane, nd->frame, &len, &kind);
+    const char *k = frame_kinds[kind >= 0 && kind <= JQ_FRAME_RUNTIME ? kind : JQ_FRAME_RUNTIME];
+    char *p = wbuf_room(b, 96 + ESCAPED_MAX(len));
+    p = id == 1 ? LIT(p, "\n\"") : LIT(p, ",\n\"");
+    p = jq_put_u64(p, id);
+    p = LIT(p, "\":{\"name\":\"");
+    p = json_escape(p, s, len);
+    p = LIT(p, "\",\"category\":\"");
+    p = put_lit(p, k, strlen(k));
+    *p++ = '"';
+    if (nd->parent) {
+      p = LIT(p, ",\"parent\":\"");
+      p = jq_put_u64(p, nd->parent);
+      *p++ = '"';
+    }
+    b->p = LIT(p, "}");
+  }
+  PUT_LIT(b, "}");
+}
+
+/* ns as microseconds with three decimals. */
+static char *put_us3(char *p, uint64_t ns) {
+  p = jq_put_u64(p, ns / 1000);
+  unsigned f = (unsigned)(ns % 1000);
+  p[0] = '.';
+  p[1] = (char)('0' + f / 100);
+  p[2] = (char)('0' + f / 10 % 10);
+  p[3] = (char)('0' + f % 10);
+  return p + 4;
+}
+
+/* The name of a sample's tag: its category's, else "no category" or "tag N". */
+static char *put_sample_cat(char *p, const context *c, uint16_t cat) {
+  return cat == 0 && !c->cat_index[0] ? LIT(p, "no category") : put_cat(p, c, cat);
+}
+
+/* One sample: args has the job (none outside jobs), the innermost span
+ * piece's span on its lane at its time (none outside spans) and the leaf's
+ * line (none unknown). */
+static void put_sample(wbuf *b, const context *c, const uint32_t *node_of, int tid,
+                       const jq_event *e, uint64_t span, int first) {
+  char *p = wbuf_room(b, EVENT_MAX + cat_len(c, e->cat));
+  p = first ? LIT(p, "\n{\"tid\":") : LIT(p, ",\n{\"tid\":");
+  p = jq_put_u64(p, (uint64_t)tid);
+  p = LIT(p, ",\"ts\":");
+  p = put_us3(p, jq_clock_to_ns(&c->v->scale, e->t0));
+  p = LIT(p, ",\"sf\":\"");
+  p = jq_put_u64(p, node_of[e->id]);
+  p = LIT(p, "\",\"weight\":");
+  p = jq_put_u64(p, jq_sample_weight(e->t1));
+  p = LIT(p, ",\"name\":\"");
+  p = put_sample_cat(p, c, e->cat);
+  p = LIT(p, "\",\"args\":");
+  char sep = '{';
+  if (e->arg) {
+    *p++ = sep, sep = ',';
+    p = LIT(p, "\"job\":");
+    p = jq_put_i64(p, e->arg);
+  }
+  if (span) {
+    *p++ = sep, sep = ',';
+    p = LIT(p, "\"span\":");
+    p = jq_put_u64(p, span);
+  }
+  if (jq_sample_line(e->t1)) {
+    *p++ = sep, sep = ',';
+    p = LIT(p, "\"line\":");
+    p = jq_put_u64(p, jq_sample_line(e->t1));
+  }
+  if (sep == '{')
+    *p++ = '{';
+  b->p = LIT(p, "}}");
+}
+
+typedef struct sample_at {
+  uint64_t t0, i; /* time, index in the ring */
+} sample_at;
+
+static int cmp_sample_at(const void *a, const void *b) {
+  const sample_at *x = a, *y = b;
+  if (x->t0 != y->t0)
+    return x->t0 < y->t0 ? -1 : 1;
+  return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Lane l's samples by time, with the span each lies in. */
+static int put_lane_samples(wbuf *b, const context *c, int l, int *first) {
+  const jq_save_lane *lane = &c->v->lanes[l];
+  const uint32_t *node_of = c->tree->node_of[l];
+  uint32_t ns = lane->stab ? jq_stab_nstacks(lane->stab) : 0;
+  size_t n = 0;
+  for (uint64_t i = 0; i < lane->count; i += jq_event_span(&lane->events[i]))
+    n += lane->events[i].kind == JQ_EV_SAMPLE && lane->events[i].id >= 1 && lane->events[i].id <= ns;
+  if (n == 0)
+    return 0;
+  sample_at *at = malloc(n * sizeof *at);
+  jq_span_cursor cur;
+  int rc = jq_span_cursor_init(&cur, &c->pieces, l);
+  if (!at || rc != 0) {
+    free(at);
+    jq_span_cursor_free(&cur);
+    return ENOMEM;
+  }
+  n = 0;
+  for (uint64_t i = 0; i < lane->count; i += jq_event_span(&lane->events[i])) {
+    const jq_event *e = &lane->events[i];
+    if (e->kind == JQ_EV_SAMPLE && e->id >= 1 && e->id <= ns)
+      at[n++] = (sample_at){e->t0, i};
+  }
+  qsort(at, n, sizeof *at, cmp_sample_at); /* a sample's time may be before the events just before it */
+  for (size_t k = 0; k < n && !b->err; k++) {
+    const jq_event *e = &lane->events[at[k].i];
+    put_sample(b, c, node_of, l + 1, e, jq_span_at(&cur, e->t0), *first);
+    *first = 0;
+  }
+  free(at);
+  jq_span_cursor_free(&cur);
+  return 0;
+}
+
+/* "stackFrames" and "samples", when the session sampled or has samples. */
+static void put_samples(wbuf *b, const context *c) {
+  if (!c->tree)
+    return;
+  put_stack_frames(b, c);
+  PUT_LIT(b, ",\n\"samples\":[");
+  int first = 1;
+  for (int l = 0; l < c->v->nlanes && !b->err; l++)
+    if (c->tree->node_of[l] && put_lane_samples(b, c, l, &first) != 0 && !b->err)
+      b->err = ENOMEM; /* the file is not written */
+  PUT_LIT(b, "]");
+}
+
+/* jobqueProfile.sampling, when the session sampled. */
+static void put_sampling(wbuf *b, const context *ctx) {
+  const jq_save_sampling *sm = &ctx->v->sampling;
+  if (sm->hz <= 0)
+    return;
+  PUT_LIT(b, ",\"sampling\":{\"hz\":");
+  put_number(b, sm->hz);
+  PUT_LIT(b, ",\"periodNs\":");
+  put_number(b, (int64_t)sm->period_ns);
+  PUT_LIT(b, ",\"clock\":\"thread-cpu\",\"depth\":");
+  put_number(b, sm->depth);
+  PUT_LIT(b, ",\"samples\":");
+  put_number(b, ctx->tree ? (int64_t)ctx->tree->samples : 0);
+  PUT_LIT(b, ",\"signals\":");
+  put_number(b, (int64_t)sm->signals);
+  PUT_LIT(b, ",\"ticks\":");
+  put_number(b, (int64_t)sm->ticks);
+  PUT_LIT(b, "}");
+}
+
+/* A lane's sampling counters in laneInfo, when the session sampled. */
+static void put_lane_sampling(wbuf *b, const context *ctx, const jq_save_lane *l) {
+  if (ctx->v->sampling.hz <= 0)
+    return;
+  jq_stab_counts none = {0, 0, 0, 0, NULL};
+  const jq_stab_counts *n = l->stab ? jq_stab_counts_of((jq_stab *)l->stab) : &none;
+  PUT_LIT(b, ",\"samples\":");
+  put_number(b, (int64_t)n->samples);
+  PUT_LIT(b, ",\"sampleWeight\":");
+  put_number(b, (int64_t)n->weight);
+  PUT_LIT(b, ",\"samplesSkipped\":{\"userHook\":");
+  put_number(b, (int64_t)n->skipped_user_hook);
+  PUT_LIT(b, ",\"tableFull\":");
+  put_number(b, (int64_t)n->skipped_table_full);
+  PUT_LIT(b, "}");
+  if (n->error) {
+    PUT_LIT(b, ",\"sampleError\":");
+    put_string(b, n->error, strlen(n->error));
+  }
+}
+
 static void put_profile(wbuf *b, const context *ctx) {
   const jq_save_view *v = ctx->v;
-  PUT_LIT(b, "\n],\n\"" JQ_KEY_PROFILE "\":{\"version\":1,\"clock\":");
+  PUT_LIT(b, "\n]");
+  put_samples(b, ctx);
+  PUT_LIT(b, ",\n\"" JQ_KEY_PROFILE "\":{\"version\":1,\"clock\":");
   put_string(b, v->clock, strlen(v->clock));
   PUT_LIT(b, ",\"pid\":");
   put_number(b, v->pid);
@@ -955,6 +1283,7 @@ static void put_profile(wbuf *b, const context *ctx) {
    * details of each lane are in "laneInfo". */
   PUT_LIT(b, ",\"lanes\":");
   put_number(b, v->nlanes);
+  put_sampling(b, ctx);
   PUT_LIT(b, ",\n\"laneInfo\":[");
   for (int i = 0; i < v->nlanes; i++) {
     const jq_save_lane *l = &v->lanes[i];
@@ -983,6 +1312,7 @@ static void put_profile(wbuf *b, const context *ctx) {
     }
     if (l->no_ring)
       PUT_LIT(b, ",\"error\":\"out of memory for this lane's ring\"");
+    put_lane_sampling(b, ctx, l);
     PUT_LIT(b, "}");
   }
   PUT_LIT(b, "],\n\"categories\":[");

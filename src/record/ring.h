@@ -107,6 +107,31 @@ static inline void jq_lane_announce(jq_lane *lane) {
   }
 }
 
+/* Stores one event in `lane`'s ring, or counts it dropped when the ring is
+ * full; returns whether it stored it. Only inside the protocol: after
+ * jq_lane_announce(lane) and a re-check that the session is still the one
+ * the lane joined, before busy goes back to 0. `t0` 0 means now. */
+static inline int jq_ring_store(jq_lane *lane, uint8_t kind, uint8_t flags, uint16_t cat,
+                                uint32_t id, int64_t arg, uint64_t t0, uint64_t t1) {
+  uint64_t now = t0 ? t0 : jq_clock_ticks();
+  uint64_t i = lane->count;
+  if (JQ_LIKELY(i < lane->cap)) {
+    jq_event *e = &lane->events[i];
+    e->t0 = now;
+    e->t1 = t1;
+    e->arg = arg;
+    e->id = id;
+    e->cat = cat;
+    e->kind = kind;
+    e->flags = flags;
+    lane->count = i + 1;
+    return 1;
+  }
+  if (lane->dropped++ == 0)
+    lane->full_at = now;
+  return 0;
+}
+
 /* Records one event on the calling thread's lane; does nothing when no
  * session is armed. `t0` 0 means now; `cat` is an op tag. */
 static inline void jq_ring_put(uint8_t kind, uint8_t flags, uint16_t cat, uint32_t id,
@@ -122,24 +147,8 @@ static inline void jq_ring_put(uint8_t kind, uint8_t flags, uint16_t cat, uint32
       return;
   }
   jq_lane_announce(lane); /* then re-check the session */
-  if (JQ_LIKELY(atomic_load_explicit(&jq_session_state, memory_order_seq_cst) == state)) {
-    uint64_t now = t0 ? t0 : jq_clock_ticks();
-    uint64_t i = lane->count;
-    if (JQ_LIKELY(i < lane->cap)) {
-      jq_event *e = &lane->events[i];
-      e->t0 = now;
-      e->t1 = t1;
-      e->arg = arg;
-      e->id = id;
-      e->cat = cat;
-      e->kind = kind;
-      e->flags = flags;
-      lane->count = i + 1;
-    } else {
-      if (lane->dropped++ == 0)
-        lane->full_at = now;
-    }
-  }
+  if (JQ_LIKELY(atomic_load_explicit(&jq_session_state, memory_order_seq_cst) == state))
+    jq_ring_store(lane, kind, flags, cat, id, arg, t0, t1);
   atomic_store_explicit(&lane->busy, 0, memory_order_release);
 }
 

@@ -55,11 +55,29 @@ void jq_sample_put(const jq_frame_text *frames, int n, int truncated, int64_t jo
 /* The same for a tick in no Lua: the one-frame stack of activity `act`
  * (JQ_ACT_*, sampler.h), interned by jq_stab_prepare. Async-signal-safe:
  * no allocation, no lock; the caller has checked that the lane is not
- * inside the record path (its busy flag). */
-void jq_sample_put_runtime(int act, int64_t job, uint16_t tag, uint64_t weight, uint64_t t0);
+ * inside the record path (its busy flag). Returns 1 when it recorded the
+ * sample, 0 when it could not (no armed session, the thread has not joined
+ * it yet, the lane has no tables yet, a bad `act`): the caller keeps the
+ * weight for the lane's next sample. A full ring stores nothing and
+ * counts a dropped event, as for any event: that returns 0 too. */
+int jq_sample_put_runtime(int act, int64_t job, uint16_t tag, uint64_t weight, uint64_t t0);
+
+/* Counts `ticks` skipped because the running state has a hook that is not
+ * the sampler's (laneInfo samplesSkipped.userHook), on the calling
+ * thread's lane. Async-signal-safe, under the same conditions and with the
+ * same result as jq_sample_put_runtime. */
+int jq_sample_skip_user_hook(uint64_t ticks);
+
+/* Records why the lane cannot sample (laneInfo sampleError): a copy of
+ * `text`, at most 127 bytes; NULL clears it. By the controller, or at the
+ * lane's join under the lane registry's mutex (the lane is quiescent).
+ * jq_stab_prepare clears it. */
+void jq_stab_set_error(jq_stab *t, const char *text);
 
 /* The lane's sampling counters (laneInfo): samples, their weight, ticks
- * skipped and why, and why the lane could not sample (NULL: it could). */
+ * skipped and why, and why the lane could not sample (NULL: it could; a
+ * string that outlives the save, or jq_stab_set_error's copy). Only
+ * jq_stab_prepare resets them. */
 typedef struct jq_stab_counts {
   uint64_t samples, weight;
   uint64_t skipped_user_hook, skipped_table_full;

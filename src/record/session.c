@@ -32,6 +32,7 @@
 #endif
 
 #include "record/json_writer.h"
+#include "record/sample_tables.h"
 #include "record/snapshot.h"
 
 const uint32_t jq_palette[JQ_PALETTE_SIZE] = {
@@ -60,6 +61,8 @@ static uint64_t session_origin, session_stop;
 static jq_clock_scale session_scale;   /* ticks to ns, fixed when the session stops */
 static int session_ever;               /* a session was started */
 static _Atomic uint64_t session_lost;  /* events of threads with no lane */
+static pthread_mutex_t sampling_mu = PTHREAD_MUTEX_INITIALIZER;
+static jq_save_sampling session_sampling; /* (sampling_mu) */
 
 /* ---- registries (reg_mu) ---- */
 
@@ -139,6 +142,7 @@ __attribute__((destructor)) static void fini(void) {
       return;
   for (int i = 0; i < all_count; i++) {
     free(all_lanes[i]->events);
+    jq_stab_free(all_lanes[i]->stab);
     free(all_lanes[i]);
   }
   all_count = 0;
@@ -313,7 +317,12 @@ int jq_session_start(uint64_t events_per_lane) {
     }
     lane->count = 0;
     lane->dropped = 0;
+    if (lane->stab) /* emptied: it allocates nothing */
+      jq_stab_prepare(lane);
   }
+  pthread_mutex_lock(&sampling_mu);
+  memset(&session_sampling, 0, sizeof session_sampling);
+  pthread_mutex_unlock(&sampling_mu);
   if (ring) {
     free(caller->events);
     caller->events = ring;
@@ -334,6 +343,12 @@ void jq_session_stop(void) {
   pthread_mutex_lock(&control_mu);
   stop_locked();
   pthread_mutex_unlock(&control_mu);
+}
+
+void jq_session_set_sampling(const jq_save_sampling *s) {
+  pthread_mutex_lock(&sampling_mu);
+  session_sampling = *s;
+  pthread_mutex_unlock(&sampling_mu);
 }
 
 void jq_session_name_thread(const char *name, int sort_key, int queue) {
@@ -571,6 +586,7 @@ static void snapshot_lane(jq_save_lane *s, const jq_lane *l) {
   s->sort_key = l->sort_key;
   s->role = lane_role(l->sort_key);
   s->queue = l->queue;
+  s->stab = l->stab;
   memcpy(s->name, l->name, sizeof s->name);
 }
 
@@ -612,6 +628,9 @@ int jq_session_save(const char *path, char *err, size_t errlen, int *errnum) {
   v.events_per_lane = session_cap;
   v.pid = (long)getpid();
   v.clock = jq_clock_name();
+  pthread_mutex_lock(&sampling_mu);
+  v.sampling = session_sampling;
+  pthread_mutex_unlock(&sampling_mu);
   void *block = NULL;
   pthread_mutex_lock(&reg_mu);
   int rc = snapshot_registries(&v, &block);

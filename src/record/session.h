@@ -47,6 +47,13 @@ int jq_session_start(uint64_t events_per_lane);
 void jq_session_stop(void);
 /* Whether a session is armed: jq_ring_armed (ring.h). */
 
+/* The session's sampling, as the file's jobqueProfile.sampling gives it
+ * (snapshot.h; hz 0: it did not sample). A start sets it to zero: the
+ * sampler sets it after jq_session_start, and again with its totals at
+ * stop. Any thread, any time (a mutex of its own). */
+struct jq_save_sampling;
+void jq_session_set_sampling(const struct jq_save_sampling *s);
+
 /* Names the calling thread's lane in this and later sessions ("worker 0"),
  * placed by sort_key (smaller first; unnamed threads follow, the caller
  * comes last); `queue` is the number of the queue whose worker it is

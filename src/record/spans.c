@@ -290,3 +290,52 @@ void jq_pieces_free(jq_pieces *out) {
   free(out->unclosed);
   memset(out, 0, sizeof *out);
 }
+
+/* ---- the span of an instant ---- */
+
+static int cmp_start(const void *a, const void *b) {
+  const jq_piece *x = a, *y = b;
+  if (x->t0 != y->t0)
+    return x->t0 < y->t0 ? -1 : 1;
+  if (x->depth != y->depth)
+    return x->depth < y->depth ? -1 : 1;
+  return x->t1 > y->t1 ? -1 : x->t1 < y->t1; /* the longer one holds the other */
+}
+
+int jq_span_cursor_init(jq_span_cursor *c, const jq_pieces *ps, int lane) {
+  memset(c, 0, sizeof *c);
+  size_t a = 0;
+  while (a < ps->n && ps->p[a].lane < lane)
+    a++;
+  size_t z = a;
+  while (z < ps->n && ps->p[z].lane == lane)
+    z++;
+  if (z == a)
+    return 0;
+  c->p = malloc((z - a) * sizeof *c->p);
+  c->open = malloc((z - a) * sizeof *c->open);
+  if (!c->p || !c->open)
+    return ENOMEM;
+  c->n = z - a;
+  memcpy(c->p, ps->p + a, c->n * sizeof *c->p);
+  qsort(c->p, c->n, sizeof *c->p, cmp_start);
+  return 0;
+}
+
+uint64_t jq_span_at(jq_span_cursor *c, uint64_t t) {
+  while (c->next < c->n && c->p[c->next].t0 <= t) {
+    uint64_t start = c->p[c->next].t0;
+    while (c->nopen > 0 && c->p[c->open[c->nopen - 1]].t1 <= start)
+      c->nopen--; /* ended before this one starts */
+    c->open[c->nopen++] = c->next++;
+  }
+  while (c->nopen > 0 && c->p[c->open[c->nopen - 1]].t1 <= t)
+    c->nopen--;
+  return c->nopen > 0 ? c->p[c->open[c->nopen - 1]].span : 0;
+}
+
+void jq_span_cursor_free(jq_span_cursor *c) {
+  free(c->p);
+  free(c->open);
+  memset(c, 0, sizeof *c);
+}

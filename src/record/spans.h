@@ -38,4 +38,20 @@ typedef struct jq_pieces {
 int jq_pieces_build(jq_pieces *out, const jq_save_view *v);
 void jq_pieces_free(jq_pieces *out);
 
+/* The innermost piece of a lane that holds an instant (a sample), for
+ * instants asked in time order: a sweep over the lane's pieces by start. */
+typedef struct jq_span_cursor {
+  jq_piece *p;   /* a copy of the lane's pieces, by start then depth */
+  size_t n, next;
+  size_t *open;  /* pieces started and not yet ended, innermost last */
+  size_t nopen;
+} jq_span_cursor;
+
+/* Returns 0 or ENOMEM; jq_span_cursor_free in either case. */
+int jq_span_cursor_init(jq_span_cursor *c, const jq_pieces *ps, int lane);
+/* The span id of the innermost piece with t0 <= t < t1, or 0; t must not
+ * be less than the t of the call before. */
+uint64_t jq_span_at(jq_span_cursor *c, uint64_t t);
+void jq_span_cursor_free(jq_span_cursor *c);
+
 #endif

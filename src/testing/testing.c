@@ -508,6 +508,7 @@ void jq_open_testing(lua_State *L, lua_CFunction open_core) {
   lua_pushcclosure(L, l_spawn, 1);
   lua_setfield(L, -2, "spawn");
   jq_open_testing_codec(L);
+  jq_open_testing_samples(L);
 }
 
 #endif
