@@ -306,3 +306,41 @@ describe_in_browser("sample ticks", function()
     assert.equal(20, zoomed.count)
   end)
 end)
+
+describe_in_browser("the icicle of a file the library saved", function()
+  -- reader/sample_traces.saved(): samples put through the testing hook, as
+  -- the sampler's hook records them, written by the library's writer: on
+  -- the caller heavy 2 and heavy > rep [C] 3 ("flame work"), light 5 (no
+  -- category); on worker 0 heavy 1 ("flame other"). 11 periods of 1 ms.
+  local T = require("jobque.core")._test
+  local page
+  setup(function()
+    local path = require("reader.sample_traces").saved()
+    page = S.tmpfile("saved.html")
+    local code, _, err = S.cli(("html '%s' -o '%s' --test-hooks"):format(path, page))
+    assert(code == 0, err)
+  end)
+  teardown(function() T.stop() end)
+
+  local MAIN, HEAVY_S, LIGHT_S = "main chunk (job.lua)", "heavy (job.lua:12)", "light (job.lua:40)"
+
+  it("is as wide as each frame's share of the saved weight", function()
+    local state = S.open_page(page, nil, S.tmpfile("saved.png"))
+    assert.same({4, 11}, {state.samples.icicle.count, state.samples.icicle.total})
+    assert.equal(1000, state.samples.period) -- us per period: weights shown as times
+    assert_widths(state, {all = {1, 0}, [MAIN] = {1, 0}, [HEAVY_S] = {6 / 11, 0}, ["rep [C]"] = {3 / 11, 0},
+                          [LIGHT_S] = {5 / 11, 6 / 11}})
+    assert.same({3, 6}, {boxes_of(state)[HEAVY_S].self, boxes_of(state)[HEAVY_S].total})
+  end)
+
+  it("filters by the lane and the category the library wrote", function()
+    local state = S.open_page(page, "#slane=worker%200")
+    assert.equal(1, state.samples.icicle.total)
+    assert_widths(state, {all = {1, 0}, [MAIN] = {1, 0}, [HEAVY_S] = {1, 0}})
+    state = S.open_page(page, "#scat=flame%20work")
+    assert.equal(5, state.samples.icicle.total)
+    assert_widths(state, {all = {1, 0}, [MAIN] = {1, 0}, [HEAVY_S] = {1, 0}, ["rep [C]"] = {3 / 5, 0}})
+    state = S.open_page(page, "#scat=no%20category")
+    assert_widths(state, {all = {1, 0}, [MAIN] = {1, 0}, [LIGHT_S] = {1, 0}})
+  end)
+end)
