@@ -170,11 +170,12 @@ describe("the samples' data in the page", function()
   it("holds the frame tree and one column per field, names inert in the element", function()
     local m = model_with_samples()
     m.frames.name[6] = "</script><b>x"
+    m.frames.name[5] = "rep\255 [C]" -- invalid UTF-8: U+FFFD on the page, as in the report
     local page = assert(html.render(m))
     assert.is_nil(page:find("</script><b>", 1, true))
     local text = page:match('<script type="application/json" id="samples">(.-)</script>')
     local d = cjson.decode(text)
-    assert.same({"main chunk (job.lua)", "run (job.lua:10)", HEAVY, LIGHT, "rep [C]", "</script><b>x"}, d.fname)
+    assert.same({"main chunk (job.lua)", "run (job.lua:10)", HEAVY, LIGHT, "rep\u{FFFD} [C]", "</script><b>x"}, d.fname)
     assert.same({"lua", "C", "runtime"}, d.kinds)
     assert.same({0, 0, 0, 0, 1, 2}, d.fkind)
     assert.same({-1, 0, 1, 1, 2, -1}, d.fparent)
