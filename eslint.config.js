@@ -15,8 +15,9 @@ module.exports = [
     },
   },
   {
-    // The hooks assign the page's view (v0, v1), globals here: see hooks.js.
-    files: ["lua/jobque_profile/page/hooks.js"],
+    // The hooks assign the page's view (v0, v1), and samples.js its draw, hit
+    // and lastHit, globals here: see hooks.js and samples.js.
+    files: ["lua/jobque_profile/page/hooks.js", "lua/jobque_profile/page/samples.js"],
     rules: { "no-unused-vars": ["error", { vars: "local" }] },
   },
   {

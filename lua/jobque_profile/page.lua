@@ -13,11 +13,16 @@
 -- range, and selected. Names are cut (an ellipsis, line breaks as U+23CE)
 -- to NAME_WIDTH characters in the legend and to the room there is on the
 -- canvas; tooltips and the legend's titles show them whole. The specs'
--- hooks (page/hooks.js: #do=, #hover=, #probe=, #cprobe=, #bench) are in
--- the page only with options.test_hooks (the command's hidden --test-hooks).
+-- hooks (page/hooks.js: #do=, #hover=, #probe=, #cprobe=, #bench;
+-- samples_hooks.js: #iclick=, #ihover=) are in the page only with
+-- options.test_hooks (the command's hidden --test-hooks).
 -- Each in a JSON element of its own: the job graph (every job's slices,
 -- latencies and neighbours, and the critical path: jobque_profile.reader's
--- page_graph), model.counters, and the depth of each span. The columns are
+-- page_graph), model.counters, and the depth of each span. A model with
+-- samples (model.nsamples > 0) gets page/samples.js (an icicle of the
+-- selected range, filtered by category and lane; sample ticks on the lanes
+-- when zoomed in) and their data in an element of its own; a model
+-- without any gets the page it got before samples existed. The columns are
 -- written in C (src/reader/page.c, page_graph.c), one call per column;
 -- what C hands back (a slice's args that are a table, a marker's arg that
 -- is not a number) is written here.
@@ -249,8 +254,45 @@ local function span_data(model)
   return list(out)
 end
 
--- The page's files (page/page.html, page.css, page.js, and hooks.js
--- for the specs) sit beside this module: found where it was loaded from
+-- Whether the page shows samples: the model has some, and their frames.
+local function has_samples(model)
+  return (model.nsamples or 0) > 0 and model.frames ~= nil
+end
+
+-- The samples' part of the page (the icicle's and the ticks' data, read by
+-- page/samples.js): the frame tree (fname, fkind: an index into kinds, a
+-- kind null when the file gives none; fparent: 0-based, -1 a root), the samples' categories (cats: [name,
+-- colour or null], the colour a slice category of that name has), the
+-- sampling period (ns per unit of weight, null when the file says none)
+-- and one column per field of the samples: ts (ns since model.t0), lane
+-- and leaf (0-based), w (weight), c (an index into cats).
+local function sample_data(model)
+  local frames, colors = model.frames, {}
+  for _, c in ipairs(model.categories) do colors[c.name] = c.color end
+  local names, kinds, kind_index, fkind, fparent = {}, {}, {}, {}, {}
+  for k = 1, frames.n do
+    names[k] = inert(quote(frames.name[k]))
+    fkind[k] = intern(kinds, kind_index, frames.category[k])
+    fparent[k] = frames.parent[k] - 1
+  end
+  local env = {names = {}, name_index = {}, nlanes = #model.lanes, nframes = frames.n}
+  local ts, lane, leaf, w, c = C.page_samples(column(model, "sample_ts"), column(model, "sample_lane"),
+    column(model, "sample_frame"), column(model, "sample_weight"), column(model, "sample_cat"), model.nsamples,
+    model.t0, env)
+  local cats = {}
+  for i, name in ipairs(env.names) do
+    cats[i] = ("[%s,%s]"):format(inert(quote(name)), colors[name] and inert(quote(colors[name])) or "null")
+  end
+  for i, kind in ipairs(kinds) do kinds[i] = kind and inert(quote(kind)) or "null" end -- false: the file gave none
+  local period = model.sampling and model.sampling.period_ns
+  return {('{"period":%s,"kinds":[%s],"fname":['):format(number(period), table.concat(kinds, ",")),
+    table.concat(names, ","), '],"fkind":[', table.concat(fkind, ","), '],"fparent":[', table.concat(fparent, ","),
+    '],"cats":[', table.concat(cats, ","), '],"ts":[', ts, '],"lane":[', lane, '],"leaf":[', leaf, '],"w":[', w,
+    '],"c":[', c, "]}"}
+end
+
+-- The page's files (page/page.html, page.css, page.js, samples.js, and
+-- hooks.js and samples_hooks.js for the specs) sit beside this module: found where it was loaded from
 -- (require passes that path), else on package.path.
 local here = select(2, ...)
 local function page_dir()
@@ -273,21 +315,30 @@ local function page_file(name)
   return text
 end
 
--- The page's template (page.html with its CSS and script in it, the test
--- hooks in the script when `hooks`), with @TITLE@, @NAME_WIDTH@, @MAX_US@ and
--- @DATA@ left to fill; or nil and a message when a file is missing.
-local function template(hooks)
-  local parts = {}
-  for _, name in ipairs{"page.html", "page.css", "page.js", hooks and "hooks.js" or nil} do
+-- The page's template (page.html with its CSS and script in it; samples.js
+-- in the script and the samples' data element when `samples`; the test
+-- hooks when `hooks`: hooks.js, and samples_hooks.js with samples), with
+-- @TITLE@, @NAME_WIDTH@, @MAX_US@ and @DATA@ left to fill; or nil and a message when a file is missing. A page
+-- without samples is the page as it was before them, byte for byte: the
+-- samples' line of page.html goes, and nothing is put in the script.
+local function template(hooks, samples)
+  local parts, names = {}, {"page.html", "page.css", "page.js"}
+  if samples then names[#names + 1] = "samples.js" end
+  if hooks then names[#names + 1] = "hooks.js" end
+  if samples and hooks then names[#names + 1] = "samples_hooks.js" end
+  local code = {}
+  for _, name in ipairs(names) do
     local text, err = page_file(name)
     if not text then return nil, err end
     parts[name] = text
+    if name:find("%.js$") and name ~= "page.js" then code[#code + 1] = text:match("\n\n(.*)$") end
   end
-  local hook_code = hooks and parts["hooks.js"]:match("\n\n(.*)$") or ""
   local script = parts["page.js"]:gsub("\n[ ]*// @TEST_HOOKS@[^\n]*\n", function()
-    return "\n" .. hook_code
+    return "\n" .. table.concat(code)
   end, 1)
-  return (parts["page.html"]:gsub("@CSS@", function() return parts["page.css"] end, 1)
+  local html = parts["page.html"]
+  if not samples then html = html:gsub("\n[^\n]*@SAMPLES@[^\n]*", "", 1) end
+  return (html:gsub("@CSS@", function() return parts["page.css"] end, 1)
     :gsub("@SCRIPT@", function() return script end, 1))
 end
 
@@ -295,7 +346,8 @@ end
 -- hundred MB: the command writes the pieces, no copy joins them); or nil
 -- and a message when the page's files are missing.
 local function pieces(model, options)
-  local page, err = template(options and options.test_hooks)
+  local samples = has_samples(model)
+  local page, err = template(options and options.test_hooks, samples)
   if not page then return nil, err end
   local title = (model.path or "trace"):gsub("[&<>\"@]", {["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;",
                                                           ['"'] = "&quot;", ["@"] = "&#64;"})
@@ -308,7 +360,8 @@ local function pieces(model, options)
   local fill = {DATA = function() return data(model) end,
                 GRAPH = function() return util.without_gc(graph_data, model) end,
                 COUNTERS = function() return counter_data(model) end,
-                SPANS = function() return span_data(model) end}
+                SPANS = function() return span_data(model) end,
+                SAMPLES = samples and function() return sample_data(model) end or nil}
   local out, at = {}, 1
   while true do
     local i, j, key = page:find("@(%u+)@", at)

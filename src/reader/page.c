@@ -1,7 +1,7 @@
 /*
  * page.c - the timeline page's data columns (jobque_profile.page's data):
- * page_ns, page_lane, page_markers and page_values, one call per column;
- * the graph's part is page_graph.c's (opened with these).
+ * page_ns, page_lane, page_markers, page_values and page_samples, one call
+ * per column; the graph's part is page_graph.c's (opened with these).
  *
  * Columns are read through reader/columns.h's jq_col; numbers written by
  * reader/number_text.h's page rules (jq_page_number, jq_page_ns) into a
@@ -15,6 +15,7 @@
  * buffer's). Must not: be used by the record path.
  * Thread safety: reentrant (one lua_State per call).
  */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -468,11 +469,75 @@ static int l_page_values(lua_State *L) {
   return 3;
 }
 
+/* ---- page_samples ---- */
+
+/* Item i of a column of indexes (1 .. max) as the page's 0-based index,
+ * or raises naming the column. */
+static lua_Integer index_at(lua_State *L, const jq_col *col, lua_Integer i, lua_Integer max, const char *what) {
+  jq_num x = jq_col_num(L, col, i);
+  if (x.t != JQ_NUM_INT || x.v.i < 1 || x.v.i > max)
+    luaL_error(L, "page_samples: sample %I's %s is not an index from 1 to %I", (LUAI_UACINT)i, what,
+               (LUAI_UACINT)max);
+  return x.v.i - 1;
+}
+
+/* page_samples(ts, lane, frame, weight, cat, n, t0, env) -> ts, lane,
+ * leaf, w, c: the samples' columns of the page's data (jobque_profile.
+ * page's sample_data), each "x1,x2,...": times as integer ns since t0,
+ * lanes and leaf frames 0-based (env.nlanes, env.nframes: their counts),
+ * weights (finite, from 0) as the page writes numbers, categories (names)
+ * interned in env.names/name_index. */
+static int l_page_samples(lua_State *L) {
+  lua_Integer n = luaL_checkinteger(L, 6);
+  lua_Number t0 = luaL_checknumber(L, 7);
+  luaL_checktype(L, 8, LUA_TTABLE);
+  luaL_argcheck(L, n >= 0 && (lua_Unsigned)n < ((size_t)-1 / 8) / (4 * sizeof(lua_Integer)), 6, "count out of range");
+  lua_settop(L, 8);
+  lua_getfield(L, 8, "nlanes");  /* 9 */
+  lua_getfield(L, 8, "nframes"); /* 10 */
+  lua_Integer nlanes = luaL_checkinteger(L, 9), nframes = luaL_checkinteger(L, 10);
+  jq_col ts, lane, frame, weight, cat;
+  open_arg(L, 1, &ts); /* 11 .. 15 */
+  open_arg(L, 2, &lane);
+  open_arg(L, 3, &frame);
+  open_arg(L, 4, &weight);
+  open_arg(L, 5, &cat);
+  lua_Integer *col = lua_newuserdatauv(L, (size_t)(n ? n : 1) * 4 * sizeof *col, 0); /* 16 */
+  seen *cats = lua_newuserdatauv(L, sizeof *cats, 0);                                /* 17 */
+  memset(cats, 0, sizeof *cats);
+  for (lua_Integer i = 1; i <= n; i++) {
+    size_t len;
+    col[i - 1] = ns_at(L, &ts, i, t0, "page_samples", "time");
+    col[n + i - 1] = index_at(L, &lane, i, nlanes, "lane");
+    col[2 * n + i - 1] = index_at(L, &frame, i, nframes, "frame");
+    if (!jq_col_str(L, &cat, i, &len))
+      luaL_error(L, "page_samples: sample %I's category is not a string", (LUAI_UACINT)i);
+    col[3 * n + i - 1] = intern_item(L, &cat, i, cats, 8, "names", "name_index");
+  }
+  for (int k = 0; k < 3; k++)
+    push_ints(L, col + k * n, n); /* 18 .. 20 */
+  luaL_Buffer b;
+  blk w;
+  luaL_buffinit(L, &b);
+  blk_open(&w, &b);
+  for (lua_Integer i = 1; i <= n; i++) {
+    jq_num x = jq_col_num(L, &weight, i);
+    if (x.t == JQ_NUM_NIL || !(jq_num_tof(x) >= 0 && jq_num_tof(x) <= DBL_MAX))
+      return luaL_error(L, "page_samples: sample %I's weight is not a finite number from 0", (LUAI_UACINT)i);
+    blk_number(&w, x, i == 1);
+  }
+  blk_close(&w);
+  luaL_pushresult(&b);          /* 21 */
+  push_ints(L, col + 3 * n, n); /* 22 */
+  return 5;
+}
+
 void jq_open_page(lua_State *L) {
   static const luaL_Reg fns[] = {{"page_ns", l_page_ns},
                                  {"page_lane", l_page_lane},
                                  {"page_markers", l_page_markers},
                                  {"page_values", l_page_values},
+                                 {"page_samples", l_page_samples},
                                  {NULL, NULL}};
   luaL_setfuncs(L, fns, 0);
   jq_open_page_graph(L);

@@ -812,5 +812,5 @@
   // #cp (alone or among the others, "&cp"): opens with the critical path highlighted.
   if (/[#&]cp(&|$)/.test(location.hash) && hasPath) { cpOn = true; cpBox.checked = true; }
   draw();
-  // @TEST_HOOKS@: where page.lua puts hooks.js, for the specs and the bench only
+  // @TEST_HOOKS@: where page.lua puts samples.js (a trace with samples) and hooks.js (the specs and the bench)
 })();
