@@ -51,6 +51,35 @@ local function median(t)
   return s[(#s + 1) // 2]
 end
 
+-- The cost of one sample from its signal's handler to the ring, without
+-- the kernel's delivery: `n` handler runs (_test.sampler_tick, a testing
+-- build's) at a stack `depth` frames deep, each sampled at the next
+-- instruction, against the same loop calling a C function that does
+-- nothing much. Prints "ns per sample" (the median of 5).
+local function one_sample_ns(n, depth)
+  local T = assert(core._test, "bench/sample.lua needs a testing build (-DJOBQUE_TESTING=ON)")
+  local p = require "jobque_profile"
+  p.profile_start(6 * n, {sample_hz = 1}) -- sampling on, room for every sample; its timer all but silent
+  local function loop(f)
+    local t0 = core.monotonic_ns()
+    for _ = 1, n do f() end
+    return core.monotonic_ns() - t0
+  end
+  local function deep(d, f)
+    if d == 0 then return loop(f) end
+    return deep(d - 1, f) + 0 -- not a tail call: the frame stays
+  end
+  local diffs = {}
+  for r = 1, 5 do
+    local with = deep(depth, T.sampler_tick)
+    local without = deep(depth, T.thread_cpu_ns)
+    diffs[r] = (with - without) / n
+  end
+  p.profile_stop()
+  table.sort(diffs)
+  return diffs[3]
+end
+
 if arg[1] == "child" then
   child(tonumber(arg[2]), tonumber(arg[3]))
   return
@@ -66,6 +95,8 @@ local function calibrate()
   end
   return n // 40
 end
+
+local SAMPLE_NS = one_sample_ns(20000, DEPTH)
 
 local ROUNDS = math.max(7, math.tointeger(tonumber(arg[1] or "")) or 7)
 local iters = calibrate()
@@ -104,3 +135,5 @@ for _, hz in ipairs{1000, 10000} do
     hz, median(col(hz, "wall")) / 1e6, median(col(hz, "cpu")), median(col(hz, "signals")),
     median(ratios), median(per_signal)))
 end
+print(("  one sample, handler to ring, stack ~%d deep: %.2f us (the kernel's delivery not counted)"):format(
+  DEPTH + 3, SAMPLE_NS / 1e3))

@@ -589,6 +589,13 @@ void jq_sampler_test_fail_timers(int which) {
   atomic_store(&test_fail_timers, which);
 }
 
+void jq_sampler_test_tick(void) {
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_code = SI_TIMER;
+  on_sigprof(SIGPROF, &si, NULL);
+}
+
 void jq_sampler_test_stats(uint64_t *handler_runs, uint64_t *signals, uint64_t *ticks) {
   *handler_runs = atomic_load(&n_handler_runs);
   *signals = atomic_load(&n_signals);

@@ -142,6 +142,10 @@ void jq_sampler_test_stats(uint64_t *handler_runs, uint64_t *signals, uint64_t *
 /* 1: timers of threads other than profile_start's fail (EAGAIN, as at
  * RLIMIT_SIGPENDING); 2: the caller's too; 0: as built. */
 void jq_sampler_test_fail_timers(int which);
+/* Runs the SIGPROF handler on the calling thread as a timer's signal with
+ * no overrun would, without the kernel: bench/sample.lua's cost of one
+ * sample, handler to ring. */
+void jq_sampler_test_tick(void);
 #endif
 
 #endif

@@ -460,6 +460,14 @@ static int l_sampler_stats(lua_State *L) {
   return 1;
 }
 
+/* sampler_tick(): the SIGPROF handler run here as for a timer's signal
+ * (jq_sampler_test_tick); the sample is taken at the next VM instruction. */
+static int l_sampler_tick(lua_State *L) {
+  (void)L;
+  jq_sampler_test_tick();
+  return 0;
+}
+
 /* thread_cpu_ns() -> the calling thread's CPU time in nanoseconds. */
 static int l_thread_cpu_ns(lua_State *L) {
   struct timespec ts;
@@ -541,6 +549,7 @@ void jq_open_testing(lua_State *L, lua_CFunction open_core) {
                                    {"span_text", l_span_text},
                                    {"sampler_stats", l_sampler_stats},
                                    {"sigprof", l_sigprof},
+                                   {"sampler_tick", l_sampler_tick},
                                    {"sampler_fail_timers", l_sampler_fail_timers},
                                    {"thread_cpu_ns", l_thread_cpu_ns},
                                    {"wakes", l_wakes},
