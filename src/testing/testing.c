@@ -443,8 +443,6 @@ static int l_allocs(lua_State *L) {
   return 1;
 }
 
-/* span_text(a_ns, z_ns): the ts and dur texts the writer prints for a slice
- * from a_ns to z_ns (nanoseconds since the session's start). */
 /* sampler_stats() -> {handler_runs=, signals=, ticks=}: SIGPROF handler
  * runs ever, and the sampling session's deliveries and timer periods. */
 static int l_sampler_stats(lua_State *L) {
@@ -508,6 +506,8 @@ static int l_sigprof(lua_State *L) {
   return 1;
 }
 
+/* span_text(a_ns, z_ns): the ts and dur texts the writer prints for a slice
+ * from a_ns to z_ns (nanoseconds since the session's start). */
 static int l_span_text(lua_State *L) {
   lua_Integer a = luaL_checkinteger(L, 1), z = luaL_checkinteger(L, 2);
   luaL_argcheck(L, a >= 0, 1, "nanoseconds >= 0 expected");
