@@ -4,7 +4,7 @@
 //
 //   node spec/consumers/read_trace.mjs TRACE
 //   {"devtools":{"slices":N,"dropped":K,"drops":[...]},
-//    "speedscope":{"profiles":P,"warnings":W,"warns":[...]}}
+//    "speedscope":{"profiles":P,"names":[...],"warnings":W,"warns":[...]}}
 //
 // devtools: Chrome DevTools' trace engine (npm @paulirish/trace_engine, the
 // Performance panel's model). It builds a tree of each thread's slices and
@@ -14,7 +14,9 @@
 // speedscope: speedscope's importer (npm speedscope). It shifts each
 // thread's times to start at zero, turns each complete event into a begin
 // and an end, and warns when an end is not the open slice's: `warnings`
-// counts those, `profiles` the threads it imported.
+// counts those, `profiles` the threads it imported, `names` their names.
+// A trace with "samples" and "stackFrames" it imports as samples instead:
+// one profile per thread that has samples.
 // Both read times as JavaScript doubles. Exits 1 with a message on stderr
 // when either cannot be run.
 import fs from 'node:fs';
@@ -94,7 +96,8 @@ async function speedscope(text) {
   const group = await mod.importProfilesFromArrayBuffer('trace.json',
     buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length));
   if (!group) fail('speedscope could not import the trace');
-  return {profiles: group.profiles.length, warnings: warns.length, warns: warns.slice(0, 10)};
+  return {profiles: group.profiles.length, names: group.profiles.map(p => p.getName()),
+    warnings: warns.length, warns: warns.slice(0, 10)};
 }
 
 const file = process.argv[2];

@@ -19,26 +19,51 @@ local function consumers_read(path)
   return cjson.decode(out)
 end
 
--- The complete events of the trace at `path`, and the lanes that have any.
+-- The complete events of the trace at `path`, the lanes that have any, and
+-- what speedscope should import: a trace without samples as one profile per
+-- lane with slices; a trace with samples (speedscope then reads only the
+-- samples) as one per lane with samples, each named after its lane
+-- ("<lane name> (tid N)" in its name: a sample without the events' pid
+-- would make it "pid NaN").
 local function slices_of(path)
+  local doc = cjson.decode(S.read(path))
   local n, lanes, count = 0, {}, 0
-  for _, e in ipairs(cjson.decode(S.read(path)).traceEvents) do
+  local names = {}
+  for _, e in ipairs(doc.traceEvents) do
     if e.ph == "X" then
       n = n + 1
       if not lanes[e.tid] then lanes[e.tid], count = true, count + 1 end
+    elseif e.ph == "M" and e.name == "thread_name" then
+      names[e.tid] = e.args.name
     end
   end
-  return n, count
+  if doc.samples == nil then return n, count end
+  local sampled, expect = {}, {}
+  for _, s in ipairs(doc.samples) do
+    if not sampled[s.tid] then
+      sampled[s.tid] = true
+      expect[#expect + 1] = ("%s (tid %d)"):format(names[s.tid], s.tid)
+    end
+  end
+  table.sort(expect)
+  return n, #expect, expect
 end
 
-local function assert_read_whole(path)
-  local n, lanes = slices_of(path)
+local function assert_read_whole(path, sampled)
+  local n, profiles, names = slices_of(path)
   assert.is_true(n > 100, "a trace of few slices: " .. n)
+  assert.are.equal(sampled, names ~= nil, "the trace has samples or not, as recorded")
   local r = consumers_read(path)
   assert.are.equal(n, r.devtools.slices, "DevTools took other slices than the file's")
   assert.are.same({}, r.devtools.drops, ("DevTools dropped %d of %d slices"):format(r.devtools.dropped, n))
   assert.are.equal(0, r.devtools.dropped)
-  assert.are.equal(lanes, r.speedscope.profiles, "speedscope imported other lanes than the file's")
+  assert.are.equal(profiles, r.speedscope.profiles, "speedscope imported other lanes than the file's")
+  if names then
+    local got = {}
+    for i, name in ipairs(r.speedscope.names) do got[i] = name:match("[^,]*, (.*)$") or name end
+    table.sort(got)
+    assert.are.same(names, got, "speedscope named the sampled lanes otherwise")
+  end
   assert.are.same({}, r.speedscope.warns, ("speedscope warned %d times"):format(r.speedscope.warnings))
   assert.are.equal(0, r.speedscope.warnings)
 end
@@ -47,8 +72,9 @@ end
 local describe_in_node = S.plain_only(describe, pending, "reads with node")
 
 describe_in_node("a saved trace read by Chrome DevTools' trace engine and speedscope's importer", function()
-  it("keeps every slice of the demo's job graph in place (copies, spans across awaits, waits)", function()
-    assert_read_whole(S.demo_trace())
+  it("keeps every slice of the demo's job graph in place (copies, spans across awaits, waits), "
+     .. "and speedscope reads its samples per lane", function()
+    assert_read_whole(S.demo_trace(), true)
   end)
 
   it("keeps every slice of a queue's many short jobs, their copies and nested spans in place", function()
@@ -71,6 +97,6 @@ describe_in_node("a saved trace read by Chrome DevTools' trace engine and speeds
     end)
     p.profile_stop()
     local _, _, path = S.save(p)
-    assert_read_whole(path)
+    assert_read_whole(path, false)
   end)
 end)

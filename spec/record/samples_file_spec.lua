@@ -109,9 +109,9 @@ describe("samples in the saved file", function()
       .. ',\n"3":{"name":"rep [C]","category":"C","parent":"2"}'
       .. ',\n"4":{"name":"function <job.lua:30>","category":"lua","parent":"1"}}'
       .. ',\n"samples":['
-      .. '\n{"tid":1,"ts":T,"sf":"2","weight":2,"name":"no category","args":{"line":13}}'
-      .. ',\n{"tid":1,"ts":T,"sf":"3","weight":1,"name":"sampled work","args":{"job":7,"line":14}}'
-      .. ',\n{"tid":1,"ts":T,"sf":"4","weight":1,"name":"no category","args":{}}]', section)
+      .. '\n{"pid":1,"tid":1,"ts":T,"sf":"2","weight":2,"name":"no category","args":{"line":13}}'
+      .. ',\n{"pid":1,"tid":1,"ts":T,"sf":"3","weight":1,"name":"sampled work","args":{"job":7,"line":14}}'
+      .. ',\n{"pid":1,"tid":1,"ts":T,"sf":"4","weight":1,"name":"no category","args":{}}]', section)
     -- ts: microseconds with three decimals, each between the markers around it
     local f = fences(doc)[1]
     for i, v in ipairs(ts) do
@@ -166,11 +166,11 @@ describe("samples in the saved file", function()
       .. ',\n"4":{"name":"light (job.lua:40)","category":"lua","parent":"2"}'
       .. ',\n"5":{"name":"other (job.lua:50)","category":"lua"}}'
       .. ',\n"samples":['
-      .. '\n{"tid":1,"ts":T,"sf":"3","weight":1,"name":"no category","args":{"line":20}}'
-      .. ',\n{"tid":1,"ts":T,"sf":"4","weight":3,"name":"no category","args":{"line":41}}'
-      .. ',\n{"tid":1,"ts":T,"sf":"1","weight":2,"name":"no category","args":{"job":5}}'
-      .. ',\n{"tid":2,"ts":T,"sf":"3","weight":1,"name":"no category","args":{"line":13}}'
-      .. ',\n{"tid":2,"ts":T,"sf":"5","weight":1,"name":"no category","args":{}}]', section)
+      .. '\n{"pid":1,"tid":1,"ts":T,"sf":"3","weight":1,"name":"no category","args":{"line":20}}'
+      .. ',\n{"pid":1,"tid":1,"ts":T,"sf":"4","weight":3,"name":"no category","args":{"line":41}}'
+      .. ',\n{"pid":1,"tid":1,"ts":T,"sf":"1","weight":2,"name":"no category","args":{"job":5}}'
+      .. ',\n{"pid":1,"tid":2,"ts":T,"sf":"3","weight":1,"name":"no category","args":{"line":13}}'
+      .. ',\n{"pid":1,"tid":2,"ts":T,"sf":"5","weight":1,"name":"no category","args":{}}]', section)
     local f = fences(doc)
     local at = {{1, 1}, {1, 2}, {1, 3}, {2, 1}, {2, 2}} -- tid, index of the fence before it
     for i, v in ipairs(ts) do
@@ -241,11 +241,11 @@ describe("samples in the saved file", function()
       .. ',\n"2":{"name":"main chunk (job.lua)","category":"lua"}'
       .. ',\n"3":{"name":"heavy (job.lua:12)","category":"lua","parent":"2"}}'
       .. ',\n"samples":['
-      .. '\n{"tid":1,"ts":T,"sf":"3","weight":1,"name":"no category","args":{"line":1}}'
-      .. ',\n{"tid":1,"ts":T,"sf":"1","weight":1,"name":"no category","args":{"line":2}}'
-      .. ',\n{"tid":1,"ts":T,"sf":"3","weight":1,"name":"no category","args":{"line":3}}'
-      .. ',\n{"tid":1,"ts":T,"sf":"1","weight":4,"name":"no category","args":{"line":4}}'
-      .. ',\n{"tid":1,"ts":T,"sf":"1","weight":1,"name":"no category","args":{"line":5}}]', section)
+      .. '\n{"pid":1,"tid":1,"ts":T,"sf":"3","weight":1,"name":"no category","args":{"line":1}}'
+      .. ',\n{"pid":1,"tid":1,"ts":T,"sf":"1","weight":1,"name":"no category","args":{"line":2}}'
+      .. ',\n{"pid":1,"tid":1,"ts":T,"sf":"3","weight":1,"name":"no category","args":{"line":3}}'
+      .. ',\n{"pid":1,"tid":1,"ts":T,"sf":"1","weight":4,"name":"no category","args":{"line":4}}'
+      .. ',\n{"pid":1,"tid":1,"ts":T,"sf":"1","weight":1,"name":"no category","args":{"line":5}}]', section)
     local info = doc.jobqueProfile.laneInfo[1]
     assert.are.same({samples = 5, weight = 8, userHook = 0, tableFull = 3},
                     {samples = info.samples, weight = info.sampleWeight, userHook = info.samplesSkipped.userHook,

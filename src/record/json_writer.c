@@ -1122,13 +1122,14 @@ static char *put_sample_cat(char *p, const context *c, uint16_t cat) {
   return cat == 0 && !c->cat_index[0] ? LIT(p, "no category") : put_cat(p, c, cat);
 }
 
-/* One sample: args has the job (none outside jobs), the innermost span
+/* One sample, with pid 1 as every event has (speedscope names a lane
+ * "pid NaN" without it): args has the job (none outside jobs), the innermost span
  * piece's span on its lane at its time (none outside spans) and the leaf's
  * line (none unknown). */
 static void put_sample(wbuf *b, const context *c, const uint32_t *node_of, int tid,
                        const jq_event *e, uint64_t span, int first) {
   char *p = wbuf_room(b, EVENT_MAX + cat_len(c, e->cat));
-  p = first ? LIT(p, "\n{\"tid\":") : LIT(p, ",\n{\"tid\":");
+  p = first ? LIT(p, "\n{\"pid\":1,\"tid\":") : LIT(p, ",\n{\"pid\":1,\"tid\":");
   p = jq_put_u64(p, (uint64_t)tid);
   p = LIT(p, ",\"ts\":");
   p = put_us3(p, jq_clock_to_ns(&c->v->scale, e->t0));
