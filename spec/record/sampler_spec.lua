@@ -489,6 +489,108 @@ describe("what a sample holds", function()
     assert.are.equal(20, n)
     q:close()
   end)
+
+  it("hides a pending sample's hook from debug.gethook, in a coroutine that inherited it", function()
+    local q = jobque.new{workers = 1}
+    p.profile_start(65536, {sample_hz = 1}) -- its timer all but silent: the tick is ours
+    local got = q:submit(function()
+      -- a coroutine made while a sample is pending, as when the signal comes
+      -- inside coroutine.create: lua_newthread copies the hook
+      local co = require("jobque.core")._test.sampler_tick_newthread()
+      local h, mask, count = debug.gethook(co)
+      debug.sethook(co, h, mask, count) -- code that saves and restores hooks
+      local user = function() end
+      debug.sethook(co, user, "c", 0)
+      local uh, umask = debug.gethook(co) -- a user's hook is shown as ever
+      return tostring(h) .. " " .. tostring(uh == user) .. " " .. umask
+    end):wait()
+    p.profile_stop()
+    assert.are.equal("nil true c", got)
+    q:close()
+  end)
+
+  it("keeps every frame's text when its thread's name cache starts again in mid-walk", function()
+    -- 20 chains of 150 functions, each on its own line of its own chunk:
+    -- 3,000 texts, more than the cache keeps, so it starts again while a
+    -- walk holds the texts of the frames it has walked.
+    local chains, len = 20, 150
+    local q = jobque.new{workers = 1, name = "names"}
+    p.profile_start(65536, {sample_hz = 1, sample_depth = 256}) -- its timer all but silent: the ticks are ours
+    q:submit(function(nchains, n)
+      local tick = require("jobque.core")._test.sampler_tick
+      for c = 1, nchains do
+        local src = {"local F, tick = {}, ..."}
+        for i = 1, n do -- F[i] on line i + 1
+          src[#src + 1] = i < n and ("F[%d] = function() local r = F[%d]() return r end"):format(i, i + 1)
+            or ("F[%d] = function() tick() local x = 0 for k = 1, 10 do x = x + k end return x end"):format(i)
+        end
+        src[#src + 1] = "return F[1]"
+        load(table.concat(src, "\n"), "=c" .. c)(tick)()
+      end
+    end, chains, len):wait()
+    p.profile_stop()
+    local seen = {}
+    for _, s in ipairs(samples_of(S.save(p))) do
+      if s.job then
+        local c, lines = nil, {}
+        for _, f in ipairs(s.stack) do
+          local fc, line = f:match("<c(%d+):(%d+)>$")
+          if not fc then fc, line = f:match("%(c(%d+):(%d+)%)$") end
+          if fc then
+            c = c or fc
+            assert.are.equal(c, fc, table.concat(s.stack, ";"))
+            lines[#lines + 1] = tonumber(line)
+          end
+        end
+        if c then
+          seen[#seen + 1] = c
+          local want = {}
+          for i = 1, len do want[i] = i + 1 end
+          assert.are.same(want, lines, "chain " .. c)
+        end
+      end
+    end
+    assert.are.equal(chains, #seen)
+    q:close()
+  end)
+
+  it("ends the sampling, every timer, when the state that started it closes", function()
+    local m = p.profile_marker_id("here")
+    p.profile_start(1024) -- this thread has a lane: the sampling session gives it a timer
+    p.profile_marker(m, 1)
+    p.profile_stop()
+    local path, cpath = S.paths()
+    assert.are.same({"1"}, T.spawn(1, [[
+      local p = require "jobque_profile"
+      p.profile_start(1024, {sample_hz = 1000})
+      p.profile_marker(p.profile_marker_id("there"), 1)
+      return tostring(require("jobque.core")._test and 1)
+    ]], path, cpath):join()) -- its state closed, then its thread ended
+    assert.are.equal(0, timers())
+    p.profile_stop()
+    local sampling = S.save(p).jobqueProfile.sampling
+    assert.are.equal(1000, sampling.hz)
+  end)
+
+  it("lets a process exit while it samples, without profile_stop", function()
+    -- The state closes with the timers armed: sampling ends with it, and no
+    -- late signal finds the library unloaded.
+    for round = 1, 5 do
+      local ok, out = run_fresh([[
+        local jobque = require "jobque"
+        local p = require "jobque_profile"
+        p.profile_start(65536, {sample_hz = 10000})
+        local q = jobque.new{workers = 2}
+        for _ = 1, 4 do q:submit(function() local x = 0 for k = 1, 2e5 do x = x + k end return x end) end
+        q:wait_all()
+        KEEP = {} -- garbage for lua_close to collect, under the caller's timer
+        for i = 1, 2e5 do KEEP[i] = {i} end
+        print("done")
+      ]])
+      assert.is_true(ok, "round " .. round .. ": " .. out)
+      assert.are.equal("done\n", out)
+    end
+  end)
 end)
 
 -- Under ThreadSanitizer a spec that measures ticks is left to the other runs.

@@ -101,6 +101,23 @@ static int l_coroutine_wrap(lua_State *L) {
   return 1;
 }
 
+/* debug.gethook([thread]) as Lua's (upvalue 1), except that the sampler's
+ * count hook (a sample pending on that coroutine) reads as no hook: a
+ * coroutine created while a sample is pending inherits it (lua_newthread
+ * copies the hook), and code that saves and restores hooks must not get
+ * "external hook" back, which debug.sethook refuses. */
+static int l_debug_gethook(lua_State *L) {
+  lua_State *co = lua_isthread(L, 1) ? lua_tothread(L, 1) : L;
+  if (jq_sampler_hook_is_ours(co)) {
+    luaL_pushfail(L);
+    return 1;
+  }
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
 /* Sets t[name] = f (t at `t`, raw) when t[name] is a C function now. */
 static void replace_c_function(lua_State *L, int t, const char *name, lua_CFunction f) {
   lua_pushstring(L, name);
@@ -115,13 +132,26 @@ static void replace_c_function(lua_State *L, int t, const char *name, lua_CFunct
 }
 
 void jq_coroutine_install(lua_State *L) {
-  luaL_checkstack(L, 4, NULL);
+  luaL_checkstack(L, 5, NULL);
   lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   int loaded = lua_gettop(L);
   lua_pushliteral(L, LUA_COLIBNAME);
   if (lua_type(L, loaded) == LUA_TTABLE && lua_rawget(L, loaded) == LUA_TTABLE) {
     replace_c_function(L, loaded + 1, "resume", l_coroutine_resume);
     replace_c_function(L, loaded + 1, "wrap", l_coroutine_wrap);
+  }
+  lua_settop(L, loaded);
+  lua_pushliteral(L, LUA_DBLIBNAME);
+  if (lua_type(L, loaded) == LUA_TTABLE && lua_rawget(L, loaded) == LUA_TTABLE) {
+    lua_pushliteral(L, "gethook");
+    lua_rawget(L, loaded + 1);
+    lua_CFunction f = lua_tocfunction(L, -1);
+    if (f != NULL && f != l_debug_gethook) { /* Lua's (or another C one): wrapped */
+      lua_pushcclosure(L, l_debug_gethook, 1);
+      lua_pushliteral(L, "gethook");
+      lua_insert(L, -2);
+      lua_rawset(L, loaded + 1);
+    }
   }
   lua_settop(L, loaded - 1);
 }

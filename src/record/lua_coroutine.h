@@ -17,7 +17,9 @@
 #include <lua.h>
 
 /* Replaces `resume` and `wrap` in L's loaded coroutine library
- * (package.loaded.coroutine, which the global `coroutine` normally is).
+ * (package.loaded.coroutine, which the global `coroutine` normally is),
+ * and wraps `gethook` of its loaded debug library so that a sample pending
+ * on a coroutine reads as no hook.
  * An entry that is not a C function (a user's or a tool's wrapper written in
  * Lua) is kept as it is; a state without the library is left alone.
  * Idempotent. Raises only on a memory error. */

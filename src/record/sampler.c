@@ -22,8 +22,10 @@
  * A thread's pending weight and scratch are its own (handler and hook run
  * on it).
  */
+#define _GNU_SOURCE /* dladdr */
 #include "record/sampler.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -93,6 +95,7 @@ static uint64_t cfg_period_ns;
 static lua_State *caller_state; /* the state that started the sampling session */
 static _Atomic uint64_t n_signals, n_ticks, n_handler_runs;
 static jq_save_sampling last; /* the sampling session's figures (sampler_mu) */
+static int ended_early; /* its caller's state closed: `last` holds its final figures */
 
 static void sample_hook(lua_State *L, lua_Debug *ar);
 
@@ -128,12 +131,17 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc) {
     atomic_fetch_add_explicit(&n_signals, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&n_ticks, w, memory_order_relaxed);
     jq_thread *t = &jq_self;
-    atomic_fetch_add_explicit(&sself.pending, w, memory_order_relaxed);
+    uint64_t before = atomic_fetch_add_explicit(&sself.pending, w, memory_order_relaxed);
     int act = atomic_load_explicit(&t->sample_act, memory_order_relaxed);
     lua_State *L = atomic_load_explicit(&t->sample_L, memory_order_relaxed);
     if (act == JQ_ACT_LUA && L) {
       lua_Hook h = lua_gethook(L);
-      if (h == NULL || h == sample_hook) {
+      if (h == sample_hook && before) {
+        /* A sample already pending there (the hook not reached yet, or a
+         * walk under way): this tick only adds its weight. lua_sethook
+         * marks every Lua frame of the coroutine, a cost that grows with
+         * its depth, not to be paid again per tick. */
+      } else if (h == NULL || h == sample_hook) {
         lua_sethook(L, sample_hook, LUA_MASKCOUNT, 1);
       } else { /* a user's hook: left alone, its ticks counted */
         atomic_exchange_explicit(&sself.pending, 0, memory_order_relaxed);
@@ -154,6 +162,11 @@ static uint32_t hash_bytes(uint32_t h, const void *p, size_t n) {
     h = (h ^ s[i]) * 16777619u;
   return h;
 }
+
+/* Cached texts past which a sample starts its thread's cache again, before
+ * its walk: a walk adds at most JQ_SAMPLE_DEPTH_MAX, so the table stays at
+ * most half full and never starts again while a walk holds its texts. */
+#define CACHE_START_AGAIN (CACHE_SLOTS / 2 - JQ_SAMPLE_DEPTH_MAX)
 
 static void cache_clear(sampler_scratch *s) {
   for (int i = 0; i < CACHE_SLOTS; i++) {
@@ -223,10 +236,8 @@ static const cached_frame *frame_of(lua_State *Lw, int level, lua_Debug *ar, int
       return c;
     if (c->hash != 0)
       continue;
-    if (s->cached >= CACHE_SLOTS / 2) { /* full: start again */
-      cache_clear(s);
-      return frame_of(Lw, level, ar, running, s);
-    }
+    /* A walk never fills the table (sample_hook starts it again first, at
+     * CACHE_START_AGAIN): a text it took stays until the sample is put. */
     char buf[SCRATCH_TEXT];
     int kind;
     int len = frame_text(Lw, ar, buf, sizeof buf, &kind);
@@ -299,6 +310,8 @@ static void sample_hook(lua_State *L, lua_Debug *ar0) {
   if (!t->lane || t->lane->gen != word) /* its first event of the session */
     if (!jq_lane_join(word))
       return;
+  if (s->cached > CACHE_START_AGAIN)
+    cache_clear(s);
   walk wk = {0, atomic_load_explicit(&cfg_depth, memory_order_relaxed), 0, 0};
   if (!walk_coroutine(L, 1, s, &wk))
     return; /* out of memory: no sample */
@@ -374,6 +387,20 @@ static void slot_timer_start(lane_slot *s, uint32_t word) {
 
 /* ---- the session ---- */
 
+/* Keeps this library mapped until the process exits (dlclose no longer
+ * unloads it): a signal of a timer deleted just before its state closed can
+ * still be pending, and its handler must be there to find sampling off. */
+static int pin_library(void) {
+  Dl_info info;
+  if (!dladdr((void *)on_sigprof, &info) || !info.dli_fname)
+    return -1;
+  void *self = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  if (!self)
+    return -1;
+  /* Its reference is never dropped: the library stays with the process. */
+  return 0;
+}
+
 int jq_sampler_prepare(lua_State *L, int hz, int depth, char *err, size_t errlen) {
   sself.staged = 0;
   if (hz <= 0)
@@ -387,6 +414,9 @@ int jq_sampler_prepare(lua_State *L, int hz, int depth, char *err, size_t errlen
                                     : old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN) {
       snprintf(err, errlen, "cannot sample: this process already has a SIGPROF handler "
                             "(another profiler?)");
+      rc = -1;
+    } else if (pin_library() != 0) {
+      snprintf(err, errlen, "cannot sample: cannot keep the library loaded for its signal handler");
       rc = -1;
     } else {
       memset(&sa, 0, sizeof sa);
@@ -456,6 +486,7 @@ int jq_sampler_session_begin(uint32_t word, jq_lane *caller, jq_save_sampling *o
   int staged = sself.staged;
   sself.staged = 0;
   memset(&last, 0, sizeof last);
+  ended_early = 0;
   if (!staged) {
     pthread_mutex_unlock(&sampler_mu);
     return 0;
@@ -488,20 +519,29 @@ int jq_sampler_session_begin(uint32_t word, jq_lane *caller, jq_save_sampling *o
   return 1;
 }
 
+/* sampler_mu held, sampling on: no timer left, the figures final. */
+static void sampling_off(void) {
+  atomic_store_explicit(&sampling_word, 0, memory_order_relaxed);
+  for (int i = 0; i < JQ_SAMPLER_LANES; i++)
+    slot_timer_delete(&slots[i]);
+  last.signals = atomic_load(&n_signals);
+  last.ticks = atomic_load(&n_ticks);
+  if (atomic_load_explicit(&jq_self.sample_L, memory_order_relaxed) == (void *)caller_state)
+    jq_sampler_swap(NULL);
+}
+
 int jq_sampler_session_stop(jq_save_sampling *out) {
   int stopped = 0;
   pthread_mutex_lock(&sampler_mu);
   if (atomic_load_explicit(&sampling_word, memory_order_relaxed)) {
-    atomic_store_explicit(&sampling_word, 0, memory_order_relaxed);
-    for (int i = 0; i < JQ_SAMPLER_LANES; i++)
-      slot_timer_delete(&slots[i]);
-    last.signals = atomic_load(&n_signals);
-    last.ticks = atomic_load(&n_ticks);
-    *out = last;
+    sampling_off();
     stopped = 1;
-    if (atomic_load_explicit(&jq_self.sample_L, memory_order_relaxed) == (void *)caller_state)
-      jq_sampler_swap(NULL);
+  } else if (ended_early) { /* its figures, for the session that ends now */
+    stopped = 1;
   }
+  ended_early = 0;
+  if (stopped)
+    *out = last;
   pthread_mutex_unlock(&sampler_mu);
   return stopped;
 }
@@ -565,12 +605,24 @@ void jq_sampler_lane_exit(jq_lane *lane) {
   }
 }
 
+int jq_sampler_hook_is_ours(lua_State *co) {
+  return lua_gethook(co) == sample_hook;
+}
+
 void jq_sampler_state_closing(lua_State *L) {
   if (atomic_load_explicit(&jq_self.sample_L, memory_order_relaxed) == (void *)L)
     jq_sampler_swap(NULL);
   pthread_mutex_lock(&sampler_mu);
-  if (caller_state == L)
+  if (caller_state == L) {
+    /* The state that started the sampling closes (a script that ends
+     * without profile_stop): the sampling ends with it, the figures kept
+     * for the stop that ends the session. */
+    if (atomic_load_explicit(&sampling_word, memory_order_relaxed)) {
+      sampling_off();
+      ended_early = 1;
+    }
     caller_state = NULL;
+  }
   pthread_mutex_unlock(&sampler_mu);
 }
 

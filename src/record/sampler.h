@@ -134,6 +134,8 @@ void jq_sampler_lane_bound(jq_lane *lane);
 void jq_sampler_lane_joined(jq_lane *lane, uint32_t word);
 /* The calling thread, which has `lane`, exits: its timer goes. */
 void jq_sampler_lane_exit(jq_lane *lane);
+/* Whether coroutine co has the sampler's count hook (a sample pending). */
+int jq_sampler_hook_is_ours(lua_State *co);
 /* State L closes (lua_profile.c's sentinel): it is no longer sampled. */
 void jq_sampler_state_closing(lua_State *L);
 

@@ -466,6 +466,14 @@ static int l_sampler_tick(lua_State *L) {
   return 0;
 }
 
+/* sampler_tick_newthread() -> a coroutine made right after a tick, as when
+ * the signal comes inside coroutine.create: it inherits the pending hook. */
+static int l_sampler_tick_newthread(lua_State *L) {
+  jq_sampler_test_tick();
+  lua_newthread(L);
+  return 1;
+}
+
 /* thread_cpu_ns() -> the calling thread's CPU time in nanoseconds. */
 static int l_thread_cpu_ns(lua_State *L) {
   struct timespec ts;
@@ -550,6 +558,7 @@ void jq_open_testing(lua_State *L, lua_CFunction open_core) {
                                    {"sampler_stats", l_sampler_stats},
                                    {"sigprof", l_sigprof},
                                    {"sampler_tick", l_sampler_tick},
+                                   {"sampler_tick_newthread", l_sampler_tick_newthread},
                                    {"sampler_fail_timers", l_sampler_fail_timers},
                                    {"thread_cpu_ns", l_thread_cpu_ns},
                                    {"wakes", l_wakes},
