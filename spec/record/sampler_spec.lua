@@ -509,6 +509,81 @@ describe("what a sample holds", function()
     q:close()
   end)
 
+  it("leaves weight still pending at a stop out of the next session", function()
+    local q = jobque.new{workers = 1, name = "carry"}
+    p.profile_start(65536, {sample_hz = 1}) -- timers all but silent: the ticks are ours
+    q:submit(function() require("jobque.core")._test.sampler_pending(1000) end):wait()
+    p.profile_stop() -- 1000 periods of the first session never made it into a sample
+    p.profile_start(65536, {sample_hz = 1})
+    q:submit(function()
+      require("jobque.core")._test.sampler_tick()
+      local x = 0
+      for i = 1, 10 do x = x + i end
+      return x
+    end):wait()
+    p.profile_stop()
+    local weight = 0
+    for _, smp in ipairs(samples_of(S.save(p))) do
+      if smp.lane == "carry 0" then weight = weight + smp.weight end
+    end
+    assert.are.equal(1, weight)
+    q:close()
+  end)
+
+  it("shows resumers again once resumes nested deeper than it follows have returned", function()
+    local q = jobque.new{workers = 1}
+    p.profile_start(65536, {sample_hz = 1})
+    local stacks = {}
+    q:submit(function()
+      local tick = require("jobque.core")._test.sampler_tick
+      local function nest(n) -- 20 nested coroutine.wrap resumes
+        if n == 0 then return 0 end
+        return coroutine.wrap(function() return nest(n - 1) + 1 end)()
+      end
+      nest(20)
+      local function resumer_of_gen()
+        local g = coroutine.wrap(function() tick() local x = 0 for i = 1, 10 do x = x + i end return x end)
+        local r = g() -- not a tail call: this frame stays
+        return r
+      end
+      local r = resumer_of_gen()
+      return r
+    end):wait()
+    p.profile_stop()
+    for _, smp in ipairs(samples_of(S.save(p))) do
+      if smp.job then stacks[#stacks + 1] = smp.stack end
+    end
+    assert.are.equal(1, #stacks)
+    assert.is_true(has_frame(stacks[1], "^resumer_of_gen "), table.concat(stacks[1], ";"))
+    q:close()
+  end)
+
+  it("samples a failed job's to-be-closed handlers in the job", function()
+    local q = jobque.new{workers = 1}
+    local cat = p.profile_category("closing")
+    p.profile_start(65536, {sample_hz = 1})
+    p.profile_tag(cat) -- the job's category
+    local job = q:submit(function()
+      local tick = require("jobque.core")._test.sampler_tick
+      local function closer() tick() local x = 0 for i = 1, 10 do x = x + i end return x end
+      local _ <close> = setmetatable({}, {__close = closer})
+      error("fails")
+    end)
+    p.profile_tag(0)
+    assert.is_false((job:pwait()))
+    p.profile_stop()
+    local leaves = {}
+    for _, smp in ipairs(samples_of(S.save(p))) do
+      if smp.lane ~= "caller" then
+        leaves[#leaves + 1] = ("%s %s %s"):format(smp.stack[#smp.stack]:gsub("%(.*", ""):gsub("<.*", ""),
+                                                  math.tointeger(smp.job), smp.cat)
+      end
+    end
+    -- the handler's own frame (a __close handler has no name: "function <...>")
+    assert.are.same({"function  " .. job:id() .. " closing"}, leaves)
+    q:close()
+  end)
+
   it("keeps every frame's text when its thread's name cache starts again in mid-walk", function()
     -- 20 chains of 150 functions, each on its own line of its own chunk:
     -- 3,000 texts, more than the cache keeps, so it starts again while a
@@ -570,6 +645,25 @@ describe("what a sample holds", function()
     p.profile_stop()
     local sampling = S.save(p).jobqueProfile.sampling
     assert.are.equal(1000, sampling.hz)
+  end)
+
+  it("lets a process os.exit while its workers record", function()
+    -- The library's destructor runs while workers may still be getting
+    -- their lanes (a data race ThreadSanitizer saw, in its run).
+    for round = 1, 3 do
+      local ok, out = run_fresh([[
+        local jobque = require "jobque"
+        local p = require "jobque_profile"
+        p.profile_start(65536, {sample_hz = 1000})
+        local q = jobque.new{workers = 2}
+        for _ = 1, 50 do q:submit(function() local x = 0 for k = 1, 1e4 do x = x + k end return x end) end
+        print("exit")
+        io.stdout:flush()
+        os.exit(0)
+      ]])
+      assert.is_true(ok, "round " .. round .. ": " .. out)
+      assert.are.equal("exit\n", out)
+    end
   end)
 
   it("lets a process exit while it samples, without profile_stop", function()

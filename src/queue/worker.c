@@ -109,6 +109,20 @@ static void pool_coroutine_safely(lua_State *L, lua_State *co) {
     lua_pop(L, 1);
 }
 
+/* pool_coroutine_safely for a job's coroutine (category `tag`), with the
+ * sampler looking at it: the to-be-closed variables of a job that failed or
+ * was cancelled close in its reset, and their Lua is the job's. */
+static void pool_job_coroutine(lua_State *L, lua_State *co, uint16_t tag) {
+  jq_sampler_ctx act = jq_sampler_enter(JQ_ACT_LUA, 0, 0);
+  uint16_t outer_tag = jq_sampler_job_self.job_tag;
+  jq_sampler_job_self.job_tag = tag;
+  lua_State *outer = jq_sampler_swap(co);
+  pool_coroutine_safely(L, co);
+  jq_sampler_back(outer);
+  jq_sampler_job_self.job_tag = outer_tag;
+  jq_sampler_leave(act);
+}
+
 /* The runner whose state L belongs to, running a job or not (a job's
  * to-be-closed variables close after its slice when it failed or was
  * cancelled), or NULL. */
@@ -323,7 +337,7 @@ static void leave_job(span_context outer) {
 static void drop_coroutine(lua_State *L, jq_job *job, lua_State *co) {
   span_context outer = enter_spans(job->id, &job->span_depth, JQ_SPAN_AFTER_END);
   if (co)
-    pool_coroutine_safely(L, co);
+    pool_job_coroutine(L, co, job->tag);
   leave_job(outer);
   if (job->coref != LUA_NOREF) {
     luaL_unref(L, LUA_REGISTRYINDEX, job->coref);
@@ -351,6 +365,7 @@ static void cancel_suspended(jq_runner *r, jq_job *job) {
   lua_State *L = r->L;
   int coref = job->coref;
   uint64_t id = job->id, depth = job->span_depth; /* its spans, for its closes */
+  uint16_t tag = job->tag;
   job->coref = LUA_NOREF;
   jq_queue_cancel(w->q, job); /* may free it */
   pthread_mutex_unlock(&w->q->mu);
@@ -358,7 +373,7 @@ static void cancel_suspended(jq_runner *r, jq_job *job) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, coref);
   span_context outer = enter_spans(id, &depth, JQ_SPAN_AFTER_END);
   if (lua_isthread(L, -1))
-    pool_coroutine_safely(L, lua_tothread(L, -1));
+    pool_job_coroutine(L, lua_tothread(L, -1), tag);
   leave_job(outer);
   lua_pop(L, 1);
   luaL_unref(L, LUA_REGISTRYINDEX, coref);
@@ -444,7 +459,7 @@ static int resume_job(jq_runner *r, jq_job *job, lua_State *co, int nargs, int *
   jq_sampler_job_self.job_tag = job->tag;
   lua_State *outer_co = jq_sampler_swap(co);
   int status = lua_resume(co, L, nargs, nres);
-  jq_sampler_swap(outer_co);
+  jq_sampler_back(outer_co);
   jq_sampler_job_self.job_tag = outer_job_tag;
   jq_sampler_leave(outer_act);
   leave_job(outer_spans);

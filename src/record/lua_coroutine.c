@@ -38,7 +38,7 @@ static int run_coroutine(lua_State *L, lua_State *co, int narg) {
   int nres;
   lua_State *outer = jq_sampler_swap(co);
   int status = lua_resume(co, L, narg, &nres);
-  jq_sampler_swap(outer);
+  jq_sampler_back(outer);
   if (status != LUA_OK && status != LUA_YIELD) {
     lua_xmove(co, L, 1); /* its error value */
     return -1;
@@ -80,7 +80,7 @@ static int l_coroutine_wrapped(lua_State *L) {
   if (status != LUA_OK && status != LUA_YIELD) {
     lua_State *outer = jq_sampler_swap(co);
     status = close_coroutine(co, L);
-    jq_sampler_swap(outer);
+    jq_sampler_back(outer);
     lua_xmove(co, L, 1);
   }
   if (status != LUA_ERRMEM && lua_type(L, -1) == LUA_TSTRING) {

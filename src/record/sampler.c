@@ -63,6 +63,7 @@ typedef struct sampler_scratch {
 
 typedef struct sampler_thread {
   _Atomic uint64_t pending; /* timer periods not yet in a sample */
+  uint32_t pending_word;    /* the sampling session they were ticks of */
   int exited;               /* its lane let go: a late signal touches nothing */
   sampler_scratch *scratch;
   /* Staged by jq_sampler_prepare for the jq_session_start that follows. */
@@ -131,6 +132,10 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc) {
     atomic_fetch_add_explicit(&n_signals, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&n_ticks, w, memory_order_relaxed);
     jq_thread *t = &jq_self;
+    if (sself.pending_word != word) { /* weight left from an earlier session goes */
+      atomic_store_explicit(&sself.pending, 0, memory_order_relaxed);
+      sself.pending_word = word;
+    }
     uint64_t before = atomic_fetch_add_explicit(&sself.pending, w, memory_order_relaxed);
     int act = atomic_load_explicit(&t->sample_act, memory_order_relaxed);
     lua_State *L = atomic_load_explicit(&t->sample_L, memory_order_relaxed);
@@ -302,9 +307,13 @@ static void sample_hook(lua_State *L, lua_Debug *ar0) {
   jq_thread *t = &jq_self;
   if (L != atomic_load_explicit(&t->sample_L, memory_order_relaxed))
     return; /* not the running coroutine (it inherited the hook) */
-  uint64_t w = atomic_exchange_explicit(&sself.pending, 0, memory_order_relaxed);
   uint32_t word = atomic_load_explicit(&sampling_word, memory_order_relaxed);
-  sampler_scratch *s = w && word ? scratch_here() : NULL;
+  /* The word first: a tick of this session that interrupts the hook after
+   * it keeps the weight it finds (its handler resets it only for another). */
+  if (!word || sself.pending_word != word)
+    return; /* the weight of an earlier session: the next tick drops it */
+  uint64_t w = atomic_exchange_explicit(&sself.pending, 0, memory_order_relaxed);
+  sampler_scratch *s = w ? scratch_here() : NULL;
   if (!s)
     return;
   if (!t->lane || t->lane->gen != word) /* its first event of the session */
@@ -317,7 +326,7 @@ static void sample_hook(lua_State *L, lua_Debug *ar0) {
     return; /* out of memory: no sample */
   /* Then its resumers' frames, down to a resume from no sampled coroutine. */
   jq_sampler_local *me = &jq_sampler_job_self;
-  for (int i = me->broken ? -1 : me->n - 1; i >= 0 && me->chain[i] && !wk.truncated; i--)
+  for (int i = me->n > JQ_RESUME_CHAIN ? -1 : me->n - 1; i >= 0 && me->chain[i] && !wk.truncated; i--)
     if (!walk_coroutine(me->chain[i], 0, s, &wk))
       return;
   int64_t job = (int64_t)t->job;
@@ -639,6 +648,15 @@ __attribute__((destructor)) static void sampler_fini(void) {
 #ifdef JQ_TESTING
 void jq_sampler_test_fail_timers(int which) {
   atomic_store(&test_fail_timers, which);
+}
+
+void jq_sampler_test_pending(uint64_t n) {
+  uint32_t word = atomic_load_explicit(&sampling_word, memory_order_relaxed);
+  if (sself.pending_word != word) {
+    atomic_store_explicit(&sself.pending, 0, memory_order_relaxed);
+    sself.pending_word = word;
+  }
+  atomic_fetch_add_explicit(&sself.pending, n, memory_order_relaxed);
 }
 
 void jq_sampler_test_tick(void) {

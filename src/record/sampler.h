@@ -41,36 +41,42 @@
  * in a generator shows its resumer's frames below its own. */
 typedef struct jq_sampler_local {
   uint16_t job_tag, act_tag;
-  int n;      /* nested resumes; chain[] holds the first JQ_RESUME_CHAIN */
-  int broken; /* deeper than the chain: no resumer frames until it empties */
+  int n; /* nested resumes; chain[] holds the first JQ_RESUME_CHAIN (deeper:
+           * no resumer frames, until the resumes return to that depth) */
   lua_State *chain[JQ_RESUME_CHAIN];
 } jq_sampler_local;
 extern _Thread_local jq_sampler_local jq_sampler_job_self JQ_TLS_MODEL;
 
-/* Makes `co` the coroutine running Lua on this thread (NULL: none) and
- * returns the one before, for the caller to put back when `co` yields,
- * returns or fails. Every resume of a coroutine a sampler should see goes
- * between the two (the runner's, the replaced coroutine.resume/wrap): the
- * call that puts back the previous one is told from a resume by the chain
- * (its top is that previous one); NULL empties the chain. */
+/* Makes `co` the coroutine running Lua on this thread, resumed by the one
+ * running now (NULL: none, and the chain emptied), and returns that one,
+ * which jq_sampler_back puts back when `co` yields, returns or fails. Every
+ * resume of a coroutine a sampler should see goes between the two (the
+ * runner's, the replaced coroutine.resume/wrap). */
 static inline lua_State *jq_sampler_swap(lua_State *co) {
   jq_thread *self = &jq_self;
   jq_sampler_local *me = &jq_sampler_job_self;
   lua_State *prev = atomic_load_explicit(&self->sample_L, memory_order_relaxed);
   if (co == NULL) {
     me->n = 0;
-    me->broken = 0;
-  } else if (me->n > 0 && me->n <= JQ_RESUME_CHAIN && me->chain[me->n - 1] == co) {
-    me->n--; /* back to the resumer */
-  } else if (me->n < JQ_RESUME_CHAIN) {
-    me->chain[me->n++] = prev;
-  } else { /* too deep to follow: resumers are not shown until it empties */
-    me->broken = 1;
-    me->n = JQ_RESUME_CHAIN + 1;
+  } else {
+    if (me->n < JQ_RESUME_CHAIN)
+      me->chain[me->n] = prev;
+    me->n++;
   }
   atomic_store_explicit(&self->sample_L, (void *)co, memory_order_relaxed);
   atomic_signal_fence(memory_order_seq_cst);
   return prev;
+}
+
+/* Puts back `outer`, what jq_sampler_swap returned, when the coroutine it
+ * made the running one yields, returns or fails. */
+static inline void jq_sampler_back(lua_State *outer) {
+  jq_thread *self = &jq_self;
+  jq_sampler_local *me = &jq_sampler_job_self;
+  if (me->n > 0)
+    me->n--;
+  atomic_store_explicit(&self->sample_L, (void *)outer, memory_order_relaxed);
+  atomic_signal_fence(memory_order_seq_cst);
 }
 
 /* Sets what this thread does (JQ_ACT_*) and for which job (0: none);
@@ -148,6 +154,9 @@ void jq_sampler_test_fail_timers(int which);
  * no overrun would, without the kernel: bench/sample.lua's cost of one
  * sample, handler to ring. */
 void jq_sampler_test_tick(void);
+/* Adds n to this thread's pending weight, as ticks whose hook has not run
+ * yet (of the sampling session now, if any). */
+void jq_sampler_test_pending(uint64_t n);
 #endif
 
 #endif

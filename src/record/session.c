@@ -141,15 +141,21 @@ __attribute__((destructor)) static void fini(void) {
   if (!initialized)
     return;
   pthread_key_delete(lane_key);
+  /* Under the lanes' mutex: at exit (os.exit) a worker may still be
+   * getting its lane. */
+  pthread_mutex_lock(&lanes_mu);
   for (int i = 0; i < all_count; i++) /* a thread still alive may still record */
-    if (!all_lanes[i]->dead && all_lanes[i] != jq_self.lane)
+    if (!all_lanes[i]->dead && all_lanes[i] != jq_self.lane) {
+      pthread_mutex_unlock(&lanes_mu);
       return;
+    }
   for (int i = 0; i < all_count; i++) {
     free(all_lanes[i]->events);
     jq_stab_free(all_lanes[i]->stab);
     free(all_lanes[i]);
   }
   all_count = 0;
+  pthread_mutex_unlock(&lanes_mu);
   for (uint32_t i = 1; i <= JQ_MAX_MARKERS; i++) {
     free(marker_names.strs[i]);
     free(counter_names.strs[i]);

@@ -466,6 +466,13 @@ static int l_sampler_tick(lua_State *L) {
   return 0;
 }
 
+/* sampler_pending(n): n timer periods pending on this thread, as ticks
+ * whose sample has not been taken yet (jq_sampler_test_pending). */
+static int l_sampler_pending(lua_State *L) {
+  jq_sampler_test_pending((uint64_t)luaL_checkinteger(L, 1));
+  return 0;
+}
+
 /* sampler_tick_newthread() -> a coroutine made right after a tick, as when
  * the signal comes inside coroutine.create: it inherits the pending hook. */
 static int l_sampler_tick_newthread(lua_State *L) {
@@ -559,6 +566,7 @@ void jq_open_testing(lua_State *L, lua_CFunction open_core) {
                                    {"sigprof", l_sigprof},
                                    {"sampler_tick", l_sampler_tick},
                                    {"sampler_tick_newthread", l_sampler_tick_newthread},
+                                   {"sampler_pending", l_sampler_pending},
                                    {"sampler_fail_timers", l_sampler_fail_timers},
                                    {"thread_cpu_ns", l_thread_cpu_ns},
                                    {"wakes", l_wakes},
