@@ -61,7 +61,6 @@ end
 -- total} by lane (or group), in order of first sample.
 local function profiles_of(model, idx, opts, index)
   local by, lines = opts.by, opts.lines
-  local period = samples.period_us(model) or 1
   local leaf, line, weight, lane = model.sample_frame, model.sample_line, model.sample_weight, model.sample_lane
   local list, by_key, paths, stack_text = {}, {}, {}, {}
   for _, i in ipairs(idx) do
@@ -83,7 +82,7 @@ local function profiles_of(model, idx, opts, index)
       text = "[" .. table.concat(ks, ",") .. "]"
       stack_text[skey] = text
     end
-    local w, n = weight[i] * period, #p.stacks
+    local w, n = weight[i], #p.stacks -- integers: the loader keeps their sum within 2^53
     if p.stacks[n] == text then -- the same stack again: one sample of both weights
       p.weights[n] = p.weights[n] + w
     else
@@ -99,11 +98,16 @@ function M.speedscope(model, idx, opts)
   opts = opts or {}
   local frames, index = frame_table()
   local profiles = profiles_of(model, idx, opts, index)
-  local unit = samples.period_us(model) and "microseconds" or "none"
+  local period = samples.period_us(model)
+  local unit = period and "microseconds" or "none"
   local out = {'{"$schema":"https://www.speedscope.app/file-format-schema.json","exporter":"jobque-profile",',
                '"name":', util.quote(opts.name or "trace"), ',"activeProfileIndex":0,\n"shared":{"frames":[\n',
                table.concat(frames, ",\n"), '\n]},\n"profiles":['}
   for x, p in ipairs(profiles) do
+    if period then -- the exact sums of weights, each times the period once
+      p.total = p.total * period
+      for k, w in ipairs(p.weights) do p.weights[k] = w * period end
+    end
     out[#out + 1] = (x > 1 and ",\n" or "\n") .. '{"type":"sampled","name":' .. util.quote(p.name)
                     .. ',"unit":"' .. unit .. '","startValue":0,"endValue":' .. util.json(p.total)
                     .. ',\n"samples":[' .. table.concat(p.stacks, ",") .. '],\n"weights":['

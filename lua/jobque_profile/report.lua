@@ -456,7 +456,7 @@ function M.samples_lines(f)
   local out = {}
   local s = f.samples
   if not s then return out end
-  local weight = ("%.10g"):format(s.total_weight)
+  local weight = ("%d"):format(s.total_weight) -- an integer within 2^53 (the loader's)
   out[#out + 1] = s.total_us
     and ("top functions (CPU samples: %s sampled, weight %s x %s%s; total: on the stack)"):format(
       M.us(s.total_us), weight, M.us(s.period_us), s.hz and (" at %.10g Hz"):format(s.hz) or "")

@@ -23,10 +23,11 @@
 --       "[job ID CATEGORY]", "[no job CATEGORY]"); opts.lines appends
 --       ":LINE" to the leaf (when the sample has a line)
 --   folded(model, idx, opts) -> the folded-stack lines ("root;...;leaf
---       COUNT", COUNT the rounded sum of the weights; stacks whose count
---       rounds to 0 left out), sorted bytewise
+--       COUNT", COUNT the sum of the weights, an exact integer; stacks of
+--       weight 0 left out), sorted bytewise
 --   top(model, idx, n) -> the n functions (by frame text) with the most
---       self weight (ties: more total, then the text bytewise): {frame,
+--       self weight (ties: more total, then the text bytewise; functions
+--       whose total weight is 0 left out): {frame,
 --       self, total (shares of idx's weight, 0..1), self_weight, total_weight
 --       (weights), self_us, total_us (weight x period; nil when the trace
 --       has no period)}. Total counts a function once per sample even when
@@ -196,7 +197,7 @@ function M.folded(model, idx, opts)
   end
   local out = {}
   for _, text in ipairs(texts) do
-    local count = math.floor(by_text[text] + 0.5)
+    local count = by_text[text] -- an integer: the loader keeps the weights' sum within 2^53
     if count > 0 then out[#out + 1] = ("%s %d"):format(text, count) end
   end
   table.sort(out)
@@ -245,6 +246,7 @@ function M.top(model, idx, n)
     end
   end
   table.sort(rows, by_self)
+  while #rows > 0 and rows[#rows].total_w == 0 do rows[#rows] = nil end -- sorted last: they took no time
   local period = M.period_us(model)
   local out = {}
   for x = 1, math.min(n, #rows) do

@@ -65,13 +65,13 @@
 --                     then time: sample_ts[] (us, the events' timeline), sample_lane[]
 --                     (the lane's index in model.lanes: pid 1 and the sample's tid, or
 --                     its pid), sample_frame[] (the leaf, an index of model.frames),
---                     sample_weight[] (1 when the file gives none), sample_cat[] (its
+--                     sample_weight[] (an integer, 1 when the file gives none), sample_cat[] (its
 --                     name: the category, "no category" when it has none), sample_job[],
 --                     sample_span[], sample_line[] (an integer, or false)
 --   model.samples_skipped  samples not read, and model.sample_skips why ({ why, n },
 --                     in order of first appearance: "unknown sf", "unknown parent", "sf
 --                     nests deeper than 10000" (a frame below 10,000 others), "no ts",
---                     "ts is not a number", "weight is negative"...); a loop among the
+--                     "ts is not a number", "weight is not an integer from 0 to 2^53"...); a loop among the
 --                     frames' parents makes the file unreadable
 --   model.span_pieces the pieces of spans (ours: complete events with args.span),
 --                     by time: { ts, dur, lane, cat, span, piece, job, unclosed }

@@ -1,0 +1,88 @@
+-- Hostile samples: traces written by hand to break the reading half of the
+-- CPU samples (weights that are no integer or sum beyond 2^53, times
+-- outside the session, a file with samples only, frame names with control
+-- and bidi characters, deep stacks, outputs that cannot be written). Every
+-- expected value is worked out by hand from the file in the spec.
+local S = require "support"
+local trace = require "jobque_profile.trace"
+
+local run = S.cli
+
+local function file(name, text)
+  local path = S.tmpfile(name)
+  S.write(path, text)
+  return path
+end
+
+-- A trace of ours with one slice (0 .. 100 us) on tid 1, the frames given
+-- and the samples given (JSON texts, joined by ",").
+local function trace_text(frames, samples)
+  return '{"traceEvents":[{"ph":"M","pid":1,"tid":1,"name":"thread_name","args":{"name":"w"}},\n'
+    .. '{"ph":"X","pid":1,"tid":1,"ts":10,"dur":80,"name":"job","cat":"c","args":{"job":1}}],\n'
+    .. '"stackFrames":' .. frames .. ',\n"samples":[' .. table.concat(samples, ",\n") .. '],\n'
+    .. '"jobqueProfile":{"version":1,"startUs":0,"stopUs":100,'
+    .. '"sampling":{"hz":1000,"periodNs":1000000,"clock":"thread-cpu","depth":64}}}'
+end
+
+local FRAMES = '{"1":{"name":"main","category":"lua"},"2":{"name":"f","category":"lua","parent":"1"}}'
+
+local function sample(ts, sf, weight)
+  return ('{"pid":1,"tid":1,"ts":%s,"sf":"%s"%s,"name":"c"}'):format(ts, sf,
+    weight and (',"weight":' .. weight) or "")
+end
+
+describe("hostile samples: weights", function()
+  it("reads a weight only as an integer from 0 to 2^53, skipping and counting the others", function()
+    local path = file("w.json", trace_text(FRAMES, {
+      sample(11, 2, "1e300"), sample(12, 2, "0.5"), sample(13, 2, "2.0"), sample(14, 1, "1e3"),
+      sample(15, 1, "9007199254740993"), sample(16, 1, "-1"), sample(17, 1, "1e999"), sample(18, 2, "0"),
+      sample(19, 2)}))
+    local m = assert(trace.load(path))
+    assert.equal(4, m.nsamples)
+    local w = {}
+    for k = 1, m.nsamples do w[k] = m.sample_weight[k] end
+    assert.same({2, 1000, 0, 1}, w)
+    for k = 1, 4 do assert.equal("integer", math.type(w[k])) end
+    assert.same({{why = "weight is not an integer from 0 to 2^53", n = 4}, {why = "weight is negative", n = 1}},
+                m.sample_skips)
+    -- main;f: 2 + 0 + 1; main: 1000
+    local code, out, err = run(("flame '%s'"):format(path))
+    assert.same({0, "main 1000\nmain;f 3\n", ("jobque-profile: warning: %s: 5 samples skipped (weight is not an "
+                 .. "integer from 0 to 2^53: 4, weight is negative: 1)\n"):format(path)}, {code, out, err})
+  end)
+
+  it("keeps the weights' sum within 2^53: a sample that would pass it is skipped, every sum is exact", function()
+    local path = file("sum.json", trace_text(FRAMES, {
+      sample(11, 2, "9007199254740990"), sample(12, 2, "2"), sample(13, 1, "3"), sample(14, 1, "1")}))
+    local m = assert(trace.load(path))
+    -- 2^53 - 2 + 2 = 2^53; 3 more would pass it; 1 more too
+    assert.equal(2, m.nsamples)
+    assert.same({{why = "weights sum beyond 2^53", n = 2}}, m.sample_skips)
+    local code, out = run(("flame '%s'"):format(path))
+    assert.same({0, "main;f 9007199254740992\n"}, {code, out})
+    code, out = run(("flame '%s' --format speedscope"):format(path))
+    assert.equal(0, code)
+    -- in microseconds: 2^53 x 1000 us, written exactly as the double it is
+    assert.truthy(out:find('"weights":[9.007199254740992e+18]', 1, true), out)
+    code, out = run(("report '%s'"):format(path))
+    assert.equal(0, code)
+    assert.truthy(out:find("weight 9007199254740992 x", 1, true), out)
+    code, out = run(("report '%s' --json"):format(path))
+    assert.equal(0, code)
+    assert.truthy(out:find('"total_weight":9007199254740992', 1, true), out)
+  end)
+
+  it("reads the issue's file without an internal error", function()
+    local path = file("so.json", '{"traceEvents":[],"stackFrames":{"1":{"name":"a\\u2028b\\u202e (x.lua:1)",'
+      .. '"category":"lua"},"2":{"name":"c\\u0085","category":"lua","parent":"1"}},"samples":['
+      .. '{"pid":1,"tid":1,"ts":5,"sf":"2","weight":1e300,"name":"x"},'
+      .. '{"pid":1,"tid":1,"ts":-1e18,"sf":"1","weight":3,"name":"x"},'
+      .. '{"pid":1,"tid":1,"ts":7,"sf":"1","weight":0.5,"name":"x"},'
+      .. '{"pid":1,"tid":1,"ts":8,"sf":"2","weight":4,"name":"x"}]}')
+    local code, out, err = run(("flame '%s'"):format(path))
+    assert.equal(0, code)
+    assert.equal(("jobque-profile: warning: %s: 3 samples skipped (weight is not an integer from 0 to 2^53: 2, "
+                  .. "ts out of range: 1)\n"):format(path), err)
+    assert.truthy(out:find(" 4\n$"), out)
+  end)
+end)
