@@ -86,3 +86,53 @@ describe("hostile samples: weights", function()
     assert.truthy(out:find(" 4\n$"), out)
   end)
 end)
+
+describe("hostile samples: times outside the session", function()
+  -- the session runs 0 .. 100 us; samples at -5 and 1e15 lie outside it
+  local path = file("out.json", trace_text(FRAMES, {
+    sample(0, 1, 1), sample(-5, 2, 1), sample(50, 2, 2), sample("1e15", 1, 4), sample(100, 2, 8)}))
+
+  it("skips and counts them, and the trace's range stays the session's", function()
+    local m = assert(trace.load(path))
+    assert.same({0, 100}, {m.t0, m.t1})
+    assert.equal(3, m.nsamples)
+    local ts = {}
+    for k = 1, 3 do ts[k] = m.sample_ts[k] end
+    assert.same({0, 50, 100}, ts)
+    assert.same({{why = "ts outside the session", n = 2}}, m.sample_skips)
+    assert.equal("2 samples skipped (ts outside the session: 2)", trace.samples_skipped_text(m))
+  end)
+
+  it("leaves the range of report, html and flame --from/--to the session's", function()
+    local warn = ("jobque-profile: warning: %s: 2 samples skipped (ts outside the session: 2)\n"):format(path)
+    local code, out, err = run(("report '%s'"):format(path))
+    assert.same({0, warn}, {code, err})
+    assert.truthy(out:find("range 0.000 .. 100.000 us since the session's start (100 us)", 1, true), out)
+    local page_code, _, page_err = run(("html '%s' -o '%s'"):format(path, S.tmpfile("out.html")))
+    assert.same({0, warn}, {page_code, page_err})
+    code, out = run(("flame '%s' --from 40"):format(path))
+    assert.same({0, "main;f 10\n"}, {code, out})
+    code, out, err = run(("flame '%s' --from 200"):format(path))
+    assert.same({2, ""}, {code, out})
+    assert.truthy(err:find("is outside " .. path .. ", which runs from 0 to 100.000 us", 1, true), err)
+  end)
+
+  it("takes the samples' own times as the range of a file with neither events nor a session", function()
+    local bare = file("bare.json", '{"traceEvents":[],"stackFrames":' .. FRAMES .. ',"samples":['
+      .. table.concat({sample(1000, 1, 1), sample(1500, 2, 2), sample("1e15", 2, 4)}, ",") .. "]}")
+    local m = assert(trace.load(bare))
+    assert.same({1000, 1e15}, {m.t0, m.t1})
+    assert.equal(3, m.nsamples)
+    local code, out = run(("flame '%s' --to 600"):format(bare))
+    assert.same({0, "main 1\nmain;f 2\n"}, {code, out})
+  end)
+
+  it("keeps a file with events but no session to its events' range", function()
+    local text = trace_text(FRAMES, {sample(10, 1, 1), sample(95, 2, 2)}):gsub('"startUs":0,"stopUs":100,', "")
+    local m = assert(trace.load(file("nosession.json", text)))
+    -- the slice runs 10 .. 90
+    assert.same({10, 90}, {m.t0, m.t1})
+    assert.equal(1, m.nsamples)
+    assert.same({{why = "ts outside the session", n = 1}}, m.sample_skips)
+  end)
+end)

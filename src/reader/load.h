@@ -297,8 +297,10 @@ int jq_samples_end(loader *ld, size_t frames, size_t samples);
 /* The loader's frames freed (jq_loader_free). */
 void jq_frames_free(loader *ld);
 
-/* order_samples(model): the sample columns by lane (their lanes' indexes
- * already) then time. */
+/* order_samples(model [, a, b]): the sample columns by lane (their lanes'
+ * indexes already) then time, those whose time is outside [a, b] (when
+ * given) dropped: returns how many are kept and dropped, and (when some
+ * are kept) the earliest and latest time kept. */
 int jq_order_samples(lua_State *L);
 
 #endif

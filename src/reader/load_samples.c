@@ -526,11 +526,7 @@ static void put_sample(loader *ld, sample_ctx *cx, const val *m, int32_t code, i
   }
   for (int k = 0; k < 3; k++)
     opt_int(L, &ld->smp[5 + k], &m[M_JOB + k]);
-  if (ts < ld->t0)
-    ld->t0 = ts;
-  if (ts > ld->t1)
-    ld->t1 = ts;
-  ld->nsamples++;
+  ld->nsamples++; /* (its time widens no range: order_samples holds it against the session's) */
 }
 
 /* One element of the samples array, at s[i]: one past it, or 0 and an
@@ -642,6 +638,7 @@ static int lane_ts_less(void *ctx, uint32_t a, uint32_t b) {
   return la != lb ? la < lb : jq_cell_num(c->ts, a) < jq_cell_num(c->ts, b);
 }
 
+/* order_samples(model [, a, b]) -> kept, dropped, lo, hi (see load.h). */
 int jq_order_samples(lua_State *L) {
   static const char *const names[] = {"sample_ts",  "sample_lane", "sample_frame", "sample_weight",
                                       "sample_cat", "sample_job",  "sample_span",  "sample_line"};
@@ -650,14 +647,24 @@ int jq_order_samples(lua_State *L) {
   for (int k = 0; k < SAMPLE_COLS; k++)
     if (!(c[k] = jq_column_get(L, 1, names[k])) || c[k]->n != c[0]->n)
       return luaL_error(L, "order_samples: the sample columns are not the loader's");
-  size_t n = c[0]->n;
-  if (n > UINT32_MAX || c[1]->tag || c[1]->tag0 != JQ_C_INT || c[0]->tag || c[0]->tag0 != JQ_C_NUM)
+  size_t all = c[0]->n;
+  if (all > UINT32_MAX || c[1]->tag || c[1]->tag0 != JQ_C_INT || c[0]->tag || c[0]->tag0 != JQ_C_NUM)
     return luaL_error(L, "order_samples: the sample columns are not the loader's");
+  int bounded = !lua_isnoneornil(L, 2);
+  double a = bounded ? luaL_checknumber(L, 2) : 0, b = bounded ? luaL_checknumber(L, 3) : 0;
   jq_scratch *s = jq_scratch_new(L, 3);
-  uint32_t *idx = jq_scratch_room(L, &s->b[0], n, sizeof *idx);
-  uint32_t *tmp = jq_scratch_room(L, &s->b[1], n, sizeof *tmp);
-  for (size_t k = 0; k < n; k++)
-    idx[k] = (uint32_t)k;
+  uint32_t *idx = jq_scratch_room(L, &s->b[0], all, sizeof *idx);
+  uint32_t *tmp = jq_scratch_room(L, &s->b[1], all, sizeof *tmp);
+  size_t n = 0;
+  double lo = HUGE_VAL, hi = -HUGE_VAL;
+  for (size_t k = 0; k < all; k++) {
+    double ts = jq_cell_num(c[0], k);
+    if (bounded && !(ts >= a && ts <= b))
+      continue;
+    lo = ts < lo ? ts : lo;
+    hi = ts > hi ? ts : hi;
+    idx[n++] = (uint32_t)k;
+  }
   by_lane ctx = {c[1], c[0]};
   jq_sort_stable(idx, tmp, n, lane_ts_less, &ctx);
   size_t moved = 0;
@@ -677,7 +684,14 @@ int jq_order_samples(lua_State *L) {
       }
     }
   }
+  for (int k = 0; k < SAMPLE_COLS; k++)
+    c[k]->n = n; /* those outside [a, b] dropped */
   jq_scratch_free(s);
-  lua_pushboolean(L, 1);
-  return 1;
+  lua_pushinteger(L, (lua_Integer)n);
+  lua_pushinteger(L, (lua_Integer)(all - n));
+  if (n == 0)
+    return 2;
+  lua_pushnumber(L, lo);
+  lua_pushnumber(L, hi);
+  return 4;
 }
