@@ -151,10 +151,12 @@ local function load(path)
     os.exit(1)
   end
   local skipped = trace.skipped_text(model)
-  if model.nevents == 0 and not (args.command == "flame" and (model.nsamples or 0) > 0) then
+  local nsamples = model.nsamples or 0
+  if model.nevents == 0 and not (args.command == "flame" and nsamples > 0) then
     -- a report of nothing would read as an idle trace
-    io.stderr:write(("jobque-profile: %s: nothing to report: %s\n"):format(path,
-      skipped and (skipped .. ", none left") or "the trace holds no events"))
+    io.stderr:write(("jobque-profile: %s: nothing to report: %s%s\n"):format(path,
+      skipped and (skipped .. ", none left") or "the trace holds no events",
+      nsamples > 0 and ", only samples (jobque-profile flame shows them)" or ""))
     os.exit(1)
   end
   if skipped then io.stderr:write(("jobque-profile: warning: %s: %s\n"):format(path, skipped)) end

@@ -136,3 +136,23 @@ describe("hostile samples: times outside the session", function()
     assert.same({{why = "ts outside the session", n = 1}}, m.sample_skips)
   end)
 end)
+
+describe("hostile samples: a file with samples and no events", function()
+  local path = file("only.json", '{"traceEvents":[],"stackFrames":' .. FRAMES .. ',"samples":['
+    .. table.concat({sample(10, 1, 1), sample(20, 2, 2)}, ",") .. "]}")
+
+  it("has nothing to report, compare or draw, and says flame shows it", function()
+    local want = ("jobque-profile: %s: nothing to report: the trace holds no events, only samples (jobque-profile "
+                  .. "flame shows them)\n"):format(path)
+    for _, cmd in ipairs{"report '%s'", "report '%s' --json", "html '%s' -o " .. S.tmpfile("x.html"),
+                         "compare '%s' '%s'"} do
+      local code, out, err = run(cmd:format(path, path))
+      assert.same({1, "", want}, {code, out, err}, cmd)
+    end
+  end)
+
+  it("is what flame reads", function()
+    local code, out, err = run(("flame '%s'"):format(path))
+    assert.same({0, "main 1\nmain;f 2\n", ""}, {code, out, err})
+  end)
+end)
