@@ -14,8 +14,9 @@
 --       (the samples' categories and the spans' categories sorted, the
 --       lanes in lane order)
 --   clean(text) -> a frame's text as folded stacks may carry it: ";" as
---       ",", each control byte as "?", each sequence of bytes that is not
---       UTF-8 as U+FFFD
+--       ",", each control byte, C1 control, U+2028, U+2029 and bidi control
+--       (util.unseen) as "?", each sequence of bytes that is not UTF-8 as
+--       U+FFFD
 --   stacks(model, idx, opts) -> the weights of idx by stack: a list of
 --       {frames = {text, ...} root first, cleaned, group, weight} in order
 --       of first appearance. opts.by = "category" | "lane" | "job" puts the
@@ -125,7 +126,7 @@ end
 
 --- A frame's text for a folded line (see the header).
 function M.clean(text)
-  text = tostring(text):gsub("%c", "?"):gsub(";", ",")
+  text = util.unseen(tostring(text):gsub("%c", "?"):gsub(";", ","), function() return "?" end)
   if utf8.len(text) then return text end
   -- util.quote replaces what is not UTF-8 by U+FFFD; with no control byte
   -- left, its only escapes are \" and \\.

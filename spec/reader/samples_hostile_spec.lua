@@ -4,6 +4,7 @@
 -- and bidi characters, deep stacks, outputs that cannot be written). Every
 -- expected value is worked out by hand from the file in the spec.
 local S = require "support"
+local cjson = require "cjson"
 local trace = require "jobque_profile.trace"
 
 local run = S.cli
@@ -83,7 +84,7 @@ describe("hostile samples: weights", function()
     assert.equal(0, code)
     assert.equal(("jobque-profile: warning: %s: 3 samples skipped (weight is not an integer from 0 to 2^53: 2, "
                   .. "ts out of range: 1)\n"):format(path), err)
-    assert.truthy(out:find(" 4\n$"), out)
+    assert.equal("a?b? (x.lua:1);c? 4\n", out)
   end)
 end)
 
@@ -154,5 +155,62 @@ describe("hostile samples: a file with samples and no events", function()
   it("is what flame reads", function()
     local code, out, err = run(("flame '%s'"):format(path))
     assert.same({0, "main 1\nmain;f 2\n", ""}, {code, out, err})
+  end)
+end)
+
+describe("hostile samples: names a terminal or a page would act on", function()
+  -- U+2028, U+202E, U+0085, U+2066, U+200F, and a name that would end the page's script
+  local NAMES = '{"1":{"name":"a\\u2028b\\u202e (x.lua:1)","category":"lua"},'
+    .. '"2":{"name":"c\\u0085\\u2066d\\u200f","category":"lua","parent":"1"},'
+    .. '"3":{"name":"</script><img src=x onerror=alert(1)>","category":"lua","parent":"1"}}'
+  local path = file("names.json", (trace_text(NAMES, {sample(20, 2, 1), sample(30, 3, 2)})
+    :gsub('"name":"w"', '"name":"w\\u202ez"')))
+  local RAW = {"\u{2028}", "\u{202E}", "\u{85}", "\u{2066}", "\u{200F}"}
+
+  local function no_raw(text)
+    for _, seq in ipairs(RAW) do
+      assert.is_nil(text:find(seq, 1, true), ("a raw U+%04X"):format(utf8.codepoint(seq)))
+    end
+  end
+
+  it("shows them as '?' in folded stacks", function()
+    local code, out = run(("flame '%s' --by lane"):format(path))
+    assert.same({0, "[lane w?z];a?b? (x.lua:1);</script><img src=x onerror=alert(1)> 2\n"
+                    .. "[lane w?z];a?b? (x.lua:1);c??d? 1\n"}, {code, out})
+  end)
+
+  it("escapes them in speedscope's JSON", function()
+    local code, out = run(("flame '%s' --format speedscope"):format(path))
+    assert.equal(0, code)
+    no_raw(out)
+    assert.truthy(out:find('"name":"w\\u202ez"', 1, true), out)
+    local doc = cjson.decode(out)
+    assert.equal("a?b? (x.lua:1)", doc.shared.frames[1].name)
+    assert.equal("w\u{202E}z", doc.profiles[1].name)
+  end)
+
+  it("shows them as \\uXXXX in the report, and escapes them in --json", function()
+    local code, out = run(("report '%s'"):format(path))
+    assert.equal(0, code)
+    no_raw(out)
+    assert.truthy(out:find("a\\u2028b\\u202E (x.lua:1)", 1, true), out)
+    assert.truthy(out:find("c\\u0085\\u2066d\\u200F", 1, true), out)
+    assert.truthy(out:find("w\\u202Ez", 1, true), out)
+    code, out = run(("report '%s' --json"):format(path))
+    assert.equal(0, code)
+    no_raw(out)
+    assert.truthy(out:find('"frame":"c\\u0085\\u2066d\\u200f"', 1, true), out)
+    local doc = cjson.decode(out)
+    assert.equal("a\u{2028}b\u{202E} (x.lua:1)", doc.samples.top[3].frame)
+  end)
+
+  it("keeps them inert text in the page", function()
+    local page = S.tmpfile("names.html")
+    local code = run(("html '%s' -o '%s'"):format(path, page))
+    assert.equal(0, code)
+    local html = S.read(page)
+    no_raw(html)
+    assert.is_nil(html:find("<img", 1, true))
+    assert.truthy(html:find("\\u003c/script\\u003e\\u003cimg src=x onerror=alert(1)\\u003e", 1, true))
   end)
 end)
