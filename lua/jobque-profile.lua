@@ -235,6 +235,17 @@ local function filters_text()
   return table.concat(parts, " ")
 end
 
+-- Writes to stdout, flushed: a stdout that cannot be written (a full disk,
+-- /dev/full, a closed pipe) is one line on stderr and status 1.
+local function say(...)
+  local wrote, err = io.stdout:write(...)
+  if wrote then wrote, err = io.stdout:flush() end
+  if not wrote then
+    io.stderr:write(("jobque-profile: cannot write stdout: %s\n"):format(err))
+    os.exit(1)
+  end
+end
+
 -- flame: the samples that pass the filters as folded stacks or speedscope JSON.
 local function flame_main()
   local path = args.trace
@@ -258,7 +269,7 @@ local function flame_main()
     os.exit(2)
   end
   if not args.output then
-    io.write(text)
+    say(text)
     return
   end
   local wrote, err = require("jobque_profile.reader").write_file(args.output, {text})
@@ -266,7 +277,7 @@ local function flame_main()
     io.stderr:write("jobque-profile: ", err, "\n")
     os.exit(1)
   end
-  print(("wrote %s (%s)"):format(args.output, report.count_of(#idx, "sample")))
+  say(("wrote %s (%s)\n"):format(args.output, report.count_of(#idx, "sample")))
 end
 
 local function main()
@@ -275,11 +286,11 @@ local function main()
   elseif args.command == "report" then
     local model = load(args.trace)
     local f = figures(model, args.top)
-    io.write(args.json and (report.json(f) .. "\n") or report.text(f, model))
+    say(args.json and (report.json(f) .. "\n") or report.text(f, model))
   elseif args.command == "compare" then
     local a, b = load(args.a), load(args.b)
     local rows = stats.compare(figures(a), figures(b))
-    io.write(args.json and (report.json(rows) .. "\n") or report.compare_text(rows, args.a, args.b))
+    say(args.json and (report.json(rows) .. "\n") or report.compare_text(rows, args.a, args.b))
   elseif args.command == "html" then
     local model = load(args.trace)
     local out = args.output or (args.trace:gsub("%.json$", "") .. ".html")
@@ -291,7 +302,7 @@ local function main()
     local slices = 0
     for _, lane in ipairs(model.lanes) do slices = slices + lane.n end
     local n_of = report.count_of
-    print(("wrote %s (%s, %s, %s): open it in a browser"):format(
+    say(("wrote %s (%s, %s, %s): open it in a browser\n"):format(
       out, n_of(#model.lanes, "lane"), n_of(slices, "slice"), n_of(#model.markers, "marker")))
   end
 end

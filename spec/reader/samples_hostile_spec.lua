@@ -214,3 +214,25 @@ describe("hostile samples: names a terminal or a page would act on", function()
     assert.truthy(html:find("\\u003c/script\\u003e\\u003cimg src=x onerror=alert(1)\\u003e", 1, true))
   end)
 end)
+
+describe("hostile samples: a stdout that cannot be written", function()
+  local path = file("full.json", trace_text(FRAMES, {sample(20, 2, 1), sample(30, 1, 2)}))
+
+  -- Runs the command with its stdout on /dev/full: its exit code and stderr.
+  local function run_full(args)
+    local err = S.tmpfile("stderr.txt")
+    local _, _, code = os.execute(("LUA_CPATH='%s' %s lua/jobque-profile.lua %s >/dev/full 2>'%s'"):format(
+      package.cpath, S.lua, args, err))
+    return code, S.read(err)
+  end
+
+  local it_full = io.open("/dev/full", "wb") and it or pending
+  it_full("exits 1 naming stdout, for each command that writes there", function()
+    for _, cmd in ipairs{"flame '%s'", "flame '%s' --format speedscope", "report '%s'", "report '%s' --json",
+                         "compare '%s' '%s'", "html '%s' -o " .. S.tmpfile("full.html"),
+                         "flame '%s' -o " .. S.tmpfile("full.folded")} do
+      local code, err = run_full(cmd:format(path, path))
+      assert.same({1, "jobque-profile: cannot write stdout: No space left on device\n"}, {code, err}, cmd)
+    end
+  end)
+end)
