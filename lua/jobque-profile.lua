@@ -236,7 +236,7 @@ local function filters_text()
 end
 
 -- Writes to stdout, flushed: a stdout that cannot be written (a full disk,
--- /dev/full, a closed pipe) is one line on stderr and status 1.
+-- /dev/full) is one line on stderr and status 1.
 local function say(...)
   local wrote, err = io.stdout:write(...)
   if wrote then wrote, err = io.stdout:flush() end
@@ -246,9 +246,20 @@ local function say(...)
   end
 end
 
+-- Exits 2 when `out` (-o, or html's default) is the trace `path` itself
+-- (the same file, by device and inode): writing it would destroy the trace.
+local function check_output(path, out)
+  if out and require("jobque_profile.reader").same_file(path, out) then
+    io.stderr:write(("jobque-profile: the output %s is the trace being read (%s): give -o another file\n")
+      :format(out, path))
+    os.exit(2)
+  end
+end
+
 -- flame: the samples that pass the filters as folded stacks or speedscope JSON.
 local function flame_main()
   local path = args.trace
+  check_output(path, args.output)
   local model = load(path)
   if (model.nsamples or 0) == 0 then
     io.stderr:write(("jobque-profile: %s: no samples in this trace (record with profile_start(n, {sample_hz = 1000}))\n")
@@ -292,8 +303,9 @@ local function main()
     local rows = stats.compare(figures(a), figures(b))
     say(args.json and (report.json(rows) .. "\n") or report.compare_text(rows, args.a, args.b))
   elseif args.command == "html" then
-    local model = load(args.trace)
     local out = args.output or (args.trace:gsub("%.json$", "") .. ".html")
+    check_output(args.trace, out)
+    local model = load(args.trace)
     local wrote, err = require("jobque_profile.page").write(model, out, {test_hooks = args.test_hooks})
     if not wrote then
       io.stderr:write("jobque-profile: ", err, "\n")

@@ -236,3 +236,28 @@ describe("hostile samples: a stdout that cannot be written", function()
     end
   end)
 end)
+
+describe("hostile samples: -o naming the trace being read", function()
+  it("refuses with status 2 and leaves the trace as it was, for flame and html, by name or through a link", function()
+    local text = trace_text(FRAMES, {sample(20, 2, 1)})
+    local path = file("self.json", text)
+    local link = S.tmpfile("link.json")
+    assert(os.execute(("ln -s '%s' '%s'"):format(path, link)))
+    for _, cmd in ipairs{"flame '%s' -o '%s'", "flame '%s' --format speedscope -o '%s'", "html '%s' -o '%s'",
+                         "html '%s' --output '%s'"} do
+      for _, out_path in ipairs{path, link} do
+        local code, out, err = run(cmd:format(path, out_path))
+        assert.same({2, "", ("jobque-profile: the output %s is the trace being read (%s): give -o another file\n")
+                     :format(out_path, path)}, {code, out, err}, cmd)
+        assert.equal(text, S.read(path))
+      end
+    end
+    -- html's default output beside a trace whose name has no .json
+    local bare = file("self.html", text)
+    local bare_in = bare:gsub("%.html$", "")
+    assert(os.execute(("ln -s '%s' '%s'"):format(bare, bare_in)))
+    local code = run(("html '%s'"):format(bare_in))
+    assert.equal(2, code)
+    assert.equal(text, S.read(bare))
+  end)
+end)
