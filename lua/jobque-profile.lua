@@ -235,10 +235,18 @@ local function filters_text()
   return table.concat(parts, " ")
 end
 
--- Writes to stdout, flushed: a stdout that cannot be written (a full disk,
+-- Writes text (a string, or a list of strings in turn) to stdout, flushed: a stdout that cannot be written (a full disk,
 -- /dev/full) is one line on stderr and status 1.
-local function say(...)
-  local wrote, err = io.stdout:write(...)
+local function say(text)
+  local wrote, err = true, nil
+  if type(text) == "table" then -- a list of parts, in turn
+    for _, part in ipairs(text) do
+      wrote, err = io.stdout:write(part)
+      if not wrote then break end
+    end
+  else
+    wrote, err = io.stdout:write(text)
+  end
   if wrote then wrote, err = io.stdout:flush() end
   if not wrote then
     io.stderr:write(("jobque-profile: cannot write stdout: %s\n"):format(err))
@@ -272,18 +280,20 @@ local function flame_main()
   local idx = samples.select(model, {from = args.from, to = args.to, categories = args.category, lanes = args.lane,
                                      jobs = args.job, spans = args.span})
   local opts = {by = args.by, lines = args.lines, name = path:match("[^/]*$")}
-  local text = #idx > 0 and (args.format == "speedscope" and flame.speedscope or flame.folded)(model, idx, opts)
-  if not text or text == "" then
+  -- the text as parts (a line each), written in turn: never one string
+  local parts = #idx > 0 and (args.format == "speedscope" and flame.speedscope_parts or flame.folded_parts)(
+    model, idx, opts)
+  if not parts or #parts == 0 then
     local given = filters_text()
     io.stderr:write(("jobque-profile: %s: no samples %s\n"):format(path,
       given ~= "" and ("match " .. given) or "weigh enough for a count of 1"))
     os.exit(2)
   end
   if not args.output then
-    say(text)
+    say(parts)
     return
   end
-  local wrote, err = require("jobque_profile.reader").write_file(args.output, {text})
+  local wrote, err = require("jobque_profile.reader").write_file(args.output, parts)
   if not wrote then
     io.stderr:write("jobque-profile: ", err, "\n")
     os.exit(1)

@@ -261,3 +261,38 @@ describe("hostile samples: -o naming the trace being read", function()
     assert.equal(text, S.read(bare))
   end)
 end)
+
+describe("hostile samples: a chain of frames 100,000 deep", function()
+  -- frame k's parent is k - 1; samples at the depths 100,000 (too deep:
+  -- skipped), 10,000, 3 and 1; run on a 1 MB C stack
+  local parts = {'"1":{"name":"f1","category":"lua"}'}
+  for k = 2, 100000 do parts[k] = ('"%d":{"name":"f%d","category":"lua","parent":"%d"}'):format(k, k, k - 1) end
+  local path = file("deep.json", trace_text("{" .. table.concat(parts, ",") .. "}",
+    {sample(20, 100000, 1), sample(30, 10000, 2), sample(40, 3, 4), sample(50, 1, 8)}))
+  local SMALL_STACK = "ulimit -s 1024;"
+  local warn = ("jobque-profile: warning: %s: 1 sample skipped (sf nests deeper than 10000: 1)\n"):format(path)
+
+  it("folds its stacks without recursion, a line per stack", function()
+    local chain = {}
+    for k = 1, 10000 do chain[k] = "f" .. k end
+    local code, out, err = run(("flame '%s'"):format(path), SMALL_STACK)
+    assert.same({0, warn}, {code, err})
+    -- sorted bytewise: "f1 8" < "f1;f2;f3 4" < "f1;f2;f3;f4;..." (" " is 0x20, ";" 0x3B)
+    assert.equal("f1 8\nf1;f2;f3 4\n" .. table.concat(chain, ";") .. " 2\n", out)
+    local outfile = S.tmpfile("deep.speedscope.json")
+    code, out, err = run(("flame '%s' --format speedscope -o '%s'"):format(path, outfile), SMALL_STACK)
+    assert.same({0, ("wrote %s (3 samples)\n"):format(outfile), warn}, {code, out, err})
+    local doc = cjson.decode(S.read(outfile))
+    assert.equal(10000, #doc.shared.frames)
+    assert.equal(10000, #doc.profiles[1].samples[1])
+  end)
+
+  it("reports and draws it", function()
+    local code, out, err = run(("report '%s' --top 2"):format(path), SMALL_STACK)
+    assert.same({0, warn}, {code, err})
+    -- self: f1 8, f3 4; total: f1 on all 3 samples' stacks
+    assert.truthy(out:find("    57.1%%   100.0%%        8 ms  f1\n"), out)
+    local page_code, _, page_err = run(("html '%s' -o '%s'"):format(path, S.tmpfile("deep.html")), SMALL_STACK)
+    assert.same({0, warn}, {page_code, page_err})
+  end)
+end)
