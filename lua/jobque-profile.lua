@@ -87,7 +87,9 @@ flame_cmd:option("--lane", "Only samples of this lane (again for more)."):count(
 flame_cmd:option("--job", "Only samples of this job (again for more)."):count("*"):argname("ID")
   :convert(function(text)
     local n = math.tointeger(tonumber(text))
-    if not n then return nil, ("--job needs a job id (a whole number), not '%s'"):format(text) end
+    if not n or n < 1 then
+      return nil, ("--job needs a job id (a whole number from 1: jobs are numbered from 1), not '%s'"):format(text)
+    end
     return n
   end)
 flame_cmd:option("--span", "Only samples inside a span of this category (again for more)."):count("*")
@@ -97,12 +99,13 @@ flame_cmd:option("--by", "A root frame per category, lane or job."):choices({"ca
 flame_cmd:flag("--lines", "Append the leaf's current line (:LINE).")
 flame_cmd:flag("--quiet", "No progress on stderr while a long trace loads.")
 
--- "--top -1", "--from -50": argparse would read a negative number after a
--- space as an unknown option; give it to the option it follows instead.
+-- "--top -1", "--from -50", "--job -1": argparse would read a negative
+-- number after a space as an unknown option; give it to the option it
+-- follows instead (which says what it needs).
 local argv = {}
 for i = 1, #arg do
   local prev = argv[#argv]
-  if (prev == "--from" or prev == "--to" or prev == "--top") and arg[i]:match("^%-[%d.]") then
+  if (prev == "--from" or prev == "--to" or prev == "--top" or prev == "--job") and arg[i]:match("^%-[%d.]") then
     argv[#argv] = prev .. "=" .. arg[i]
   else
     argv[#argv + 1] = arg[i]

@@ -296,3 +296,18 @@ describe("hostile samples: a chain of frames 100,000 deep", function()
     assert.same({0, warn}, {page_code, page_err})
   end)
 end)
+
+describe("hostile samples: --job with no job id", function()
+  local path = file("job.json", trace_text(FRAMES, {sample(20, 2, 1)}))
+
+  it("exits 2 saying what --job needs, for a negative, zero or fractional id, after a space or an '='", function()
+    for _, given in ipairs{"-1", "0", "-7", "1.5", "x"} do
+      for _, form in ipairs{"--job %s", "--job=%s"} do
+        local code, out, err = run(("flame '%s' " .. form):format(path, given))
+        assert.same({2, ""}, {code, out}, form:format(given))
+        assert.truthy(err:find(("jobque-profile: --job needs a job id (a whole number from 1: jobs are numbered from 1), "
+          .. "not '%s'\n"):format(given), 1, true), err)
+      end
+    end
+  end)
+end)
