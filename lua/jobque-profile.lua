@@ -155,15 +155,16 @@ local function load(path)
   end
   local skipped = trace.skipped_text(model)
   local nsamples = model.nsamples or 0
+  local samples_skipped = trace.samples_skipped_text(model)
   if model.nevents == 0 and not (args.command == "flame" and nsamples > 0) then
     -- a report of nothing would read as an idle trace
     io.stderr:write(("jobque-profile: %s: nothing to report: %s%s\n"):format(path,
       skipped and (skipped .. ", none left") or "the trace holds no events",
-      nsamples > 0 and ", only samples (jobque-profile flame shows them)" or ""))
+      nsamples > 0 and ", only samples (jobque-profile flame shows them)"
+      or samples_skipped and (", and " .. samples_skipped .. ", none left") or ""))
     os.exit(1)
   end
   if skipped then io.stderr:write(("jobque-profile: warning: %s: %s\n"):format(path, skipped)) end
-  local samples_skipped = trace.samples_skipped_text(model)
   if samples_skipped then io.stderr:write(("jobque-profile: warning: %s: %s\n"):format(path, samples_skipped)) end
   -- What the load left behind (columns it replaced by sorting them, about a
   -- third of what it allocated) goes now, for the figures or the page to
@@ -272,6 +273,10 @@ local function flame_main()
   local path = args.trace
   check_output(path, args.output)
   local model = load(path)
+  if (model.nsamples or 0) == 0 and (model.samples_skipped or 0) > 0 then
+    io.stderr:write(("jobque-profile: %s: no samples left (every sample skipped, see the warning)\n"):format(path))
+    os.exit(1)
+  end
   if (model.nsamples or 0) == 0 then
     io.stderr:write(("jobque-profile: %s: no samples in this trace (record with profile_start(n, {sample_hz = 1000}))\n")
       :format(path))

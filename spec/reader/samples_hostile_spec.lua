@@ -311,3 +311,21 @@ describe("hostile samples: --job with no job id", function()
     end
   end)
 end)
+
+describe("hostile samples: every sample skipped", function()
+  it("says so, rather than that the trace has no samples", function()
+    local bare = file("allbad.json", '{"traceEvents":[],"stackFrames":' .. FRAMES .. ',"samples":['
+      .. table.concat({sample(10, 1, "1e300"), sample("-1e18", 2, 2)}, ",") .. "]}")
+    local want = ("jobque-profile: %s: nothing to report: the trace holds no events, and 2 samples skipped (weight "
+                  .. "is not an integer from 0 to 2^53: 1, ts out of range: 1), none left\n"):format(bare)
+    for _, cmd in ipairs{"flame '%s'", "report '%s'"} do
+      local code, out, err = run(cmd:format(bare))
+      assert.same({1, "", want}, {code, out, err}, cmd)
+    end
+    local with_events = file("allbad2.json", trace_text(FRAMES, {sample(20, 1, "0.5")}))
+    local code, out, err = run(("flame '%s'"):format(with_events))
+    assert.same({1, "", ("jobque-profile: warning: %s: 1 sample skipped (weight is not an integer from 0 to 2^53: 1)\n"
+                         .. "jobque-profile: %s: no samples left (every sample skipped, see the warning)\n")
+                        :format(with_events, with_events)}, {code, out, err})
+  end)
+end)
