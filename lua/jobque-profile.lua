@@ -239,8 +239,9 @@ local function filters_text()
   return table.concat(parts, " ")
 end
 
--- Writes text (a string, or a list of strings in turn) to stdout, flushed: a stdout that cannot be written (a full disk,
--- /dev/full) is one line on stderr and status 1.
+-- Writes text (a string, or a list of strings in turn) to stdout, flushed:
+-- a stdout that cannot be written (a full disk, /dev/full) is one line on
+-- stderr and status 1.
 local function say(text)
   local wrote, err = true, nil
   if type(text) == "table" then -- a list of parts, in turn
