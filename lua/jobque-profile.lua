@@ -87,7 +87,9 @@ flame_cmd:option("--lane", "Only samples of this lane (again for more)."):count(
 flame_cmd:option("--job", "Only samples of this job (again for more)."):count("*"):argname("ID")
   :convert(function(text)
     local n = math.tointeger(tonumber(text))
-    if not n then return nil, ("--job needs a job id (a whole number), not '%s'"):format(text) end
+    if not n or n < 1 then
+      return nil, ("--job needs a job id (a whole number from 1: jobs are numbered from 1), not '%s'"):format(text)
+    end
     return n
   end)
 flame_cmd:option("--span", "Only samples inside a span of this category (again for more)."):count("*")
@@ -97,12 +99,13 @@ flame_cmd:option("--by", "A root frame per category, lane or job."):choices({"ca
 flame_cmd:flag("--lines", "Append the leaf's current line (:LINE).")
 flame_cmd:flag("--quiet", "No progress on stderr while a long trace loads.")
 
--- "--top -1", "--from -50": argparse would read a negative number after a
--- space as an unknown option; give it to the option it follows instead.
+-- "--top -1", "--from -50", "--job -1": argparse would read a negative
+-- number after a space as an unknown option; give it to the option it
+-- follows instead (which says what it needs).
 local argv = {}
 for i = 1, #arg do
   local prev = argv[#argv]
-  if (prev == "--from" or prev == "--to" or prev == "--top") and arg[i]:match("^%-[%d.]") then
+  if (prev == "--from" or prev == "--to" or prev == "--top" or prev == "--job") and arg[i]:match("^%-[%d.]") then
     argv[#argv] = prev .. "=" .. arg[i]
   else
     argv[#argv + 1] = arg[i]
@@ -151,14 +154,17 @@ local function load(path)
     os.exit(1)
   end
   local skipped = trace.skipped_text(model)
-  if model.nevents == 0 and not (args.command == "flame" and (model.nsamples or 0) > 0) then
+  local nsamples = model.nsamples or 0
+  local samples_skipped = trace.samples_skipped_text(model)
+  if model.nevents == 0 and not (args.command == "flame" and nsamples > 0) then
     -- a report of nothing would read as an idle trace
-    io.stderr:write(("jobque-profile: %s: nothing to report: %s\n"):format(path,
-      skipped and (skipped .. ", none left") or "the trace holds no events"))
+    io.stderr:write(("jobque-profile: %s: nothing to report: %s%s\n"):format(path,
+      skipped and (skipped .. ", none left") or "the trace holds no events",
+      nsamples > 0 and ", only samples (jobque-profile flame shows them)"
+      or samples_skipped and (", and " .. samples_skipped .. ", none left") or ""))
     os.exit(1)
   end
   if skipped then io.stderr:write(("jobque-profile: warning: %s: %s\n"):format(path, skipped)) end
-  local samples_skipped = trace.samples_skipped_text(model)
   if samples_skipped then io.stderr:write(("jobque-profile: warning: %s: %s\n"):format(path, samples_skipped)) end
   -- What the load left behind (columns it replaced by sorting them, about a
   -- third of what it allocated) goes now, for the figures or the page to
@@ -233,10 +239,45 @@ local function filters_text()
   return table.concat(parts, " ")
 end
 
+-- Writes text (a string, or a list of strings in turn) to stdout, flushed:
+-- a stdout that cannot be written (a full disk, /dev/full) is one line on
+-- stderr and status 1.
+local function say(text)
+  local wrote, err = true, nil
+  if type(text) == "table" then -- a list of parts, in turn
+    for _, part in ipairs(text) do
+      wrote, err = io.stdout:write(part)
+      if not wrote then break end
+    end
+  else
+    wrote, err = io.stdout:write(text)
+  end
+  if wrote then wrote, err = io.stdout:flush() end
+  if not wrote then
+    io.stderr:write(("jobque-profile: cannot write stdout: %s\n"):format(err))
+    os.exit(1)
+  end
+end
+
+-- Exits 2 when `out` (-o, or html's default) is the trace `path` itself
+-- (the same file, by device and inode): writing it would destroy the trace.
+local function check_output(path, out)
+  if out and require("jobque_profile.reader").same_file(path, out) then
+    io.stderr:write(("jobque-profile: the output %s is the trace being read (%s): give -o another file\n")
+      :format(out, path))
+    os.exit(2)
+  end
+end
+
 -- flame: the samples that pass the filters as folded stacks or speedscope JSON.
 local function flame_main()
   local path = args.trace
+  check_output(path, args.output)
   local model = load(path)
+  if (model.nsamples or 0) == 0 and (model.samples_skipped or 0) > 0 then
+    io.stderr:write(("jobque-profile: %s: no samples left (every sample skipped, see the warning)\n"):format(path))
+    os.exit(1)
+  end
   if (model.nsamples or 0) == 0 then
     io.stderr:write(("jobque-profile: %s: no samples in this trace (record with profile_start(n, {sample_hz = 1000}))\n")
       :format(path))
@@ -248,23 +289,25 @@ local function flame_main()
   local idx = samples.select(model, {from = args.from, to = args.to, categories = args.category, lanes = args.lane,
                                      jobs = args.job, spans = args.span})
   local opts = {by = args.by, lines = args.lines, name = path:match("[^/]*$")}
-  local text = #idx > 0 and (args.format == "speedscope" and flame.speedscope or flame.folded)(model, idx, opts)
-  if not text or text == "" then
+  -- the text as parts (a line each), written in turn: never one string
+  local parts = #idx > 0 and (args.format == "speedscope" and flame.speedscope_parts or flame.folded_parts)(
+    model, idx, opts)
+  if not parts or #parts == 0 then
     local given = filters_text()
     io.stderr:write(("jobque-profile: %s: no samples %s\n"):format(path,
       given ~= "" and ("match " .. given) or "weigh enough for a count of 1"))
     os.exit(2)
   end
   if not args.output then
-    io.write(text)
+    say(parts)
     return
   end
-  local wrote, err = require("jobque_profile.reader").write_file(args.output, {text})
+  local wrote, err = require("jobque_profile.reader").write_file(args.output, parts)
   if not wrote then
     io.stderr:write("jobque-profile: ", err, "\n")
     os.exit(1)
   end
-  print(("wrote %s (%s)"):format(args.output, report.count_of(#idx, "sample")))
+  say(("wrote %s (%s)\n"):format(args.output, report.count_of(#idx, "sample")))
 end
 
 local function main()
@@ -273,14 +316,15 @@ local function main()
   elseif args.command == "report" then
     local model = load(args.trace)
     local f = figures(model, args.top)
-    io.write(args.json and (report.json(f) .. "\n") or report.text(f, model))
+    say(args.json and (report.json(f) .. "\n") or report.text(f, model))
   elseif args.command == "compare" then
     local a, b = load(args.a), load(args.b)
     local rows = stats.compare(figures(a), figures(b))
-    io.write(args.json and (report.json(rows) .. "\n") or report.compare_text(rows, args.a, args.b))
+    say(args.json and (report.json(rows) .. "\n") or report.compare_text(rows, args.a, args.b))
   elseif args.command == "html" then
-    local model = load(args.trace)
     local out = args.output or (args.trace:gsub("%.json$", "") .. ".html")
+    check_output(args.trace, out)
+    local model = load(args.trace)
     local wrote, err = require("jobque_profile.page").write(model, out, {test_hooks = args.test_hooks})
     if not wrote then
       io.stderr:write("jobque-profile: ", err, "\n")
@@ -289,7 +333,7 @@ local function main()
     local slices = 0
     for _, lane in ipairs(model.lanes) do slices = slices + lane.n end
     local n_of = report.count_of
-    print(("wrote %s (%s, %s, %s): open it in a browser"):format(
+    say(("wrote %s (%s, %s, %s): open it in a browser\n"):format(
       out, n_of(#model.lanes, "lane"), n_of(slices, "slice"), n_of(#model.markers, "marker")))
   end
 end

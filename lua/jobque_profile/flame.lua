@@ -2,7 +2,8 @@
 -- jobque_profile.samples selects (it writes no file itself).
 --
 --   folded(model, idx, opts) -> Brendan Gregg's collapsed stacks: a line
---       "root;...;leaf COUNT" per stack, sorted bytewise (samples.folded)
+--       "root;...;leaf COUNT" per stack, sorted bytewise (samples.folded);
+--       folded_parts: the same as a list of parts (a line, "\n", ...)
 --   speedscope(model, idx, opts) -> speedscope's JSON file format
 --       (https://www.speedscope.app/file-format-schema.json): shared.frames
 --       {name, file, line} (name: the frame's text as folded stacks show
@@ -13,18 +14,30 @@
 --       samples' weight x the period in microseconds (unit
 --       "microseconds"; "none" and the bare weights when the trace gives no
 --       period). opts.lines appends ":LINE" to the leaf, whose `line` is
---       then the sample's line; opts.name names the file.
+--       then the sample's line; opts.name names the file. speedscope_parts:
+--       the same as a list of parts (the command writes them in turn).
 -- opts: by, lines as for samples.stacks.
 local samples = require "jobque_profile.samples"
 local util = require "jobque_profile.util"
 
 local M = {}
 
+--- The folded stacks of idx, as a list of the text's parts, written in
+-- order: each line, then "\n" (empty when nothing has a count). No part
+-- holds more than a line: a deep stack's line is long, the whole text is
+-- never one string.
+function M.folded_parts(model, idx, opts)
+  local parts = {}
+  for _, line in ipairs(samples.folded(model, idx, opts)) do
+    parts[#parts + 1] = line
+    parts[#parts + 1] = "\n"
+  end
+  return parts
+end
+
 --- The folded stacks of idx, as text (empty when nothing has a count).
 function M.folded(model, idx, opts)
-  local lines = samples.folded(model, idx, opts)
-  if #lines == 0 then return "" end
-  return table.concat(lines, "\n") .. "\n"
+  return table.concat(M.folded_parts(model, idx, opts))
 end
 
 -- The file and line a frame's text names: "name (file:line)", "function
@@ -61,7 +74,6 @@ end
 -- total} by lane (or group), in order of first sample.
 local function profiles_of(model, idx, opts, index)
   local by, lines = opts.by, opts.lines
-  local period = samples.period_us(model) or 1
   local leaf, line, weight, lane = model.sample_frame, model.sample_line, model.sample_weight, model.sample_lane
   local list, by_key, paths, stack_text = {}, {}, {}, {}
   for _, i in ipairs(idx) do
@@ -83,7 +95,7 @@ local function profiles_of(model, idx, opts, index)
       text = "[" .. table.concat(ks, ",") .. "]"
       stack_text[skey] = text
     end
-    local w, n = weight[i] * period, #p.stacks
+    local w, n = weight[i], #p.stacks -- integers: the loader keeps their sum within 2^53
     if p.stacks[n] == text then -- the same stack again: one sample of both weights
       p.weights[n] = p.weights[n] + w
     else
@@ -94,23 +106,35 @@ local function profiles_of(model, idx, opts, index)
   return list
 end
 
---- The speedscope file of idx (see the header).
-function M.speedscope(model, idx, opts)
+--- The speedscope file of idx (see the header), as a list of the text's
+-- parts, written in order (a frame or a profile each).
+function M.speedscope_parts(model, idx, opts)
   opts = opts or {}
   local frames, index = frame_table()
   local profiles = profiles_of(model, idx, opts, index)
-  local unit = samples.period_us(model) and "microseconds" or "none"
+  local period = samples.period_us(model)
+  local unit = period and "microseconds" or "none"
   local out = {'{"$schema":"https://www.speedscope.app/file-format-schema.json","exporter":"jobque-profile",',
-               '"name":', util.quote(opts.name or "trace"), ',"activeProfileIndex":0,\n"shared":{"frames":[\n',
-               table.concat(frames, ",\n"), '\n]},\n"profiles":['}
+               '"name":', util.quote(opts.name or "trace"), ',"activeProfileIndex":0,\n"shared":{"frames":[\n'}
+  for k, f in ipairs(frames) do out[#out + 1] = (k > 1 and ",\n" or "") .. f end
+  out[#out + 1] = '\n]},\n"profiles":['
   for x, p in ipairs(profiles) do
+    if period then -- the exact sums of weights, each times the period once
+      p.total = p.total * period
+      for k, w in ipairs(p.weights) do p.weights[k] = w * period end
+    end
     out[#out + 1] = (x > 1 and ",\n" or "\n") .. '{"type":"sampled","name":' .. util.quote(p.name)
                     .. ',"unit":"' .. unit .. '","startValue":0,"endValue":' .. util.json(p.total)
                     .. ',\n"samples":[' .. table.concat(p.stacks, ",") .. '],\n"weights":['
                     .. util.json(p.weights):sub(2, -2) .. "]}"
   end
   out[#out + 1] = "\n]}\n"
-  return table.concat(out)
+  return out
+end
+
+--- The speedscope file of idx, as text.
+function M.speedscope(model, idx, opts)
+  return table.concat(M.speedscope_parts(model, idx, opts))
 end
 
 return M

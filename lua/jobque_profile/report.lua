@@ -34,7 +34,8 @@ local BREAK, ELLIPSIS = "\u{23CE}", "\u{2026}" -- ⏎ …
 
 --- A name as the terminal should see it, on one line: each line break
 -- ("\r\n", "\n" or "\r") shown as ⏎, other control characters (escape
--- sequences) as \t or \xHH, bytes that are not UTF-8 as \xHH, and cut to
+-- sequences) as \t or \xHH, C1 controls, U+2028, U+2029 and bidi controls
+-- as \uXXXX (util.unseen), bytes that are not UTF-8 as \xHH, and cut to
 -- `width` characters (M.NAME_WIDTH by default; false: not cut): its first
 -- two thirds, an ellipsis, and its end. The full name is in --json.
 function M.shown(s, width)
@@ -43,6 +44,7 @@ function M.shown(s, width)
   s = s:gsub("\r?\n", BREAK):gsub("\r", BREAK):gsub("%c", function(c)
     return ESCAPES[c] or ("\\x%02X"):format(c:byte())
   end)
+  s = util.unseen(s, function(cp) return ("\\u%04X"):format(cp) end)
   if not utf8.len(s) then -- keep each valid sequence, escape the bytes of the others
     s = s:gsub("[\x80-\xFF][\x80-\xBF]*", function(seq)
       if utf8.len(seq) then return seq end
@@ -456,7 +458,7 @@ function M.samples_lines(f)
   local out = {}
   local s = f.samples
   if not s then return out end
-  local weight = ("%.10g"):format(s.total_weight)
+  local weight = ("%d"):format(s.total_weight) -- an integer within 2^53 (the loader's)
   out[#out + 1] = s.total_us
     and ("top functions (CPU samples: %s sampled, weight %s x %s%s; total: on the stack)"):format(
       M.us(s.total_us), weight, M.us(s.period_us), s.hz and (" at %.10g Hz"):format(s.hz) or "")

@@ -14,8 +14,9 @@
 --       (the samples' categories and the spans' categories sorted, the
 --       lanes in lane order)
 --   clean(text) -> a frame's text as folded stacks may carry it: ";" as
---       ",", each control byte as "?", each sequence of bytes that is not
---       UTF-8 as U+FFFD
+--       ",", each control byte, C1 control, U+2028, U+2029 and bidi control
+--       (util.unseen) as "?", each sequence of bytes that is not UTF-8 as
+--       U+FFFD
 --   stacks(model, idx, opts) -> the weights of idx by stack: a list of
 --       {frames = {text, ...} root first, cleaned, group, weight} in order
 --       of first appearance. opts.by = "category" | "lane" | "job" puts the
@@ -23,10 +24,11 @@
 --       "[job ID CATEGORY]", "[no job CATEGORY]"); opts.lines appends
 --       ":LINE" to the leaf (when the sample has a line)
 --   folded(model, idx, opts) -> the folded-stack lines ("root;...;leaf
---       COUNT", COUNT the rounded sum of the weights; stacks whose count
---       rounds to 0 left out), sorted bytewise
+--       COUNT", COUNT the sum of the weights, an exact integer; stacks of
+--       weight 0 left out), sorted bytewise
 --   top(model, idx, n) -> the n functions (by frame text) with the most
---       self weight (ties: more total, then the text bytewise): {frame,
+--       self weight (ties: more total, then the text bytewise; functions
+--       whose total weight is 0 left out): {frame,
 --       self, total (shares of idx's weight, 0..1), self_weight, total_weight
 --       (weights), self_us, total_us (weight x period; nil when the trace
 --       has no period)}. Total counts a function once per sample even when
@@ -124,7 +126,7 @@ end
 
 --- A frame's text for a folded line (see the header).
 function M.clean(text)
-  text = tostring(text):gsub("%c", "?"):gsub(";", ",")
+  text = util.unseen(tostring(text):gsub("%c", "?"):gsub(";", ","), function() return "?" end)
   if utf8.len(text) then return text end
   -- util.quote replaces what is not UTF-8 by U+FFFD; with no control byte
   -- left, its only escapes are \" and \\.
@@ -196,7 +198,7 @@ function M.folded(model, idx, opts)
   end
   local out = {}
   for _, text in ipairs(texts) do
-    local count = math.floor(by_text[text] + 0.5)
+    local count = by_text[text] -- an integer: the loader keeps the weights' sum within 2^53
     if count > 0 then out[#out + 1] = ("%s %d"):format(text, count) end
   end
   table.sort(out)
@@ -245,6 +247,7 @@ function M.top(model, idx, n)
     end
   end
   table.sort(rows, by_self)
+  while #rows > 0 and rows[#rows].total_w == 0 do rows[#rows] = nil end -- sorted last: they took no time
   local period = M.period_us(model)
   local out = {}
   for x = 1, math.min(n, #rows) do

@@ -65,13 +65,16 @@
 --                     then time: sample_ts[] (us, the events' timeline), sample_lane[]
 --                     (the lane's index in model.lanes: pid 1 and the sample's tid, or
 --                     its pid), sample_frame[] (the leaf, an index of model.frames),
---                     sample_weight[] (1 when the file gives none), sample_cat[] (its
+--                     sample_weight[] (an integer, 1 when the file gives none), sample_cat[] (its
 --                     name: the category, "no category" when it has none), sample_job[],
 --                     sample_span[], sample_line[] (an integer, or false)
 --   model.samples_skipped  samples not read, and model.sample_skips why ({ why, n },
 --                     in order of first appearance: "unknown sf", "unknown parent", "sf
---                     nests deeper than 10000" (a frame below 10,000 others), "no ts",
---                     "ts is not a number", "weight is negative"...); a loop among the
+--                     nests deeper than 10000" (a frame below 10,000 others), "ts outside
+--                     the session" (before t0 or after t1: a sample never widens them;
+--                     in a file with neither events nor startUs/stopUs, t0 and t1 are
+--                     the samples' first and last times), "no ts",
+--                     "ts is not a number", "weight is not an integer from 0 to 2^53"...); a loop among the
 --                     frames' parents makes the file unreadable
 --   model.span_pieces the pieces of spans (ours: complete events with args.span),
 --                     by time: { ts, dur, lane, cat, span, piece, job, unclosed }
@@ -904,6 +907,18 @@ local function markers_to_lanes(model)
   model.loose_marker_ts, model.marker_pid, model.marker_tid = loose, nil, nil
 end
 
+-- Counts n samples skipped under `why` (after those the loader counted).
+local function skip_samples(model, why, n)
+  model.samples_skipped = model.samples_skipped + n
+  for _, r in ipairs(model.sample_skips) do
+    if r.why == why then
+      r.n = r.n + n
+      return
+    end
+  end
+  model.sample_skips[#model.sample_skips + 1] = {why = why, n = n}
+end
+
 -- The model once every event is read (st: the reading's state).
 local function finish(st, meta)
   local model, ours = st.model, st.ours
@@ -928,7 +943,14 @@ local function finish(st, meta)
   edge_lane_indexes(model)
   if model.nsamples > 0 then -- the loader's native columns: lanes as their indexes, then by lane and time
     reader.column_lane_index(model, "sample_lane")
-    reader.order_samples(model)
+    -- a sample outside the session (its events and startUs .. stopUs) is
+    -- skipped: it never widens the trace's range; with neither to hold them
+    -- against, the samples' own times are the range
+    local bounded = nev > 0 or model.session ~= nil
+    local kept, dropped, lo, hi = reader.order_samples(model, bounded and t0 or nil, bounded and t1 or nil)
+    model.nsamples = kept
+    if dropped > 0 then skip_samples(model, "ts outside the session", dropped) end
+    if not bounded and kept > 0 then model.t0, model.t1 = lo, hi end
   end
   if rawget(model, "marker_pid") then markers_to_lanes(model) end -- else the loader did
   model.markers = marker_list(model)

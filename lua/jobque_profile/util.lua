@@ -6,6 +6,10 @@
 --   quote(s), json(v)    JSON text of a string (bytes that are not UTF-8 as
 --                        U+FFFD), of a value: the reader's json_text
 --                        (src/reader/json_text.c)
+--   unseen(s, f)         s with each character a terminal acts on rather than
+--                        shows (the C1 controls U+0080..U+009F, U+2028, U+2029,
+--                        the bidi controls U+061C, U+200E, U+200F, U+202A..U+202E,
+--                        U+2066..U+2069) replaced by f(its code point)
 --   id_text(v)           a pid or tid as text, the same for the same value
 --   PALETTE              the twelve colours profile_category picks from
 --   palette_color(name)  the colour profile_category gives `name` when it is
@@ -41,6 +45,18 @@ M.json = json_text
 function M.quote(s)
   if type(s) ~= "string" then error(("quote: string expected, got %s"):format(type(s)), 2) end
   return json_text(s)
+end
+
+-- The UTF-8 of the characters of unseen (C0 controls are Lua's %c).
+local UNSEEN = {"\xC2[\x80-\x9F]", "\xD8\x9C", "\xE2\x80[\x8E\x8F\xA8-\xAE]", "\xE2\x81[\xA6-\xA9]"}
+
+--- s with each C1 control, line or paragraph separator and bidi control
+-- replaced by f(its code point) (see the header).
+function M.unseen(s, f)
+  for _, pattern in ipairs(UNSEEN) do
+    if s:find(pattern) then s = s:gsub(pattern, function(seq) return f(utf8.codepoint(seq)) end) end
+  end
+  return s
 end
 
 --- A pid or tid as text: a number as an integer when it is one (lua-cjson

@@ -136,14 +136,14 @@ describe("samples.folded", function()
     assert.same({"[copy in] 1", RUN .. ":11 4"},
                 samples.folded(m, samples.select(m, {from = 60}), {lines = true}))
   end)
-  it("merges stacks whose cleaned texts are equal, and leaves out counts that round to 0", function()
+  it("merges stacks whose cleaned texts are equal, and leaves out stacks of weight 0", function()
     local x = {t0 = 0, t1 = 10, lanes = {{name = "w"}},
                frames = {n = 3, name = {"a;x", "a,x", "b"}, parent = {0, 0, 1}, category = {"lua", "lua", "lua"}},
                nsamples = 4, sample_ts = {1, 2, 3, 4}, sample_lane = {1, 1, 1, 1}, sample_frame = {1, 2, 3, 3},
-               sample_weight = {1, 1.5, 0.25, 0.125}, sample_cat = {"c", "c", "c", "c"},
+               sample_weight = {1, 2, 0, 0}, sample_cat = {"c", "c", "c", "c"},
                sample_job = {false, false, false, false}, sample_span = {false, false, false, false},
                sample_line = {false, false, false, false}}
-    -- a,x: 1 + 1.5 = 2.5 -> 3; a,x;b: 0.375 -> 0, left out
+    -- a,x: 1 + 2 = 3; a,x;b: 0 + 0, left out (the loader's weights are integers)
     assert.same({"a,x 3"}, samples.folded(x, {1, 2, 3, 4}))
     assert.same({}, samples.folded(x, {3, 4}))
   end)

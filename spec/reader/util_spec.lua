@@ -60,6 +60,21 @@ describe("jobque_profile.util", function()
     assert.equal('"a\\"b\\\\c\\n\\u0001"', util.quote('a"b\\c\n\1'))
     assert.equal('{"a":[1,2.5,true],"b":null}', util.json({a = {1, 2.5, true}, b = 0 / 0}))
   end)
+
+  it("escapes the C1, separator and bidi controls, and finds them for unseen; not their neighbours", function()
+    local acted = {0x80, 0x85, 0x9F, 0x61C, 0x200E, 0x200F, 0x2028, 0x2029, 0x202A, 0x202E, 0x2066, 0x2069}
+    local shown = {0x7E, 0xA0, 0x61B, 0x200D, 0x2010, 0x2027, 0x202F, 0x2065, 0x206A, 0xE9}
+    for _, cp in ipairs(acted) do
+      local c = utf8.char(cp)
+      assert.equal(('"x\\u%04xy"'):format(cp), util.quote("x" .. c .. "y"))
+      assert.equal(("x<%X>y"):format(cp), util.unseen("x" .. c .. "y", function(k) return ("<%X>"):format(k) end))
+    end
+    for _, cp in ipairs(shown) do
+      local c = utf8.char(cp)
+      assert.equal('"x' .. c .. 'y"', util.quote("x" .. c .. "y"))
+      assert.equal("x" .. c .. "y", util.unseen("x" .. c .. "y", error))
+    end
+  end)
 end)
 
 describe("the reader's json_text (util.json)", function()

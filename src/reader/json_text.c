@@ -4,7 +4,11 @@
  * the page's args and names).
  *
  * A string is quoted with \" \\ \b \f \n \r \t and \u00XX for the other
- * control bytes, each sequence of bytes that is not UTF-8 as U+FFFD; a
+ * control bytes, \uXXXX for the characters a terminal or a JavaScript
+ * reader would act on rather than show (the C1 controls U+0080..U+009F,
+ * U+2028 and U+2029, the bidi controls U+061C, U+200E, U+200F,
+ * U+202A..U+202E, U+2066..U+2069), each sequence of bytes that is not
+ * UTF-8 as U+FFFD; a
  * number as number_text.h's jq_json_number writes it (an integer in
  * decimal; a float to 14 significant digits, or 17 when 14 do not read
  * back as it; NaN and the infinities null); a table with nothing in it
@@ -81,6 +85,20 @@ static size_t utf8_char(const unsigned char *s, size_t len, size_t i, size_t *sk
   return 0;
 }
 
+/* Whether the character of the n bytes at p (UTF-8) is one written as
+ * \uXXXX (see the top): 1 and its code point in *cp. */
+static int unseen(const unsigned char *p, size_t n, unsigned *cp) {
+  if (n == 2)
+    *cp = (unsigned)(p[0] & 0x1F) << 6 | (p[1] & 0x3F);
+  else if (n == 3)
+    *cp = (unsigned)(p[0] & 0x0F) << 12 | (unsigned)(p[1] & 0x3F) << 6 | (p[2] & 0x3F);
+  else
+    return 0;
+  unsigned c = *cp;
+  return (c >= 0x80 && c <= 0x9F) || c == 0x61C || c == 0x200E || c == 0x200F || c == 0x2028 || c == 0x2029
+      || (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
+}
+
 /* Appends s as a JSON string: each sequence that is not UTF-8 as U+FFFD. */
 static void add_quoted(jbuf *b, const char *s, size_t len) {
   jb_char(b, '"');
@@ -89,6 +107,16 @@ static void add_quoted(jbuf *b, const char *s, size_t len) {
     unsigned char c = (unsigned char)s[i];
     if (c >= 0x80) {
       size_t skip, n = utf8_char((const unsigned char *)s, len, i, &skip);
+      unsigned cp;
+      if (n && unseen((const unsigned char *)s + i, n, &cp)) {
+        char esc[8];
+        jb_add(b, s + from, i - from);
+        snprintf(esc, sizeof esc, "\\u%04x", cp);
+        jb_str(b, esc);
+        from = i + n;
+        i = from - 1;
+        continue;
+      }
       if (n) {
         i += n - 1;
         continue;

@@ -82,7 +82,7 @@ static inline int cell_tag(const cells *c, size_t k) { return c->tag.p ? (unsign
 #define EDGE_COLS 6
 #define MARKER_COLS 5
 #define SAMPLE_COLS 8 /* ts lane frame weight cat job span line */
-#define SAMPLE_REASONS 16 /* why samples were skipped: at most this many reasons */
+#define SAMPLE_REASONS 24 /* why samples were skipped: more than load_samples.c has */
 
 typedef struct lane_buf {
   cells c[LANE_COLS]; /* ts dur cat kind sname job args */
@@ -159,6 +159,7 @@ typedef struct loader {
   /* the samples and their frames (load_samples.c) */
   cells smp[SAMPLE_COLS];
   lua_Integer nsamples, nskipped;
+  int64_t weight_sum; /* the weights of the samples read: at most JQ_MAX_WEIGHT */
   const char *skip_why[SAMPLE_REASONS]; /* why samples were skipped, in order of first appearance */
   lua_Integer skip_n[SAMPLE_REASONS];
   jq_vec frame_buf;  /* the frames, in file order */
@@ -296,8 +297,10 @@ int jq_samples_end(loader *ld, size_t frames, size_t samples);
 /* The loader's frames freed (jq_loader_free). */
 void jq_frames_free(loader *ld);
 
-/* order_samples(model): the sample columns by lane (their lanes' indexes
- * already) then time. */
+/* order_samples(model [, a, b]): the sample columns by lane (their lanes'
+ * indexes already) then time, those whose time is outside [a, b] (when
+ * given) dropped: returns how many are kept and dropped, and (when some
+ * are kept) the earliest and latest time kept. */
 int jq_order_samples(lua_State *L);
 
 #endif

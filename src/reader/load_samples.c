@@ -28,6 +28,7 @@
 #include "reader/sort.h"
 
 #define JQ_FRAME_DEPTH 10000 /* a frame deeper than this is no frame of the model */
+#define JQ_MAX_WEIGHT ((int64_t)1 << 53) /* a sample's weight, and the sum of a file's */
 
 enum { F_DEEP = -1, F_ORPHAN = -2 }; /* a frame's code: its number (> 0), or why it has none */
 
@@ -441,9 +442,26 @@ static int32_t sf_code(loader *ld, sample_ctx *cx, const val *sf) {
   return cx->sf_code = place ? frame_at(ld, place - 1)->code : 0;
 }
 
+/* A sample's weight: 1 and *w when v is an integer from 0 to
+ * JQ_MAX_WEIGHT (an integral float too: 2.0, 1e3), else 0. */
+static int sample_weight(const val *v, int64_t *w) {
+  if (v->kind == V_INT) {
+    if (v->i < 0 || v->i > JQ_MAX_WEIGHT)
+      return 0;
+    *w = v->i;
+    return 1;
+  }
+  if (!(v->d >= 0 && v->d <= (double)JQ_MAX_WEIGHT) || v->d != floor(v->d))
+    return 0;
+  *w = (int64_t)v->d;
+  return 1;
+}
+
 /* Why the sample whose members are m cannot be read, or NULL; *code: its
- * sf's. */
-static const char *bad_sample(loader *ld, sample_ctx *cx, val *m, int32_t *code) {
+ * sf's, *weight its weight (1 when it gives none). The weights of the
+ * samples read sum to at most JQ_MAX_WEIGHT, so that every sum of them is
+ * an exact integer, and a double. */
+static const char *bad_sample(loader *ld, sample_ctx *cx, val *m, int32_t *code, int64_t *weight) {
   if (m[M_TS].kind == V_NONE)
     return "no ts";
   if (!is_num(&m[M_TS]))
@@ -468,8 +486,9 @@ static const char *bad_sample(loader *ld, sample_ctx *cx, val *m, int32_t *code)
     return "weight is not a number";
   if (m[M_WEIGHT].kind != V_NONE && !(m[M_WEIGHT].d >= 0))
     return "weight is negative";
-  if (m[M_WEIGHT].kind == V_FLT && m[M_WEIGHT].d > 1e300)
-    return "weight is not finite";
+  int64_t w = 1;
+  if (m[M_WEIGHT].kind != V_NONE && !sample_weight(&m[M_WEIGHT], &w))
+    return "weight is not an integer from 0 to 2^53";
   if (m[M_NAME].kind != V_NONE && m[M_NAME].kind != V_STR)
     return "name is not a string";
   if (!opt_int(ld->L, NULL, &m[M_JOB]))
@@ -478,21 +497,22 @@ static const char *bad_sample(loader *ld, sample_ctx *cx, val *m, int32_t *code)
     return "span is not an integer";
   if (!opt_int(ld->L, NULL, &m[M_LINE]))
     return "line is not an integer";
+  if (w > JQ_MAX_WEIGHT - ld->weight_sum)
+    return "weights sum beyond 2^53";
+  *weight = w;
   return NULL;
 }
 
 /* A sample read (its members m, its sf's code) into the columns. */
-static void put_sample(loader *ld, sample_ctx *cx, const val *m, int32_t code) {
+static void put_sample(loader *ld, sample_ctx *cx, const val *m, int32_t code, int64_t weight) {
   lua_State *L = ld->L;
   static const val pid1 = {.kind = V_INT, .i = 1, .d = 1};
   double ts = m[M_TS].d;
   put_d(L, &ld->smp[0], ts);
   col_put(L, &ld->smp[1], T_LANE, jq_use_lane(ld, m[M_PID].kind != V_NONE ? &m[M_PID] : &pid1, &m[M_TID]));
   put_i(L, &ld->smp[2], code);
-  if (m[M_WEIGHT].kind == V_FLT)
-    put_d(L, &ld->smp[3], m[M_WEIGHT].d);
-  else
-    put_i(L, &ld->smp[3], m[M_WEIGHT].kind == V_INT ? m[M_WEIGHT].i : 1);
+  put_i(L, &ld->smp[3], weight);
+  ld->weight_sum += weight;
   const val *name = &m[M_NAME];
   if (name->kind != V_STR) {
     col_put(L, &ld->smp[4], T_STR, jq_intern(ld, "no category", 11));
@@ -506,11 +526,7 @@ static void put_sample(loader *ld, sample_ctx *cx, const val *m, int32_t code) {
   }
   for (int k = 0; k < 3; k++)
     opt_int(L, &ld->smp[5 + k], &m[M_JOB + k]);
-  if (ts < ld->t0)
-    ld->t0 = ts;
-  if (ts > ld->t1)
-    ld->t1 = ts;
-  ld->nsamples++;
+  ld->nsamples++; /* (its time widens no range: order_samples holds it against the session's) */
 }
 
 /* One element of the samples array, at s[i]: one past it, or 0 and an
@@ -530,11 +546,12 @@ static size_t one_sample(loader *ld, sample_ctx *cx, size_t i) {
   if (m[M_ARGS].kind == V_OBJ && !read_object(ld, m[M_ARGS].at, args_slot, m, 3))
     return 0;
   int32_t code = 0;
-  const char *why = bad_sample(ld, cx, m, &code);
+  int64_t weight = 1;
+  const char *why = bad_sample(ld, cx, m, &code, &weight);
   if (why)
     skip_sample(ld, why);
   else
-    put_sample(ld, cx, m, code);
+    put_sample(ld, cx, m, code, weight);
   return end;
 }
 
@@ -546,6 +563,7 @@ size_t jq_read_samples(loader *ld, size_t i) {
     return jq_read_value(t, i, &v, 0);
   }
   sample_ctx cx = {.sf_len = (size_t)-1};
+  ld->weight_sum = 0;
   i = ws(t, i + 1);
   if (i < t->n && t->s[i] == ']')
     return i + 1;
@@ -620,6 +638,7 @@ static int lane_ts_less(void *ctx, uint32_t a, uint32_t b) {
   return la != lb ? la < lb : jq_cell_num(c->ts, a) < jq_cell_num(c->ts, b);
 }
 
+/* order_samples(model [, a, b]) -> kept, dropped, lo, hi (see load.h). */
 int jq_order_samples(lua_State *L) {
   static const char *const names[] = {"sample_ts",  "sample_lane", "sample_frame", "sample_weight",
                                       "sample_cat", "sample_job",  "sample_span",  "sample_line"};
@@ -628,14 +647,24 @@ int jq_order_samples(lua_State *L) {
   for (int k = 0; k < SAMPLE_COLS; k++)
     if (!(c[k] = jq_column_get(L, 1, names[k])) || c[k]->n != c[0]->n)
       return luaL_error(L, "order_samples: the sample columns are not the loader's");
-  size_t n = c[0]->n;
-  if (n > UINT32_MAX || c[1]->tag || c[1]->tag0 != JQ_C_INT || c[0]->tag || c[0]->tag0 != JQ_C_NUM)
+  size_t all = c[0]->n;
+  if (all > UINT32_MAX || c[1]->tag || c[1]->tag0 != JQ_C_INT || c[0]->tag || c[0]->tag0 != JQ_C_NUM)
     return luaL_error(L, "order_samples: the sample columns are not the loader's");
+  int bounded = !lua_isnoneornil(L, 2);
+  double a = bounded ? luaL_checknumber(L, 2) : 0, b = bounded ? luaL_checknumber(L, 3) : 0;
   jq_scratch *s = jq_scratch_new(L, 3);
-  uint32_t *idx = jq_scratch_room(L, &s->b[0], n, sizeof *idx);
-  uint32_t *tmp = jq_scratch_room(L, &s->b[1], n, sizeof *tmp);
-  for (size_t k = 0; k < n; k++)
-    idx[k] = (uint32_t)k;
+  uint32_t *idx = jq_scratch_room(L, &s->b[0], all, sizeof *idx);
+  uint32_t *tmp = jq_scratch_room(L, &s->b[1], all, sizeof *tmp);
+  size_t n = 0;
+  double lo = HUGE_VAL, hi = -HUGE_VAL;
+  for (size_t k = 0; k < all; k++) {
+    double ts = jq_cell_num(c[0], k);
+    if (bounded && !(ts >= a && ts <= b))
+      continue;
+    lo = ts < lo ? ts : lo;
+    hi = ts > hi ? ts : hi;
+    idx[n++] = (uint32_t)k;
+  }
   by_lane ctx = {c[1], c[0]};
   jq_sort_stable(idx, tmp, n, lane_ts_less, &ctx);
   size_t moved = 0;
@@ -655,7 +684,14 @@ int jq_order_samples(lua_State *L) {
       }
     }
   }
+  for (int k = 0; k < SAMPLE_COLS; k++)
+    c[k]->n = n; /* those outside [a, b] dropped */
   jq_scratch_free(s);
-  lua_pushboolean(L, 1);
-  return 1;
+  lua_pushinteger(L, (lua_Integer)n);
+  lua_pushinteger(L, (lua_Integer)(all - n));
+  if (n == 0)
+    return 2;
+  lua_pushnumber(L, lo);
+  lua_pushnumber(L, hi);
+  return 4;
 }
