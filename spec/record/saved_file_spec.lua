@@ -360,3 +360,70 @@ describe("the saved file's times, read as doubles", function()
     assert.are.same({}, failures, ("of %d pairs"):format(n))
   end)
 end)
+
+describe("where the session sits in time and place", function()
+  local core = require "jobque.core"
+
+  local function uptime_s()
+    local f = assert(io.open("/proc/uptime"))
+    local s = f:read("n")
+    f:close()
+    return s
+  end
+
+  local function first_line(cmd)
+    local h = assert(io.popen(cmd))
+    local s = h:read("l")
+    h:close()
+    return s
+  end
+
+  it("records the clocks read at its start, the host and the boot id", function()
+    local real0, mono0, up0 = os.time(), core.monotonic_ns(), uptime_s()
+    p.profile_start(1024)
+    local real1, mono1, up1 = os.time(), core.monotonic_ns(), uptime_s()
+    p.profile_marker(p.profile_marker_id("here"), 1)
+    p.profile_stop()
+    local trace, text = S.save(p)
+    local meta = trace.jobqueProfile
+    -- exact integers, read from the text (cjson reads numbers as doubles)
+    local c = {}
+    for _, k in ipairs{"realtimeNs", "boottimeNs", "monotonicNs"} do
+      c[k] = math.tointeger(text:match('"clocks":{[^}]*"' .. k .. '":(%d+)'))
+      assert.is_not_nil(c[k], k)
+    end
+    assert.is_true(c.monotonicNs >= mono0 and c.monotonicNs <= mono1)
+    assert.is_true(c.realtimeNs // 1000000000 >= real0 and c.realtimeNs // 1000000000 <= real1)
+    -- /proc/uptime is CLOCK_BOOTTIME in hundredths of a second
+    assert.is_true(c.boottimeNs >= (up0 - 0.01) * 1e9 and c.boottimeNs <= (up1 + 0.01) * 1e9)
+    assert.are.equal(first_line("hostname"), meta.host)
+    local f = assert(io.open("/proc/sys/kernel/random/boot_id"))
+    assert.are.equal(f:read("l"), meta.bootId)
+    f:close()
+  end)
+
+  it("gives each lane the OS thread id that recorded it", function()
+    local q = jobque.new{workers = 2, name = "tids"}
+    p.profile_start(1024)
+    q:submit(function() return 1 end):wait()
+    q:submit(function() return 2 end):wait()
+    p.profile_stop()
+    local meta = S.save(p).jobqueProfile
+    local live = {} -- the process's threads now: the queue's are still running
+    local h = assert(io.popen("ls /proc/" .. math.tointeger(meta.pid) .. "/task"))
+    for tid in h:lines() do live[tonumber(tid)] = true end
+    h:close()
+    local seen = {}
+    for _, l in ipairs(meta.laneInfo) do
+      if l.role == "caller" then
+        assert.are.equal(meta.pid, l.osTid) -- busted runs on the main thread: tid = pid
+      else
+        assert.is_true(live[l.osTid], l.name)
+        assert.are_not.equal(meta.pid, l.osTid)
+      end
+      assert.is_nil(seen[l.osTid])
+      seen[l.osTid] = true
+    end
+    q:close()
+  end)
+end)

@@ -1269,6 +1269,23 @@ static void put_profile(wbuf *b, const context *ctx) {
   put_string(b, v->clock, strlen(v->clock));
   PUT_LIT(b, ",\"pid\":");
   put_number(b, v->pid);
+  /* Where it sits in time and place: for lining up traces of several
+   * processes (or of a trace and a system one). */
+  if (v->where.host[0]) {
+    PUT_LIT(b, ",\"host\":");
+    put_string(b, v->where.host, strlen(v->where.host));
+  }
+  if (v->where.boot_id[0]) {
+    PUT_LIT(b, ",\"bootId\":");
+    put_string(b, v->where.boot_id, strlen(v->where.boot_id));
+  }
+  PUT_LIT(b, ",\"clocks\":{\"realtimeNs\":");
+  put_number(b, v->where.realtime_ns);
+  PUT_LIT(b, ",\"boottimeNs\":");
+  put_number(b, v->where.boottime_ns);
+  PUT_LIT(b, ",\"monotonicNs\":");
+  put_number(b, v->where.monotonic_ns);
+  PUT_LIT(b, "}");
   PUT_LIT(b, ",\"eventsPerLane\":");
   put_number(b, (int64_t)v->events_per_lane);
   /* The session's bounds, on the events' timeline: zero is its start. */
@@ -1299,6 +1316,10 @@ static void put_profile(wbuf *b, const context *ctx) {
     if (l->queue > 0) {
       PUT_LIT(b, ",\"queue\":");
       put_number(b, l->queue);
+    }
+    if (l->os_tid > 0) {
+      PUT_LIT(b, ",\"osTid\":");
+      put_number(b, l->os_tid);
     }
     PUT_LIT(b, ",\"recorded\":");
     put_number(b, (int64_t)l->count);

@@ -46,6 +46,7 @@ typedef struct jq_lane {
   int index;             /* position in the session's join order */
   int sort_key;          /* lane order in the saved file */
   int queue;             /* a worker lane's queue number (from 1), else 0 */
+  long os_tid;           /* the OS thread id (gettid) of the thread it is bound to */
   char name[40];
   /* The sampler's tables of frames and stacks (sample_tables.h): NULL until
    * a sampling session prepares the lane; written by the owning thread

@@ -19,6 +19,7 @@
 #include "record/session.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -61,6 +62,7 @@ static int joined_count;
 static int thread_names;              /* "thread N" counter of the session */
 static uint64_t session_cap;
 static uint64_t session_origin, session_stop;
+static jq_save_where session_where; /* control_mu */
 static jq_clock_scale session_scale;   /* ticks to ns, fixed when the session stops */
 static int session_ever;               /* a session was started */
 static _Atomic uint64_t session_lost;  /* events of threads with no lane */
@@ -213,6 +215,7 @@ static jq_lane *lane_for_thread(uint32_t state) {
     memset(lane, 0, sizeof *lane);
     all_lanes[all_count++] = lane;
   }
+  lane->os_tid = (long)syscall(SYS_gettid);
   jq_self.lane = lane;
   pthread_setspecific(lane_key, lane);
   jq_sampler_lane_bound(lane);
@@ -286,8 +289,41 @@ static void stop_locked(void) {
   session_scale = calibrate();
 }
 
+/* A clock's reading in nanoseconds (0 if it cannot be read). */
+static int64_t clock_ns(clockid_t id) {
+  struct timespec ts;
+  if (clock_gettime(id, &ts) != 0)
+    return 0;
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* The host's name and the kernel's boot id, "" each when unknown. */
+static void where_read(jq_save_where *w) {
+  memset(w, 0, sizeof *w);
+  if (gethostname(w->host, sizeof w->host - 1) != 0)
+    w->host[0] = '\0';
+  int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t n;
+    do
+      n = read(fd, w->boot_id, sizeof w->boot_id - 1);
+    while (n < 0 && errno == EINTR);
+    close(fd);
+    size_t len = n > 0 ? (size_t)n : 0;
+    while (len > 0 && (w->boot_id[len - 1] == '\n' || w->boot_id[len - 1] == ' '))
+      len--;
+    w->boot_id[len] = '\0';
+    for (size_t i = 0; i < len; i++) /* a UUID's text, or nothing */
+      if (!((w->boot_id[i] >= '0' && w->boot_id[i] <= '9') ||
+            (w->boot_id[i] >= 'a' && w->boot_id[i] <= 'f') || w->boot_id[i] == '-'))
+        w->boot_id[0] = '\0';
+  }
+}
+
 int jq_session_start(uint64_t events_per_lane) {
   jq_session_init();
+  jq_save_where where; /* read before the locks: files, a syscall */
+  where_read(&where);
   pthread_mutex_lock(&control_mu);
   /* Allocate first: a start that fails leaves the last session to be saved.
    * Only this thread and a start (control_mu) change the caller's ring. */
@@ -348,6 +384,10 @@ int jq_session_start(uint64_t events_per_lane) {
   strcpy(caller->name, "caller");
   caller->sort_key = LANE_CALLER;
   session_origin = jq_clock_ticks();
+  where.realtime_ns = clock_ns(CLOCK_REALTIME); /* with the origin: its readings on these clocks */
+  where.boottime_ns = clock_ns(CLOCK_BOOTTIME);
+  where.monotonic_ns = clock_ns(CLOCK_MONOTONIC);
+  session_where = where;
   jq_save_sampling sampling; /* what jq_sampler_prepare staged, if anything */
   if (jq_sampler_session_begin(state | 1u, caller, &sampling))
     jq_session_set_sampling(&sampling);
@@ -606,6 +646,7 @@ static void snapshot_lane(jq_save_lane *s, const jq_lane *l) {
   s->role = lane_role(l->sort_key);
   s->queue = l->queue;
   s->stab = l->stab;
+  s->os_tid = l->os_tid;
   memcpy(s->name, l->name, sizeof s->name);
 }
 
@@ -650,6 +691,7 @@ int jq_session_save(const char *path, char *err, size_t errlen, int *errnum) {
   pthread_mutex_lock(&sampling_mu);
   v.sampling = session_sampling;
   pthread_mutex_unlock(&sampling_mu);
+  v.where = session_where;
   void *block = NULL;
   pthread_mutex_lock(&reg_mu);
   int rc = snapshot_registries(&v, &block);

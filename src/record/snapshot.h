@@ -32,7 +32,17 @@ typedef struct jq_save_lane {
   int queue;        /* a worker lane's queue number (from 1), else 0 */
   const struct jq_stab *stab; /* the lane's sample tables (sample_tables.h);
                                  NULL: the session did not sample here */
+  long os_tid;                /* the OS thread id (gettid) that recorded it */
 } jq_save_lane;
+
+/* Where the session sits in time and on which machine: the three clocks
+ * read together at its start (its timeline's zero), the host's name and the
+ * kernel's boot id ("" when unknown). For traces of several processes. */
+typedef struct jq_save_where {
+  int64_t realtime_ns, boottime_ns, monotonic_ns;
+  char host[256];
+  char boot_id[40];
+} jq_save_where;
 
 /* The session's sampling (jobqueProfile.sampling): hz 0 = it did not sample. */
 typedef struct jq_save_sampling {
@@ -66,6 +76,7 @@ typedef struct jq_save_view {
   long pid;
   const char *clock;
   jq_save_sampling sampling;
+  jq_save_where where;
 } jq_save_view;
 
 #endif
