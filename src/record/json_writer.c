@@ -21,6 +21,7 @@
 #include "common/file_replace.h"
 #include "record/events.h"
 #include "record/sample_tables.h"
+#include "record/save_links.h"
 #include "record/spans.h"
 
 #if !defined(JQ_WRITE_BUFFER)
@@ -305,131 +306,51 @@ static void put_lane_meta(wbuf *b, const jq_save_lane *lane, int tid) {
   PUT_LIT(b, "}}");
 }
 
-/* What events of several lanes need: category names, and which flow
- * starts were recorded (an arrow is written only when both ends were). */
+/* What events of several lanes need: the cross-lane facts (save_links.h)
+ * and the escaped names of categories, counters and marker kinds. */
 typedef struct context {
   const jq_save_view *v;
+  jq_save_links *l;
   const fragments *marks;
-  fragments cats;          /* escaped category names, in view order */
-  uint16_t *cat_index;     /* tag -> 1 + index in v->categories, 0: none */
-  uint64_t *submits;       /* job ids with a recorded submit, sorted */
-  size_t nsubmits;
-  uint64_t *wakes;         /* flow edges with a recorded start, sorted */
-  size_t nwakes;
-  struct dep_edge *deps;   /* `after` dependencies done (JQ_EV_DEP), by dependant */
-  size_t ndeps;
-  uint64_t *firsts;        /* job ids with a recorded first slice, sorted */
-  size_t nfirsts;
-  fragments counters;      /* escaped counter names, by id - 1 */
-  uint16_t counts_queue;   /* the queue of the first JQ_EV_COUNTS */
-  uint8_t counts_queues;   /* several queues recorded counts: a "jobs" track each */
-  jq_pieces pieces;        /* spans cut at slices (spans.c) */
-  struct frame_tree *tree; /* the samples' frames (NULL: no samples to write) */
+  fragments cats;     /* escaped category names, in view order */
+  fragments counters; /* escaped counter names, by id - 1 */
 } context;
 
-/* The samples' merged frames (below, with the writing of samples). */
-static int tree_build(struct frame_tree **out, const jq_save_view *v);
-static void tree_free(struct frame_tree *t, int nlanes);
-
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* One `after` dependency done: the arrow from its end to the dependant's
- * first slice. */
-typedef struct dep_edge {
-  uint64_t dependant, dep; /* job ids */
-  uint32_t edge;
-} dep_edge;
-
-static int cmp_dep(const void *a, const void *b) {
-  const dep_edge *x = a, *y = b;
-  if (x->dependant != y->dependant)
-    return x->dependant < y->dependant ? -1 : 1;
-  return x->edge < y->edge ? -1 : x->edge > y->edge;
-}
-
-static int has(const uint64_t *sorted, size_t n, uint64_t key) {
-  return n && bsearch(&key, sorted, n, sizeof key, cmp_u64) != NULL;
-}
-
-static int context_init(context *c, const jq_save_view *v, const fragments *marks) {
+static int context_init(context *c, jq_save_links *l, const jq_save_view *v, const fragments *marks) {
   memset(c, 0, sizeof *c);
   c->v = v;
+  c->l = l;
   c->marks = marks;
+  if (jq_save_links_init(l, v) != 0)
+    return ENOMEM;
   size_t bytes = COPY_CHUNK;
   for (int i = 0; i < v->ncategories; i++)
     bytes += ESCAPED_MAX(v->categories[i].len);
   c->cats.text = malloc(bytes);
   c->cats.off = malloc(sizeof(size_t) * ((size_t)v->ncategories + 1));
-  c->cat_index = calloc(65536, sizeof(uint16_t));
-  size_t ns = 0, nw = 0, nd = 0, nf = 0;
-  for (int l = 0; l < v->nlanes; l++)
-    for (uint64_t i = 0; i < v->lanes[l].count; i += jq_event_span(&v->lanes[l].events[i])) {
-      const jq_event *e = &v->lanes[l].events[i];
-      ns += e->kind == JQ_EV_SUBMIT;
-      nw += e->kind == JQ_EV_FLOW;
-      nd += e->kind == JQ_EV_DEP;
-      nf += e->kind == JQ_EV_SLICE && (e->flags & JQ_SLICE_FIRST);
-      if (e->kind == JQ_EV_COUNTS && !c->counts_queues) {
-        c->counts_queues = c->counts_queue && c->counts_queue != e->cat;
-        c->counts_queue = e->cat;
-      }
-    }
-  c->submits = malloc(sizeof(uint64_t) * (ns ? ns : 1));
-  c->wakes = malloc(sizeof(uint64_t) * (nw ? nw : 1));
-  c->deps = malloc(sizeof(dep_edge) * (nd ? nd : 1));
-  c->firsts = malloc(sizeof(uint64_t) * (nf ? nf : 1));
-  if (!c->cats.text || !c->cats.off || !c->cat_index || !c->submits || !c->wakes || !c->deps ||
-      !c->firsts)
+  if (!c->cats.text || !c->cats.off)
     return ENOMEM;
   char *p = c->cats.text;
   for (int i = 0; i < v->ncategories; i++) {
     c->cats.off[i] = (size_t)(p - c->cats.text);
     p = json_escape(p, v->categories[i].name, v->categories[i].len);
-    c->cat_index[v->categories[i].id & 0xffff] = (uint16_t)(i + 1);
   }
   c->cats.off[v->ncategories] = (size_t)(p - c->cats.text);
-  if (name_fragments(&c->counters, v->counters, v->ncounters, "") != 0 ||
-      jq_pieces_build(&c->pieces, v) != 0 || tree_build(&c->tree, v) != 0)
-    return ENOMEM;
-  for (int l = 0; l < v->nlanes && ns + nw > 0; l++) /* a marker-only trace skips this */
-    for (uint64_t i = 0; i < v->lanes[l].count; i += jq_event_span(&v->lanes[l].events[i])) {
-      const jq_event *e = &v->lanes[l].events[i];
-      if (e->kind == JQ_EV_SUBMIT)
-        c->submits[c->nsubmits++] = (uint64_t)e->arg;
-      else if (e->kind == JQ_EV_FLOW)
-        c->wakes[c->nwakes++] = e->id;
-      else if (e->kind == JQ_EV_DEP)
-        c->deps[c->ndeps++] = (dep_edge){(uint64_t)e->arg, e->t1, e->id};
-      else if (e->kind == JQ_EV_SLICE && (e->flags & JQ_SLICE_FIRST))
-        c->firsts[c->nfirsts++] = (uint64_t)e->arg;
-    }
-  qsort(c->submits, c->nsubmits, sizeof(uint64_t), cmp_u64);
-  qsort(c->wakes, c->nwakes, sizeof(uint64_t), cmp_u64);
-  qsort(c->deps, c->ndeps, sizeof(dep_edge), cmp_dep);
-  qsort(c->firsts, c->nfirsts, sizeof(uint64_t), cmp_u64);
-  return 0;
+  return name_fragments(&c->counters, v->counters, v->ncounters, "");
 }
 
 static void context_free(context *c) {
   free(c->cats.text);
   free(c->cats.off);
-  free(c->cat_index);
-  free(c->submits);
-  free(c->wakes);
-  free(c->deps);
-  free(c->firsts);
   free(c->counters.text);
   free(c->counters.off);
-  jq_pieces_free(&c->pieces);
-  tree_free(c->tree, c->v ? c->v->nlanes : 0);
+  if (c->l)
+    jq_save_links_free(c->l);
 }
 
 /* The name of tag `cat`, escaped: its category's, "job" untagged, "tag N". */
 static char *put_cat(char *p, const context *c, uint16_t cat) {
-  int i = c->cat_index[cat];
+  int i = c->l->cat_index[cat];
   if (i) {
     size_t n = c->cats.off[i] - c->cats.off[i - 1];
     memcpy(p, c->cats.text + c->cats.off[i - 1], n);
@@ -442,7 +363,7 @@ static char *put_cat(char *p, const context *c, uint16_t cat) {
 }
 
 static size_t cat_len(const context *c, uint16_t cat) {
-  int i = c->cat_index[cat];
+  int i = c->l->cat_index[cat];
   return i ? c->cats.off[i] - c->cats.off[i - 1] : 16;
 }
 
@@ -462,18 +383,6 @@ size_t jq_json_span_text(char *out, uint64_t a_ns, uint64_t z_ns) {
 /* ts and dur of a span, from ticks. */
 static char *put_span(char *p, const jq_clock_scale *s, const jq_event *e) {
   return put_span_ns(p, jq_clock_to_ns(s, e->t0), jq_clock_to_ns(s, e->t1));
-}
-
-/* The error text recorded for `job` right after event i of a lane, or NULL. */
-static const jq_event *text_after(const jq_save_lane *lane, uint64_t i, int64_t job) {
-  uint64_t k = i + 1;
-  if (k >= lane->count)
-    return NULL;
-  const jq_event *t = &lane->events[k];
-  if (t->kind != JQ_EV_TEXT || t->arg != job || t->id > JQ_TEXT_MAX ||
-      jq_text_slots(t->id) > lane->count - k - 1)
-    return NULL;
-  return t;
 }
 
 /* The room an error text takes in args. */
@@ -502,7 +411,7 @@ typedef struct lane_out {
   const jq_save_lane *lane;
   char head[COPY_CHUNK];
   size_t headlen;
-  size_t piece; /* the next of c->pieces to write */
+  size_t piece; /* the next of c->l->pieces to write */
   int index;    /* the lane's, in the view */
   char heap[40 + ESCAPED_MAX(40)]; /* "heap <lane name>[ (tid N)]", escaped: its counter's name */
   size_t heaplen;
@@ -543,7 +452,7 @@ static char *put_bind(char *p, uint64_t bind, int out) {
 /* ,"failed":true with the error text recorded after event i, if any. */
 static char *put_failed(char *p, const lane_out *o, uint64_t i, int64_t job) {
   p = LIT(p, ",\"failed\":true");
-  return put_error(p, text_after(o->lane, i, job));
+  return put_error(p, jq_links_text_after(o->lane, i, job));
 }
 
 static void put_marker(const lane_out *o, const jq_event *e) {
@@ -570,19 +479,6 @@ static void put_submit(const lane_out *o, const jq_event *e) {
   o->b->p = LIT(p, "}");
 }
 
-/* The first of the dependencies done for job `job` in c->deps, or c->ndeps. */
-static size_t first_dep(const context *c, uint64_t job) {
-  size_t lo = 0, hi = c->ndeps;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (c->deps[mid].dependant < job)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
 /* The head of a zero-length slice at time t, up to its name (Perfetto
  * binds flows to slices, so arrows start and end on such points). */
 static char *put_point_at(char *p, const lane_out *o, us_time t) {
@@ -607,7 +503,7 @@ static void put_after_ends(const lane_out *o, const jq_event *e) {
   uint64_t a = ns_at(o, e->t0), z = ns_at(o, e->t1);
   us_time start = us_of(a), end = us_of(z > a ? z : a);
   uint64_t len = (end.whole - start.whole) * 2048 + end.frac - start.frac, step = 0;
-  for (size_t k = first_dep(c, (uint64_t)e->arg); k < c->ndeps && c->deps[k].dependant == (uint64_t)e->arg;
+  for (size_t k = jq_links_first_dep(c->l, (uint64_t)e->arg); k < c->l->ndeps && c->l->deps[k].dependant == (uint64_t)e->arg;
        k++) {
     step += step < len;
     uint64_t units = start.frac + step;
@@ -616,9 +512,9 @@ static void put_after_ends(const lane_out *o, const jq_event *e) {
     p = LIT(p, "after\",\"cat\":\"" JQ_CAT_FLOW "\",\"args\":{\"job\":");
     p = jq_put_i64(p, e->arg);
     p = LIT(p, ",\"after\":");
-    p = jq_put_u64(p, c->deps[k].dep);
+    p = jq_put_u64(p, c->l->deps[k].dep);
     p = LIT(p, "}");
-    p = put_bind(p, (uint64_t)c->deps[k].edge * 2 + 1, 0);
+    p = put_bind(p, (uint64_t)c->l->deps[k].edge * 2 + 1, 0);
     o->b->p = LIT(p, "}");
   }
 }
@@ -637,7 +533,7 @@ static void put_dep(const lane_out *o, const jq_event *e) {
   if (e->flags & JQ_DEP_READY)
     p = LIT(p, ",\"ready\":true");
   p = LIT(p, "}");
-  if (has(c->firsts, c->nfirsts, (uint64_t)e->arg))
+  if (jq_links_has(c->l->firsts, c->l->nfirsts, (uint64_t)e->arg))
     p = put_bind(p, (uint64_t)e->id * 2 + 1, 1);
   o->b->p = LIT(p, "}");
 }
@@ -654,9 +550,9 @@ static void put_slice(const lane_out *o, const jq_event *e, uint64_t i) {
   if (e->flags & JQ_SLICE_FAILED)
     p = put_failed(p, o, i, e->arg);
   p = LIT(p, "}");
-  if ((e->flags & JQ_SLICE_FIRST) && has(c->submits, c->nsubmits, (uint64_t)e->arg))
+  if ((e->flags & JQ_SLICE_FIRST) && jq_links_has(c->l->submits, c->l->nsubmits, (uint64_t)e->arg))
     p = put_bind(p, (uint64_t)e->arg * 2, 0);
-  else if ((e->flags & JQ_SLICE_RESUMED) && has(c->wakes, c->nwakes, e->id))
+  else if ((e->flags & JQ_SLICE_RESUMED) && jq_links_has(c->l->wakes, c->l->nwakes, e->id))
     p = put_bind(p, (uint64_t)e->id * 2 + 1, 0);
   o->b->p = LIT(p, "}");
   if (e->flags & JQ_SLICE_FIRST)
@@ -795,7 +691,7 @@ static void put_lane_full(const lane_out *o) {
 
 /* The pieces of spans written after event i of the lane (spans.c). */
 static void put_pieces(lane_out *o, uint64_t i) {
-  const jq_pieces *ps = &o->c->pieces;
+  const jq_pieces *ps = &o->c->l->pieces;
   for (; o->piece < ps->n && ps->p[o->piece].lane == o->index && ps->p[o->piece].anchor == i;
        o->piece++) {
     const jq_piece *pc = &ps->p[o->piece];
@@ -867,7 +763,7 @@ static void put_counts(const lane_out *o, const jq_event *e) {
   static const char *const keys[3] = {"\"ready\":", ",\"running\":", ",\"suspended\":"};
   p = put_counter_head(p, o, e->t0);
   p = LIT(p, "jobs");
-  if (o->c->counts_queues) {
+  if (o->c->l->counts_queues) {
     p = LIT(p, " (queue ");
     p = jq_put_u64(p, e->cat);
     p = LIT(p, ")");
@@ -913,7 +809,7 @@ static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane,
   h = jq_put_u64(h, (uint64_t)tid);
   h = LIT(h, ",\"name\":\"");
   o.headlen = (size_t)(h - o.head);
-  while (o.piece < c->pieces.n && c->pieces.p[o.piece].lane < o.index)
+  while (o.piece < c->l->pieces.n && c->l->pieces.p[o.piece].lane < o.index)
     o.piece++;
   for (uint64_t i = 0; i < lane->count; i += jq_event_span(&lane->events[i])) {
     const jq_event *e = &lane->events[i];
@@ -933,8 +829,8 @@ static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane,
     case JQ_EV_COUNTS: put_counts(&o, e); break;
     default: break; /* JQ_EV_TEXT: written with the event before it; span ends: as pieces */
     }
-    if (o.piece < c->pieces.n && c->pieces.p[o.piece].lane == o.index &&
-        c->pieces.p[o.piece].anchor == i)
+    if (o.piece < c->l->pieces.n && c->l->pieces.p[o.piece].lane == o.index &&
+        c->l->pieces.p[o.piece].anchor == i)
       put_pieces(&o, i);
   }
   if (lane->dropped > 0)
@@ -948,145 +844,16 @@ static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane,
  * order, then each lane's stack ids, a parent's before its child's). Only
  * the paths of recorded samples are written. */
 
-typedef struct tree_node {
-  uint32_t parent; /* node, 0: a root */
-  uint32_t frame;  /* the frame's id in lane `lane`'s tables */
-  uint32_t hash;
-  int lane;
-} tree_node;
-
-typedef struct frame_tree {
-  tree_node *nodes; /* nodes[1 .. n] */
-  uint32_t n;
-  uint32_t *slots; /* node ids by (parent, text), 0 = empty */
-  size_t mask;
-  uint32_t **node_of; /* per lane: its stack id -> node (0: not written) */
-  uint64_t samples;   /* sample events written */
-} frame_tree;
-
-static const char *frame_text(const jq_save_view *v, int lane, uint32_t frame, size_t *len,
-                              int *kind) {
-  const char *s = jq_stab_frame(v->lanes[lane].stab, frame, len, kind);
-  if (!s)
-    *len = 0, *kind = JQ_FRAME_RUNTIME;
-  return s ? s : "";
-}
-
-/* The node for `frame` of lane `lane` under node `parent`, made if new. */
-static uint32_t tree_intern(frame_tree *t, const jq_save_view *v, uint32_t parent, int lane,
-                            uint32_t frame) {
-  size_t len, olen;
-  int kind, okind;
-  const char *s = frame_text(v, lane, frame, &len, &kind);
-  uint32_t h = parent * 2654435761u;
-  for (size_t i = 0; i < len; i++)
-    h = (h ^ (unsigned char)s[i]) * 16777619u;
-  size_t i = h & t->mask;
-  for (uint32_t id; (id = t->slots[i]) != 0; i = (i + 1) & t->mask) {
-    const tree_node *nd = &t->nodes[id];
-    if (nd->hash != h || nd->parent != parent)
-      continue;
-    const char *o = frame_text(v, nd->lane, nd->frame, &olen, &okind);
-    if (olen == len && memcmp(o, s, len) == 0)
-      return id;
-  }
-  uint32_t id = ++t->n;
-  t->nodes[id] = (tree_node){parent, frame, h, lane};
-  t->slots[i] = id;
-  return id;
-}
-
-/* Marks lane l's stacks that a sample uses, and their ancestors (a
- * parent's id is below its child's); returns how many. */
-static size_t mark_used(uint32_t *used, const jq_save_lane *lane, uint32_t nstacks) {
-  size_t n = 0;
-  for (uint64_t i = 0; i < lane->count; i += jq_event_span(&lane->events[i])) {
-    const jq_event *e = &lane->events[i];
-    if (e->kind == JQ_EV_SAMPLE && e->id >= 1 && e->id <= nstacks)
-      used[e->id] = 1;
-  }
-  for (uint32_t id = nstacks; id >= 1; id--) {
-    uint32_t parent;
-    if (!used[id])
-      continue;
-    n++;
-    jq_stab_stack(lane->stab, id, &parent);
-    if (parent >= 1 && parent < id)
-      used[parent] = 1;
-  }
-  return n;
-}
-
-static void tree_free(frame_tree *t, int nlanes) {
-  if (!t)
-    return;
-  for (int l = 0; l < nlanes && t->node_of; l++)
-    free(t->node_of[l]);
-  free(t->node_of);
-  free(t->nodes);
-  free(t->slots);
-  free(t);
-}
-
-/* The merged tree of the view's samples; *out NULL when there are none. */
-static int tree_build(frame_tree **out, const jq_save_view *v) {
-  *out = NULL;
-  frame_tree *t = calloc(1, sizeof *t);
-  if (!t || !(t->node_of = calloc((size_t)v->nlanes + 1, sizeof *t->node_of))) {
-    free(t);
-    return ENOMEM;
-  }
-  size_t total = 0;
-  for (int l = 0; l < v->nlanes; l++) {
-    const jq_save_lane *lane = &v->lanes[l];
-    if (!lane->stab)
-      continue;
-    uint32_t ns = jq_stab_nstacks(lane->stab);
-    if (!(t->node_of[l] = calloc((size_t)ns + 1, sizeof(uint32_t)))) {
-      tree_free(t, v->nlanes);
-      return ENOMEM;
-    }
-    total += mark_used(t->node_of[l], lane, ns);
-    for (uint64_t i = 0; i < lane->count; i += jq_event_span(&lane->events[i]))
-      t->samples += lane->events[i].kind == JQ_EV_SAMPLE && lane->events[i].id >= 1 &&
-                    lane->events[i].id <= ns;
-  }
-  if (t->samples == 0 && v->sampling.hz <= 0) { /* no samples to write */
-    tree_free(t, v->nlanes);
-    return 0;
-  }
-  size_t slots = 2;
-  while (slots < 2 * total)
-    slots *= 2;
-  t->mask = slots - 1;
-  t->nodes = malloc((total + 1) * sizeof *t->nodes);
-  t->slots = calloc(slots, sizeof *t->slots);
-  if (!t->nodes || !t->slots) {
-    tree_free(t, v->nlanes);
-    return ENOMEM;
-  }
-  for (int l = 0; l < v->nlanes; l++) {
-    uint32_t *node_of = t->node_of[l];
-    for (uint32_t id = 1; node_of && id <= jq_stab_nstacks(v->lanes[l].stab); id++) {
-      uint32_t parent, frame = jq_stab_stack(v->lanes[l].stab, id, &parent);
-      if (node_of[id])
-        node_of[id] = tree_intern(t, v, parent ? node_of[parent] : 0, l, frame);
-    }
-  }
-  *out = t;
-  return 0;
-}
-
 static const char *const frame_kinds[3] = {"lua", "C", "runtime"};
 
 static void put_stack_frames(wbuf *b, const context *c) {
-  const frame_tree *t = c->tree;
+  const jq_frame_tree *t = c->l->tree;
   PUT_LIT(b, ",\n\"stackFrames\":{");
   for (uint32_t id = 1; id <= t->n; id++) {
-    const tree_node *nd = &t->nodes[id];
+    const jq_tree_node *nd = &t->nodes[id];
     size_t len;
     int kind;
-    const char *s = frame_text(c->v, nd->lane, nd->frame, &len, &kind);
+    const char *s = jq_links_frame_text(c->v, nd->lane, nd->frame, &len, &kind);
     const char *k = frame_kinds[kind >= 0 && kind <= JQ_FRAME_RUNTIME ? kind : JQ_FRAME_RUNTIME];
     char *p = wbuf_room(b, 96 + ESCAPED_MAX(len));
     p = id == 1 ? LIT(p, "\n\"") : LIT(p, ",\n\"");
@@ -1119,7 +886,7 @@ static char *put_us3(char *p, uint64_t ns) {
 
 /* The name of a sample's tag: its category's, else "no category" or "tag N". */
 static char *put_sample_cat(char *p, const context *c, uint16_t cat) {
-  return cat == 0 && !c->cat_index[0] ? LIT(p, "no category") : put_cat(p, c, cat);
+  return cat == 0 && !c->l->cat_index[0] ? LIT(p, "no category") : put_cat(p, c, cat);
 }
 
 /* One sample, with pid 1 as every event has (speedscope names a lane
@@ -1175,7 +942,7 @@ static int cmp_sample_at(const void *a, const void *b) {
 /* Lane l's samples by time, with the span each lies in. */
 static int put_lane_samples(wbuf *b, const context *c, int l, int *first) {
   const jq_save_lane *lane = &c->v->lanes[l];
-  const uint32_t *node_of = c->tree->node_of[l];
+  const uint32_t *node_of = c->l->tree->node_of[l];
   uint32_t ns = lane->stab ? jq_stab_nstacks(lane->stab) : 0;
   size_t n = 0;
   for (uint64_t i = 0; i < lane->count; i += jq_event_span(&lane->events[i]))
@@ -1184,7 +951,7 @@ static int put_lane_samples(wbuf *b, const context *c, int l, int *first) {
     return 0;
   sample_at *at = malloc(n * sizeof *at);
   jq_span_cursor cur;
-  int rc = jq_span_cursor_init(&cur, &c->pieces, l);
+  int rc = jq_span_cursor_init(&cur, &c->l->pieces, l);
   if (!at || rc != 0) {
     free(at);
     jq_span_cursor_free(&cur);
@@ -1209,13 +976,13 @@ static int put_lane_samples(wbuf *b, const context *c, int l, int *first) {
 
 /* "stackFrames" and "samples", when the session sampled or has samples. */
 static void put_samples(wbuf *b, const context *c) {
-  if (!c->tree)
+  if (!c->l->tree)
     return;
   put_stack_frames(b, c);
   PUT_LIT(b, ",\n\"samples\":[");
   int first = 1;
   for (int l = 0; l < c->v->nlanes && !b->err; l++)
-    if (c->tree->node_of[l] && put_lane_samples(b, c, l, &first) != 0 && !b->err)
+    if (c->l->tree->node_of[l] && put_lane_samples(b, c, l, &first) != 0 && !b->err)
       b->err = ENOMEM; /* the file is not written */
   PUT_LIT(b, "]");
 }
@@ -1232,7 +999,7 @@ static void put_sampling(wbuf *b, const context *ctx) {
   PUT_LIT(b, ",\"clock\":\"thread-cpu\",\"depth\":");
   put_number(b, sm->depth);
   PUT_LIT(b, ",\"samples\":");
-  put_number(b, ctx->tree ? (int64_t)ctx->tree->samples : 0);
+  put_number(b, ctx->l->tree ? (int64_t)ctx->l->tree->samples : 0);
   PUT_LIT(b, ",\"signals\":");
   put_number(b, (int64_t)sm->signals);
   PUT_LIT(b, ",\"ticks\":");
@@ -1326,7 +1093,7 @@ static void put_profile(wbuf *b, const context *ctx) {
     PUT_LIT(b, ",\"dropped\":");
     put_number(b, (int64_t)l->dropped);
     PUT_LIT(b, ",\"unclosedSpans\":");
-    put_number(b, (int64_t)ctx->pieces.unclosed[i]);
+    put_number(b, (int64_t)ctx->l->pieces.unclosed[i]);
     if (l->dropped) {
       p = wbuf_room(b, 16 + US_MAX);
       p = LIT(p, ",\"fullAtUs\":");
@@ -1375,12 +1142,13 @@ static void write_trace(wbuf *b, const context *c) {
 int jq_json_save(const jq_save_view *v, const char *path, char *err, size_t errlen) {
   fragments marks = {NULL, NULL};
   context ctx;
+  jq_save_links links;
   memset(&ctx, 0, sizeof ctx);
   wbuf b = {NULL, NULL, NULL, -1, 0};
   jq_replace file;
   int rc = ENOMEM;
   if (name_fragments(&marks, v->markers, v->nmarkers, MARKER_TAIL) != 0 ||
-      context_init(&ctx, v, &marks) != 0 || !(b.base = malloc(JQ_WRITE_BUFFER))) {
+      context_init(&ctx, &links, v, &marks) != 0 || !(b.base = malloc(JQ_WRITE_BUFFER))) {
     snprintf(err, errlen, "cannot save trace to '%s': out of memory", path);
     goto done;
   }
