@@ -1028,47 +1028,29 @@ static void put_lane_sampling(wbuf *b, const context *ctx, const jq_save_lane *l
   }
 }
 
-static void put_profile(wbuf *b, const context *ctx) {
-  const jq_save_view *v = ctx->v;
-  PUT_LIT(b, "\n]");
-  put_samples(b, ctx);
-  PUT_LIT(b, ",\n\"" JQ_KEY_PROFILE "\":{\"version\":1,\"clock\":");
-  put_string(b, v->clock, strlen(v->clock));
-  PUT_LIT(b, ",\"pid\":");
-  put_number(b, v->pid);
-  /* Where it sits in time and place: for lining up traces of several
-   * processes (or of a trace and a system one). */
-  if (v->where.host[0]) {
+/* Where the session sits in time and place: for lining up traces of
+ * several processes (or of a trace and a system one). */
+static void put_where(wbuf *b, const jq_save_where *w) {
+  if (w->host[0]) {
     PUT_LIT(b, ",\"host\":");
-    put_string(b, v->where.host, strlen(v->where.host));
+    put_string(b, w->host, strlen(w->host));
   }
-  if (v->where.boot_id[0]) {
+  if (w->boot_id[0]) {
     PUT_LIT(b, ",\"bootId\":");
-    put_string(b, v->where.boot_id, strlen(v->where.boot_id));
+    put_string(b, w->boot_id, strlen(w->boot_id));
   }
   PUT_LIT(b, ",\"clocks\":{\"realtimeNs\":");
-  put_number(b, v->where.realtime_ns);
+  put_number(b, w->realtime_ns);
   PUT_LIT(b, ",\"boottimeNs\":");
-  put_number(b, v->where.boottime_ns);
+  put_number(b, w->boottime_ns);
   PUT_LIT(b, ",\"monotonicNs\":");
-  put_number(b, v->where.monotonic_ns);
+  put_number(b, w->monotonic_ns);
   PUT_LIT(b, "}");
-  PUT_LIT(b, ",\"eventsPerLane\":");
-  put_number(b, (int64_t)v->events_per_lane);
-  /* The session's bounds, on the events' timeline: zero is its start. */
-  uint64_t stop = jq_clock_to_ns(&v->scale, v->stop_ticks);
-  char *p = wbuf_room(b, 48 + 2 * US_MAX);
-  p = LIT(p, ",\"durationUs\":");
-  p = put_us(p, stop);
-  p = LIT(p, ",\"startUs\":0.000,\"stopUs\":");
-  b->p = put_us(p, stop);
-  PUT_LIT(b, ",\"lostEvents\":");
-  put_number(b, (int64_t)v->lost);
-  /* As in the seed's format (version 1), "lanes" is the lane count; the
-   * details of each lane are in "laneInfo". */
-  PUT_LIT(b, ",\"lanes\":");
-  put_number(b, v->nlanes);
-  put_sampling(b, ctx);
+}
+
+/* "laneInfo": one object per lane, in tid order. */
+static void put_lane_info(wbuf *b, const context *ctx) {
+  const jq_save_view *v = ctx->v;
   PUT_LIT(b, ",\n\"laneInfo\":[");
   for (int i = 0; i < v->nlanes; i++) {
     const jq_save_lane *l = &v->lanes[i];
@@ -1095,7 +1077,7 @@ static void put_profile(wbuf *b, const context *ctx) {
     PUT_LIT(b, ",\"unclosedSpans\":");
     put_number(b, (int64_t)ctx->l->pieces.unclosed[i]);
     if (l->dropped) {
-      p = wbuf_room(b, 16 + US_MAX);
+      char *p = wbuf_room(b, 16 + US_MAX);
       p = LIT(p, ",\"fullAtUs\":");
       b->p = put_us(p, jq_clock_to_ns(&v->scale, l->full_at));
     }
@@ -1104,6 +1086,34 @@ static void put_profile(wbuf *b, const context *ctx) {
     put_lane_sampling(b, ctx, l);
     PUT_LIT(b, "}");
   }
+}
+
+static void put_profile(wbuf *b, const context *ctx) {
+  const jq_save_view *v = ctx->v;
+  PUT_LIT(b, "\n]");
+  put_samples(b, ctx);
+  PUT_LIT(b, ",\n\"" JQ_KEY_PROFILE "\":{\"version\":1,\"clock\":");
+  put_string(b, v->clock, strlen(v->clock));
+  PUT_LIT(b, ",\"pid\":");
+  put_number(b, v->pid);
+  put_where(b, &v->where);
+  PUT_LIT(b, ",\"eventsPerLane\":");
+  put_number(b, (int64_t)v->events_per_lane);
+  /* The session's bounds, on the events' timeline: zero is its start. */
+  uint64_t stop = jq_clock_to_ns(&v->scale, v->stop_ticks);
+  char *p = wbuf_room(b, 48 + 2 * US_MAX);
+  p = LIT(p, ",\"durationUs\":");
+  p = put_us(p, stop);
+  p = LIT(p, ",\"startUs\":0.000,\"stopUs\":");
+  b->p = put_us(p, stop);
+  PUT_LIT(b, ",\"lostEvents\":");
+  put_number(b, (int64_t)v->lost);
+  /* As in the seed's format (version 1), "lanes" is the lane count; the
+   * details of each lane are in "laneInfo". */
+  PUT_LIT(b, ",\"lanes\":");
+  put_number(b, v->nlanes);
+  put_sampling(b, ctx);
+  put_lane_info(b, ctx);
   PUT_LIT(b, "],\n\"categories\":[");
   for (int i = 0; i < v->ncategories; i++) {
     const jq_save_name *c = &v->categories[i];
