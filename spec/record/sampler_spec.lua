@@ -418,20 +418,31 @@ describe("what a sample holds", function()
   end)
 
   it("records [table full] when a lane's tables fill, and counts it", function()
+    local q = jobque.new{workers = 1, name = "full"}
     T.stab_limit(10) -- the 8 synthetic frames and stacks, and 2 more
-    p.profile_start(65536, {sample_hz = 1000})
-    burn(0.2 * SCALE)
+    p.profile_start(65536, {sample_hz = 1}) -- its timer all but silent: the ticks are ours
+    q:submit(function()
+      local tick = require("jobque.core")._test.sampler_tick
+      for i = 1, 20 do -- 20 functions of their own: more frames than the tables hold
+        load("local tick = ... tick() local x = 0 for k = 1, 10 do x = x + k end return x", "=f" .. i)(tick)
+      end
+    end):wait()
     p.profile_stop()
     local trace = S.save(p)
-    local full = 0
+    local full, all = 0, 0
     for _, s in ipairs(samples_of(trace)) do
-      if s.stack[1] == "[table full]" then
-        full = full + 1
-        assert.are.equal(1, #s.stack)
+      if s.lane == "full 0" then
+        all = all + 1
+        if s.stack[1] == "[table full]" then
+          full = full + 1
+          assert.are.equal(1, #s.stack)
+        end
       end
     end
-    assert.is_true(enough(full > 0))
-    assert.are.equal(full, lane_info(trace, "caller").samplesSkipped.tableFull)
+    assert.are.equal(20, all)
+    assert.are.equal(19, full) -- the first: the job's function and chunk f1, the last two frames that fit
+    assert.are.equal(full, lane_info(trace, "full 0").samplesSkipped.tableFull)
+    q:close()
   end)
 
   it("shows a coroutine.wrap generator's frames above its resumer's and the job's", function()
@@ -471,7 +482,9 @@ describe("what a sample holds", function()
         end
       end
     end
-    assert.is_true(enough(total > 0 and in_gen >= 0.7 * total), in_gen .. " of " .. total)
+    -- 4/5 of the loop; the instrumented builds' resumes cost more, charged to consume's line
+    local share = S.sanitized and 0.5 or 0.7
+    assert.is_true(enough(total > 0 and in_gen >= share * total), in_gen .. " of " .. total)
     q:close()
   end)
 
