@@ -143,33 +143,6 @@ static inline char *put_dur(char *p, uint64_t a, uint64_t z) {
   return put_us_time(p, (us_time){y.whole - x.whole, y.frac - x.frac});
 }
 
-/* Length of a valid UTF-8 sequence at s (at most n bytes), or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t n) {
-  unsigned c = s[0];
-  size_t len;
-  unsigned min;
-  if (c >= 0xc2 && c <= 0xdf) {
-    len = 2, min = 0x80;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    len = 3, min = 0x800;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    len = 4, min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (n < len)
-    return 0;
-  unsigned cp = c & (0x3fu >> (len - 1));
-  for (size_t i = 1; i < len; i++) {
-    if ((s[i] & 0xc0) != 0x80)
-      return 0;
-    cp = (cp << 6) | (s[i] & 0x3fu);
-  }
-  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-    return 0;
-  return len;
-}
-
 /* The longest escape of n input bytes: "\u00XX" per byte, 3 bytes of U+FFFD
  * per invalid byte. */
 #define ESCAPED_MAX(n) ((n) * 6)
@@ -202,7 +175,7 @@ static char *json_escape(char *p, const char *str, size_t n) {
       }
       i++;
     } else {
-      size_t len = utf8_seq(s + i, n - i);
+      size_t len = jq_utf8_seq(s + i, n - i);
       if (len) {
         memcpy(p, s + i, len);
         p += len;
@@ -785,21 +758,11 @@ static void put_counts(const lane_out *o, const jq_event *e) {
   o->b->p = LIT(p, "}}");
 }
 
-/* Whether another lane of the view has lane `index`'s name (two unnamed
- * queues both have a "worker 0"). */
-static int lane_name_shared(const jq_save_view *v, int index) {
-  const char *name = v->lanes[index].name;
-  for (int i = 0; i < v->nlanes; i++)
-    if (i != index && strncmp(v->lanes[i].name, name, sizeof v->lanes[i].name) == 0)
-      return 1;
-  return 0;
-}
-
 static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane, int tid) {
   lane_out o = {b, c, lane, {0}, 0, 0, tid - 1, {0}, 0};
   char *hp = LIT(o.heap, "heap ");
   hp = json_escape(hp, lane->name, strnlen(lane->name, sizeof lane->name));
-  if (lane_name_shared(c->v, o.index)) { /* a track per lane: "heap worker 0 (tid 3)" */
+  if (jq_links_lane_name_shared(c->v, o.index)) { /* a track per lane: "heap worker 0 (tid 3)" */
     hp = LIT(hp, " (tid ");
     hp = jq_put_u64(hp, (uint64_t)tid);
     hp = LIT(hp, ")");

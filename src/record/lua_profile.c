@@ -152,17 +152,61 @@ static int l_profile_stop(lua_State *L) {
   return 0;
 }
 
-/* profile_save(path) -> true | false, message [, errno]
- * The file is written by file_replace.h's rules: replaced atomically, a
- * symlink at `path` followed, mode and owner kept, a device or FIFO written
- * in place (so /dev/full gives false, "... No space left on device", 28). */
+/* Whether `path` names a Perfetto protobuf file by its extension. */
+static int proto_by_name(const char *path, size_t len) {
+  static const char *const ext[] = {".pftrace", ".perfetto-trace"};
+  for (int i = 0; i < 2; i++) {
+    size_t n = strlen(ext[i]);
+    if (len >= n && strcmp(path + len - n, ext[i]) == 0)
+      return 1;
+  }
+  return 0;
+}
+
+/* profile_save's options (the table at 2, if any): format. Returns whether
+ * to write protobuf: the format asked, else by the path's extension. */
+static int save_format(lua_State *L, const char *path, size_t len) {
+  int proto = proto_by_name(path, len);
+  if (lua_isnoneornil(L, 2))
+    return proto;
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, 2) != 0) {
+    const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+    if (key && strcmp(key, "format") == 0) {
+      const char *f = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+      if (f && strcmp(f, "json") == 0)
+        proto = 0;
+      else if (f && strcmp(f, "proto") == 0)
+        proto = 1;
+      else
+        luaL_argerror(L, 2, lua_pushfstring(L, "format must be \"json\" or \"proto\", got %s",
+                                            lua_type(L, -1) == LUA_TSTRING
+                                                ? lua_pushfstring(L, "\"%s\"", f)
+                                                : luaL_typename(L, -1)));
+    } else {
+      lua_pushvalue(L, -2);
+      luaL_error(L, "profile_save: unknown option '%s' (known: format)", luaL_tolstring(L, -1, NULL));
+    }
+    lua_pop(L, 1);
+  }
+  return proto;
+}
+
+/* profile_save(path [, {format = "json" | "proto"}]) -> true | false, message [, errno]
+ * Protobuf when asked, or by the extension (.pftrace, .perfetto-trace);
+ * else JSON. The file is written by file_replace.h's rules: replaced
+ * atomically, a symlink at `path` followed, mode and owner kept, a device
+ * or FIFO written in place (so /dev/full gives false, "... No space left
+ * on device", 28). */
 static int l_profile_save(lua_State *L) {
   size_t len;
   const char *path = luaL_checklstring(L, 1, &len);
   luaL_argcheck(L, strlen(path) == len, 1, "path contains a zero byte");
+  int proto = save_format(L, path, len);
   char err[2 * PATH_MAX + 512]; /* the path, and a link of its chain (file_replace.h) */
   int errnum;
-  int rc = jq_session_save(path, err, sizeof err, &errnum);
+  int rc = jq_session_save(path, proto, err, sizeof err, &errnum);
   if (rc == JQ_SAVE_OK) {
     lua_pushboolean(L, 1);
     return 1;

@@ -111,6 +111,14 @@ const jq_event *jq_links_text_after(const jq_save_lane *lane, uint64_t i, int64_
 }
 
 
+int jq_links_lane_name_shared(const jq_save_view *v, int index) {
+  const char *name = v->lanes[index].name;
+  for (int i = 0; i < v->nlanes; i++)
+    if (i != index && strncmp(v->lanes[i].name, name, sizeof v->lanes[i].name) == 0)
+      return 1;
+  return 0;
+}
+
 /* ---- the samples' merged frames ---- */
 
 

@@ -62,6 +62,33 @@ typedef struct jq_save_links {
   jq_frame_tree *tree;     /* the samples' frames (NULL: no samples to write) */
 } jq_save_links;
 
+/* Length of a valid UTF-8 sequence at s (at most n bytes), or 0. */
+static inline size_t jq_utf8_seq(const unsigned char *s, size_t n) {
+  unsigned c = s[0];
+  size_t len;
+  unsigned min;
+  if (c >= 0xc2 && c <= 0xdf) {
+    len = 2, min = 0x80;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    len = 3, min = 0x800;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4, min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (n < len)
+    return 0;
+  unsigned cp = c & (0x3fu >> (len - 1));
+  for (size_t i = 1; i < len; i++) {
+    if ((s[i] & 0xc0) != 0x80)
+      return 0;
+    cp = (cp << 6) | (s[i] & 0x3fu);
+  }
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+    return 0;
+  return len;
+}
+
 /* 0, or ENOMEM (free it all the same). */
 int jq_save_links_init(jq_save_links *l, const jq_save_view *v);
 void jq_save_links_free(jq_save_links *l);
@@ -72,6 +99,9 @@ int jq_links_has(const uint64_t *sorted, size_t n, uint64_t key);
 size_t jq_links_first_dep(const jq_save_links *l, uint64_t job);
 /* The error text recorded for `job` right after event i of a lane, or NULL. */
 const jq_event *jq_links_text_after(const jq_save_lane *lane, uint64_t i, int64_t job);
+/* Whether another lane of the view has lane `index`'s name (two unnamed
+ * queues both have a "worker 0"). */
+int jq_links_lane_name_shared(const jq_save_view *v, int index);
 /* The text and kind (JQ_FRAME_*) of frame `frame` of lane `lane`'s tables. */
 const char *jq_links_frame_text(const jq_save_view *v, int lane, uint32_t frame, size_t *len,
                                 int *kind);

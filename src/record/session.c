@@ -33,6 +33,7 @@
 #endif
 
 #include "record/json_writer.h"
+#include "record/proto_writer.h"
 #include "record/sample_tables.h"
 #include "record/sampler.h"
 
@@ -650,7 +651,7 @@ static void snapshot_lane(jq_save_lane *s, const jq_lane *l) {
   memcpy(s->name, l->name, sizeof s->name);
 }
 
-int jq_session_save(const char *path, char *err, size_t errlen, int *errnum) {
+int jq_session_save(const char *path, int proto, char *err, size_t errlen, int *errnum) {
   static jq_save_lane lanes[JQ_MAX_LANES]; /* control_mu held while in use */
   jq_session_init();
   *errnum = 0;
@@ -697,7 +698,7 @@ int jq_session_save(const char *path, char *err, size_t errlen, int *errnum) {
   int rc = snapshot_registries(&v, &block);
   pthread_mutex_unlock(&reg_mu);
   if (rc == 0)
-    rc = jq_json_save(&v, path, err, errlen);
+    rc = proto ? jq_proto_save(&v, path, err, errlen) : jq_json_save(&v, path, err, errlen);
   else
     snprintf(err, errlen, "cannot save trace to '%s': out of memory", path);
   free(block);

@@ -80,7 +80,7 @@ enum { JQ_SAVE_OK = 0, JQ_SAVE_ARMED, JQ_SAVE_EMPTY, JQ_SAVE_IO };
 
 /* Writes the last session to `path` (atomically). On failure fills `err`
  * and, for JQ_SAVE_IO, `*errnum`. */
-int jq_session_save(const char *path, char *err, size_t errlen, int *errnum);
+int jq_session_save(const char *path, int proto, char *err, size_t errlen, int *errnum);
 
 #ifdef JQ_TESTING
 /* Number of lanes ever created (for the thread-reuse spec). */
