@@ -6,8 +6,10 @@
 -- Perfetto's trace processor v20.1 from node (spec/consumers/compare_proto.cjs,
 -- left to the plain run under the sanitizer hosts). The tools are checked
 -- first on a trace encoded by hand (spec/consumers/tiny_pftrace.lua), whose
--- contents are known by construction; the sessions' checks are pending while
--- `profile_save` writes no protobuf.
+-- contents are known by construction. Last, `report --json` of the .pftrace
+-- must be that of the JSON. The sessions' checks are pending while
+-- `profile_save` writes no protobuf, and the report's while `report` reads
+-- none.
 local S = require "support"
 local D = require "consumers.proto_decode"
 local tiny = require "consumers.tiny_pftrace"
@@ -154,10 +156,11 @@ end)
 
 -- What the writer of today makes of a .pftrace path: whether its first
 -- byte is 0x0A (a TracePacket), on a one-marker session.
-local writes_proto
+local writes_proto, probe_path
 local function proto_writer()
   if writes_proto == nil then
     local path = S.tmpfile("probe.pftrace")
+    probe_path = path
     local m = p.profile_marker_id("proto probe")
     p.profile_start(16)
     p.profile_marker(m, 1)
@@ -167,6 +170,17 @@ local function proto_writer()
     writes_proto = S.read(path):sub(1, 1) == "\x0A"
   end
   return writes_proto
+end
+
+-- Whether `jobque-profile report` reads that probe (the reader's half).
+local reads_proto
+local function proto_reader()
+  if reads_proto == nil then
+    assert(proto_writer())
+    local code = S.cli(("report --json '%s'"):format(probe_path))
+    reads_proto = code == 0
+  end
+  return reads_proto
 end
 
 -- A sampled session whose samples are put by hand (spec/record/samples_file_spec.lua
@@ -241,6 +255,17 @@ describe("a session saved as JSON and as .pftrace", function()
       local counts = D.json_counts(cjson.decode(S.read(json)))
       assert.is_true(counts.slices > 0, "a session without slices")
       assert.are.same({}, protoc_differences(counts, decoded(proto)))
+    end)
+
+    it(session[1] .. ": report --json of the .pftrace is that of the JSON", function()
+      if not proto_writer() then pending("needs the proto writer") end
+      if not proto_reader() then pending("needs the proto reader (report of a .pftrace)") end
+      local json, proto = both(i)
+      local code, out, err = S.cli(("report --json '%s'"):format(json))
+      assert.are.equal(0, code, err)
+      local pcode, pout, perr = S.cli(("report --json '%s'"):format(proto))
+      assert.are.equal(0, pcode, perr)
+      assert.are.equal(out, pout)
     end)
 
     it_in_node(session[1] .. ": Perfetto's trace processor reads both files alike", function()
