@@ -114,7 +114,7 @@ function D.json_counts(doc)
     if e.flow_in == true then table.insert(c.flow_ends, id_text(e.bind_id)) end
   end
   for _, s in ipairs(doc.samples or {}) do
-    c.sample_weight = c.sample_weight + (s.weight or 1)
+    c.sample_weight = c.sample_weight + math.tointeger(s.weight or 1)
   end
   return c
 end
