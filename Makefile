@@ -2,7 +2,7 @@
 LUA        ?= lua5.4
 BUSTED     := /usr/bin/busted
 DEB_PACKAGES := lua5.4 liblua5.4-dev lua-cjson lua-busted lua-check luarocks cmake gcc make \
-                libc6-dev valgrind lua-luv lua-argparse chromium
+                libc6-dev valgrind lua-luv lua-argparse chromium protobuf-compiler
 BUILD_ARGS := -DJOBQUE_TESTING=ON
 
 .PHONY: all deps build build-sanitizers demo spec test lint-js bench mutate mutate-random clean

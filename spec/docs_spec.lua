@@ -173,53 +173,12 @@ describe("the API pages", function()
 end)
 
 describe("docs/trace-format.md", function()
-  local jobque = require "jobque"
   local p = require "jobque_profile"
 
-  -- A session with every kind of event the queue records by itself (a
-  -- worker's wake after parking is recorded only if it parks) and a caller
-  -- lane that fills.
+  -- The session of S.record_everything (every kind of event), saved.
   local function record_everything()
-    local cat = p.profile_category("docs spec")
-    local mark = p.profile_marker_id("docs spec marker")
-    p.profile_start(400)
-    p.profile_tag(cat)
-    jobque.with_job_que({workers = 1}, function(q)
-      local child_of = q:submit(function()
-        local inner = jobque.current():submit(function() return 1 end)
-        return inner:wait() + 1                     -- an await on the worker
-      end)
-      assert(child_of:wait() == 2)                  -- a wait on the caller
-      local T = require("jobque.core")._test
-      T.stop(false) -- holds `first` until its dependant is submitted: an `after` arrow, surely
-      local first = q:submit(function()
-        local flag = require("jobque.core")._test
-        while not flag.stopping() do end
-      end)
-      local dependant = q:after({first}, function() return 2 end)
-      T.stop()
-      assert(dependant:wait() == 2)
-      assert(not q:submit(function() error("docs spec failure") end):pwait())
-      assert(not q:submit(function() return io.stdout end):pwait()) -- fails copying out
-      q:submit(function() -- a span across an await, a zone, and a span its job leaves open
-        local P = require "jobque_profile"
-        local z <close> = P.profile_zone("docs spec zone") -- luacheck: ignore z
-        P.profile_span("docs spec span", function() jobque.current():submit(function() end):wait() end)
-        P.profile_begin("docs spec open")
-      end):wait()
-    end)
-    p.profile_counter("docs spec counter", 1)
-    local q0 = jobque.new{workers = 0}              -- its jobs run in the caller's waits:
-    q0:submit(function() end):wait()                -- a wait slice, surely
-    q0:submit(function() end)
-    q0:wait_all()                                   -- a wait all slice
-    q0:submit(function() end)
-    q0:close()                                      -- cancels the job
-    p.profile_tag(0)
-    for i = 1, 500 do p.profile_marker(mark, i) end -- fills the caller's lane
-    p.profile_stop()
-    local t = S.save(p)
-    return t
+    S.record_everything()
+    return (S.save(p))
   end
 
   it("describes every key, name and category of a saved trace", function()
