@@ -81,7 +81,7 @@ describe("a saved .pftrace, decoded by protoc", function()
     assert.are.equal(3, count("type: TYPE_INSTANT"))      -- the markers
     assert.are.equal(1, count("type: TYPE_SLICE_BEGIN"))  -- the span's one piece
     assert.are.equal(1, count("type: TYPE_SLICE_END"))
-    assert.are.equal(1, count('name: "tick mark"'))       -- its track's name
+    assert.are.equal(2, count('name: "tick mark"'))       -- its track's name, and interned once for its events
     assert.are.equal(1, count("process_name: \"jobque_profile\""))
     assert.are.equal(1, count("thread_name: \"caller\""))
     assert.are.equal(1, count("primary_trace_clock: 6"))
