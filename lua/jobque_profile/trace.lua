@@ -1064,7 +1064,8 @@ function M.load(path, options)
   end
   local f, err = io.open(path, "rb")
   if not f then return nil, ("cannot open %s"):format(err) end
-  local head = f:read(64) or ""
+  -- a file that can seek is sniffed (a pipe's bytes would be gone)
+  local head = f:seek("cur") and f:read(64) or ""
   local bytes = f:seek("end") or 0
   f:close()
   -- A Perfetto protobuf trace starts with the byte 0x0A (a packet's tag); a
