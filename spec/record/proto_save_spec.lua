@@ -91,6 +91,32 @@ describe("a saved .pftrace, decoded by protoc", function()
   end)
 end)
 
+describe("a saved .pftrace's trace attribute", function()
+  it("holds the JSON file's jobqueProfile object, the same session's", function()
+    local cjson = require "cjson"
+    local q = require("jobque").new{workers = 1}
+    p.profile_start(1024)
+    q:submit(function() return 1 end):wait()
+    p.profile_marker(p.profile_marker_id("token"), 1)
+    p.profile_stop()
+    local json, proto = S.tmpfile("t.json"), S.tmpfile("t.pftrace")
+    assert(p.profile_save(json))
+    assert(p.profile_save(proto))
+    q:close()
+    local bytes = S.read(proto)
+    -- Attribute {key (1): "jobqueProfile", string_value (3): the text}
+    local at = assert(bytes:find("\x0a\x0djobqueProfile\x1a", 1, true), "no jobqueProfile attribute")
+    local i, len, shift = at + 16, 0, 0
+    repeat -- the text's varint length
+      local byte = bytes:byte(i)
+      len = len | ((byte & 0x7f) << shift)
+      shift, i = shift + 7, i + 1
+    until byte < 0x80
+    local attribute = cjson.decode(bytes:sub(i, i + len - 1))
+    assert.are.same(cjson.decode(S.read(json)).jobqueProfile, attribute)
+  end)
+end)
+
 describe("jobque-profile on a .pftrace", function()
   it("says it reads JSON only, status 1", function()
     one_marker_session()

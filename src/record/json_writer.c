@@ -8,6 +8,7 @@
  * produce everything; times are integer nanoseconds printed, with integer
  * arithmetic, as microseconds in 2048ths (see put_us).
  */
+#define _GNU_SOURCE /* memfd_create */
 #include "record/json_writer.h"
 
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "common/digits.h"
@@ -1051,11 +1053,10 @@ static void put_lane_info(wbuf *b, const context *ctx) {
   }
 }
 
-static void put_profile(wbuf *b, const context *ctx) {
+/* The jobqueProfile object, from { to }. */
+static void put_profile_object(wbuf *b, const context *ctx) {
   const jq_save_view *v = ctx->v;
-  PUT_LIT(b, "\n]");
-  put_samples(b, ctx);
-  PUT_LIT(b, ",\n\"" JQ_KEY_PROFILE "\":{\"version\":1,\"clock\":");
+  PUT_LIT(b, "{\"version\":1,\"clock\":");
   put_string(b, v->clock, strlen(v->clock));
   PUT_LIT(b, ",\"pid\":");
   put_number(b, v->pid);
@@ -1097,7 +1098,63 @@ static void put_profile(wbuf *b, const context *ctx) {
     put_string(b, m->name, m->len);
     PUT_LIT(b, "}");
   }
-  PUT_LIT(b, "]}}\n");
+  PUT_LIT(b, "]}");
+}
+
+static void put_profile(wbuf *b, const context *ctx) {
+  PUT_LIT(b, "\n]");
+  put_samples(b, ctx);
+  PUT_LIT(b, ",\n\"" JQ_KEY_PROFILE "\":");
+  put_profile_object(b, ctx);
+  PUT_LIT(b, "}\n");
+}
+
+int jq_json_profile_text(const jq_save_view *v, const jq_save_links *l, char **text, size_t *len) {
+  context ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.v = v;
+  ctx.l = (jq_save_links *)l; /* read only: the object reads the view and the links */
+  *text = NULL;
+  *len = 0;
+  wbuf b = {NULL, NULL, NULL, -1, 0};
+  if (!(b.base = malloc(JQ_WRITE_BUFFER)))
+    return ENOMEM;
+  b.p = b.base;
+  b.end = b.base + JQ_WRITE_BUFFER;
+  b.fd = memfd_create("jobque-profile", MFD_CLOEXEC);
+  if (b.fd < 0) {
+    int e = errno;
+    free(b.base);
+    return e;
+  }
+  put_profile_object(&b, &ctx);
+  wbuf_flush(&b);
+  free(b.base);
+  int rc = b.err;
+  off_t end = rc ? 0 : lseek(b.fd, 0, SEEK_END);
+  if (!rc && end < 0)
+    rc = errno;
+  size_t n = end > 0 ? (size_t)end : 0;
+  if (!rc && !(*text = malloc(n + 1)))
+    rc = ENOMEM;
+  for (size_t got = 0; !rc && got < n;) {
+    ssize_t r = pread(b.fd, *text + got, n - got, (off_t)got);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      rc = r < 0 ? errno : EIO;
+    else
+      got += (size_t)r;
+  }
+  close(b.fd);
+  if (rc) {
+    free(*text);
+    *text = NULL;
+    return rc;
+  }
+  (*text)[n] = '\0';
+  *len = n;
+  return 0;
 }
 
 static void write_trace(wbuf *b, const context *c) {

@@ -20,6 +20,13 @@
 /* Returns 0, or an errno value with a message in `err`. */
 int jq_json_save(const jq_save_view *v, const char *path, char *err, size_t errlen);
 
+struct jq_save_links;
+/* The text of the jobqueProfile object the JSON file would hold, for the
+ * protobuf file's trace attribute (l: built for v). 0 with *text (malloc,
+ * NUL-ended) and *len, or an errno. */
+int jq_json_profile_text(const jq_save_view *v, const struct jq_save_links *l, char **text,
+                         size_t *len);
+
 #ifdef JQ_TESTING
 /* What the writer prints for a slice from a_ns to z_ns (nanoseconds since
  * the session's start): `ts,"dur":dur`, at most 80 bytes, not terminated.

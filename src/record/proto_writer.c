@@ -23,6 +23,7 @@
 
 #include "common/file_replace.h"
 #include "record/events.h"
+#include "record/json_writer.h"
 #include "record/sample_tables.h"
 #include "record/save_links.h"
 #include "record/spans.h"
@@ -1073,10 +1074,33 @@ static int put_other_tracks(writer *w) {
   return rc;
 }
 
+/* The trace attribute jobqueProfile: the JSON file's object of that name
+ * (the legend, the lanes, the counts), for a reader of ours. */
+static int put_attributes(writer *w) {
+  char *text;
+  size_t len;
+  int rc = jq_json_profile_text(w->v, w->l, &text, &len);
+  if (rc)
+    return rc;
+  pk *k = &w->k;
+  size_t at = pk_open(k, TP_ATTRIBUTES);
+  size_t a = pk_open(k, 1);
+  pk_cstring(k, 1, "jobqueProfile");
+  pk_string(k, 3, text, len);
+  pk_close(k, a);
+  pk_close(k, at);
+  emit(w);
+  free(text);
+  return 0;
+}
+
 static int write_trace(writer *w) {
   put_clocks(w);
+  int rc = put_attributes(w);
+  if (rc)
+    return rc;
   put_process_tracks(w);
-  int rc = put_other_tracks(w);
+  rc = put_other_tracks(w);
   for (int l = 0; l < w->v->nlanes && !rc && !w->o->err; l++)
     rc = write_lane(w, l);
   out_flush(w->o);
