@@ -154,6 +154,7 @@ do
   q:close()
   p.profile_stop()
   assert(p.profile_save(S.tmpfile()))
+  assert(p.profile_save(S.tmpfile("t.pftrace"))) -- the protobuf writer, samples and all
 end
 collectgarbage()
 collectgarbage()
@@ -161,6 +162,7 @@ assert(T.live_queues() == 0, "queues left alive: " .. T.live_queues())
 p.profile_stop()
 assert(p.profile_save(S.tmpfile()))
 assert(not p.profile_save("/nonexistent/dir/x.json"))
+assert(not p.profile_save("/nonexistent/dir/x.pftrace"))
 assert(not pcall(p.profile_start, 1 << 50))
 os.execute("rm -rf '" .. S.tmpdir .. "'")
 print("leak check: done")
