@@ -39,16 +39,8 @@ typedef struct wbuf {
 } wbuf;
 
 static void wbuf_flush(wbuf *b) {
-  const char *q = b->base;
-  while (!b->err && q < b->p) {
-    ssize_t n = write(b->fd, q, (size_t)(b->p - q));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      b->err = n < 0 ? errno : EIO;
-    else
-      q += n;
-  }
+  if (!b->err)
+    b->err = jq_write_all(b->fd, b->base, (size_t)(b->p - b->base));
   b->p = b->base;
 }
 

@@ -66,16 +66,8 @@ typedef struct out {
 } out;
 
 static void out_flush(out *o) {
-  const uint8_t *q = o->base;
-  while (!o->err && q < o->p) {
-    ssize_t n = write(o->fd, q, (size_t)(o->p - q));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      o->err = n < 0 ? errno : EIO;
-    else
-      q += n;
-  }
+  if (!o->err)
+    o->err = jq_write_all(o->fd, o->base, (size_t)(o->p - o->base));
   o->p = o->base;
 }
 
