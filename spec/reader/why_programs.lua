@@ -136,11 +136,15 @@ function M.chain_after(n, link_us, wide, wide_us)
     local q <close> = jobque.new{workers = 2}
     local links, wides = {}, {}
     t.sub0 = clock()
+    -- Every link after the first also waits for wides[1], submitted before
+    -- the first link so that it starts first and ends long before it (a
+    -- loaded machine once started a second worker 4 ms late, and a wide job
+    -- submitted after the first link ended after it, rightly on the path).
+    wides[1] = q:submit(sleeper, wide_us)
     links[1] = q:submit(sleeper, link_us)
     for k = 2, n do
       for _ = 1, wide do wides[#wides + 1] = q:submit(sleeper, wide_us) end
-      -- (its first dependency a wide job, which ends long before the link
-      -- before it: the chain is the second)
+      -- (its first dependency the wide job that ended first: the chain is the second)
       links[k] = q:after({wides[1], links[k - 1]}, sleeper, link_us)
     end
     t.t_subs = clock()
