@@ -117,12 +117,19 @@ static int pk_room(pk *k, size_t need) {
   return 1;
 }
 
-static void pk_varint(pk *k, uint64_t v) {
-  if (pk_room(k, 10))
-    k->n += varint_to(k->b + k->n, v);
+static inline __attribute__((always_inline)) void pk_varint(pk *k, uint64_t v) {
+  if (k->n + 10 > k->cap && !pk_room(k, 10))
+    return;
+  uint8_t *p = k->b + k->n;
+  if (v < 0x80) { /* most tags and small values: one byte */
+    *p = (uint8_t)v;
+    k->n++;
+    return;
+  }
+  k->n += varint_to(p, v);
 }
 
-static void pk_uint(pk *k, uint32_t field, uint64_t v) {
+static inline __attribute__((always_inline)) void pk_uint(pk *k, uint32_t field, uint64_t v) {
   pk_varint(k, (uint64_t)field << 3);
   pk_varint(k, v);
 }
@@ -845,7 +852,10 @@ static int gather(writer *w) {
     uint64_t t = ns_at(w, lane->full_at);
     rc = add(w, t, t, 0, CLS_POINT, W_FULL, 0);
   }
-  if (!rc)
+  size_t sorted = 1; /* a lane of instants alone is in order already */
+  while (!rc && sorted < w->nrecs && cmp_rec(&w->recs[sorted - 1], &w->recs[sorted]) <= 0)
+    sorted++;
+  if (!rc && sorted < w->nrecs)
     qsort(w->recs, w->nrecs, sizeof *w->recs, cmp_rec);
   return rc;
 }
