@@ -482,8 +482,11 @@ describe("what a sample holds", function()
         end
       end
     end
-    -- 4/5 of the loop; the instrumented builds' resumes cost more, charged to consume's line
-    local share = S.sanitized and 0.5 or 0.7
+    -- 4/5 of the loop (77% to 82% on a quiet machine); on a loaded one the
+    -- full suite once gave 64% (and 58% under ASan, whose resumes cost more,
+    -- charged to consume's line): the share is checked for a clear majority,
+    -- the frames of every sample in the generator exactly
+    local share = S.sanitized and 0.5 or 0.55
     assert.is_true(enough(total > 0 and in_gen >= share * total), in_gen .. " of " .. total)
     q:close()
   end)
