@@ -283,3 +283,57 @@ describe("a session saved as JSON and as .pftrace", function()
     end)
   end
 end)
+
+-- Rows of one SQL query on a trace, by Perfetto's trace processor (node).
+local function tp_rows(path, sql)
+  local out = S.tmpfile("tp.txt")
+  local ok = os.execute(("timeout 300 node spec/consumers/tp_query.cjs '%s' \"%s\" >'%s' 2>&1"):format(path, sql, out))
+  local text = S.read(out)
+  assert(ok, "spec/consumers/tp_query.cjs failed:\n" .. text)
+  local rows = {}
+  for line in text:gmatch("[^\n]+") do
+    if line:sub(1, 1) == "{" then rows[#rows + 1] = cjson.decode(line) end
+  end
+  return rows
+end
+
+describe("a .pftrace's times and args, slice by slice, against the JSON's", function()
+  it_in_node("puts the arrow ends of a job's many `after` dependencies where the JSON does", function()
+    -- A job whose first slice is shorter in ns than its dependencies are
+    -- many: the JSON spaces their ends 1/2048 us apart, up to the slice's end.
+    local jobque = require "jobque"
+    local q = jobque.new{workers = 1}
+    p.profile_start(65536)
+    local gate = q:submit(function() -- holds the one worker until every dependency is pending
+      local t = os.clock()
+      while os.clock() - t < 0.05 do end
+    end)
+    local deps = {}
+    for i = 1, 300 do deps[i] = q:submit(function(g) return g and 0 end, gate) end
+    q:after(deps, function() return 1 end):wait()
+    p.profile_stop()
+    local json, proto = S.tmpfile("after.json"), S.tmpfile("after.pftrace")
+    assert(p.profile_save(json))
+    assert(p.profile_save(proto))
+    q:close()
+    local function column(path, sql, key)
+      local v = {}
+      for _, r in ipairs(tp_rows(path, sql)) do v[#v + 1] = r[key] end
+      table.sort(v)
+      return v
+    end
+    local ends = "select s.ts as ts, s.depth as depth from slice s "
+      .. "where s.name = 'after' and s.category = 'flow' order by s.ts"
+    -- the JSON's times count from the session's start, the .pftrace's on BOOTTIME
+    local boot0 = math.tointeger(S.read(json):match('"boottimeNs":(%d+)'))
+    local a, b = column(json, ends, "ts"), column(proto, ends, "ts")
+    for i = 1, #b do b[i] = math.tointeger(b[i]) - boot0 end
+    for i = 1, #a do a[i] = math.tointeger(a[i]) end
+    assert.are.equal(300, #a)
+    assert.are.equal(#a, #b)
+    for i = 1, #a do -- v20.1 truncates the JSON's us x 1000, llround does not: 1 ns apart at most
+      assert(math.abs(a[i] - b[i]) <= 1, ("arrow end %d: %d ns in the JSON, %d in the .pftrace"):format(i, a[i], b[i]))
+    end
+    assert.are.same(column(json, ends, "depth"), column(proto, ends, "depth"))
+  end)
+end)

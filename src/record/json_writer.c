@@ -103,6 +103,39 @@ static inline us_time us_of(uint64_t ns) {
   return t;
 }
 
+/* The nanoseconds a reader gets back from a printed time: llround(us * 1000),
+ * exact for a multiple of 1/2048 us (ties away from zero). */
+static inline uint64_t ns_read(us_time t) {
+  return t.whole * 1000 + ((uint64_t)t.frac * 125 + 128) / 256;
+}
+
+/* The difference y - x of two printed times. */
+static inline us_time us_diff(us_time x, us_time y) {
+  if (y.frac < x.frac) { /* y > x: y.whole > x.whole */
+    y.frac += 2048;
+    y.whole--;
+  }
+  return (us_time){y.whole - x.whole, y.frac - x.frac};
+}
+
+/* The k-th (from 1) arrow end of a first slice from a to z (ns): k/2048 us
+ * after its printed start, at most at its printed end (put_after_ends). */
+static inline us_time after_point(uint64_t a, uint64_t z, uint64_t k) {
+  us_time start = us_of(a), end = us_of(z > a ? z : a);
+  uint64_t len = (end.whole - start.whole) * 2048 + end.frac - start.frac;
+  uint64_t units = start.frac + (k < len ? k : len);
+  return (us_time){start.whole + units / 2048, (unsigned)(units % 2048)};
+}
+
+uint64_t jq_json_after_ns(uint64_t a_ns, uint64_t z_ns, uint64_t k) {
+  return ns_read(after_point(a_ns, z_ns, k));
+}
+
+double jq_json_dur_us(uint64_t a_ns, uint64_t z_ns) {
+  us_time d = us_diff(us_of(a_ns), us_of(z_ns > a_ns ? z_ns : a_ns));
+  return (double)d.whole + d.frac / 2048.0;
+}
+
 #define US_MAX 33 /* the longest time put_us_time writes: 20 digits, '.', 11 */
 
 /* t exactly: frac/2048 = frac * 5^11 / 10^11, trailing zeros dropped down to
@@ -129,12 +162,7 @@ static inline char *put_us(char *p, uint64_t ns) {
 /* The length from a to z (ns, a <= z): the difference of the two printed
  * times, so that a reader's ts + dur is the end's time. */
 static inline char *put_dur(char *p, uint64_t a, uint64_t z) {
-  us_time x = us_of(a), y = us_of(z);
-  if (y.frac < x.frac) { /* y > x: y.whole > x.whole */
-    y.frac += 2048;
-    y.whole--;
-  }
-  return put_us_time(p, (us_time){y.whole - x.whole, y.frac - x.frac});
+  return put_us_time(p, us_diff(us_of(a), us_of(z)));
 }
 
 /* The longest escape of n input bytes: "\u00XX" per byte, 3 bytes of U+FFFD
@@ -467,15 +495,11 @@ static char *put_point_head(char *p, const lane_out *o, uint64_t t0) {
  * such a slice at its parent's start, or beside another, is never opened. */
 static void put_after_ends(const lane_out *o, const jq_event *e) {
   const context *c = o->c;
-  uint64_t a = ns_at(o, e->t0), z = ns_at(o, e->t1);
-  us_time start = us_of(a), end = us_of(z > a ? z : a);
-  uint64_t len = (end.whole - start.whole) * 2048 + end.frac - start.frac, step = 0;
+  uint64_t a = ns_at(o, e->t0), z = ns_at(o, e->t1), rank = 0;
   for (size_t k = jq_links_first_dep(c->l, (uint64_t)e->arg); k < c->l->ndeps && c->l->deps[k].dependant == (uint64_t)e->arg;
        k++) {
-    step += step < len;
-    uint64_t units = start.frac + step;
     char *p = wbuf_room(o->b, EVENT_MAX);
-    p = put_point_at(p, o, (us_time){start.whole + units / 2048, (unsigned)(units % 2048)});
+    p = put_point_at(p, o, after_point(a, z, ++rank));
     p = LIT(p, "after\",\"cat\":\"" JQ_CAT_FLOW "\",\"args\":{\"job\":");
     p = jq_put_i64(p, e->arg);
     p = LIT(p, ",\"after\":");

@@ -20,6 +20,13 @@
 /* Returns 0, or an errno value with a message in `err`. */
 int jq_json_save(const jq_save_view *v, const char *path, char *err, size_t errlen);
 
+/* What a reader of the JSON gets back, for the protobuf writer to write the
+ * same: the time (ns, as llround(us * 1000) reads it) of the k-th (from 1)
+ * arrow end in a first slice from a to z, and a duration from a to z as the
+ * JSON prints it (us, in 2048ths). */
+uint64_t jq_json_after_ns(uint64_t a_ns, uint64_t z_ns, uint64_t k);
+double jq_json_dur_us(uint64_t a_ns, uint64_t z_ns);
+
 struct jq_save_links;
 /* The text of the jobqueProfile object the JSON file would hold, for the
  * protobuf file's trace attribute (l: built for v). 0 with *text (malloc,

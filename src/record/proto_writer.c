@@ -665,7 +665,7 @@ static void put_instant(writer *w, const rec *r) {
     uint64_t a = ns_at(w, e->t0), z = ns_at(w, e->t1);
     size_t d = pk_open(k, TE_ANNOTATIONS);
     pk_uint(k, DA_NAME_IID, A_PARKED_US);
-    pk_double(k, DA_DOUBLE, (double)(z > a ? z - a : 0) / 1000.0);
+    pk_double(k, DA_DOUBLE, jq_json_dur_us(a, z)); /* the JSON's, to the bit */
     pk_close(k, d);
     break;
   }
@@ -807,14 +807,15 @@ static int add_event(writer *w, uint64_t i) {
     int rc = add_slice(w, a, z, i, W_SLICE);
     if (rc || !(e->flags & JQ_SLICE_FIRST))
       return rc;
-    /* the ends of the arrows of its `after` dependencies: points 1 ns apart
-     * from its start (at most at its end) */
+    /* the ends of the arrows of its `after` dependencies, where a reader
+     * of the JSON finds them: 1/2048 us apart from its start, at most at
+     * its end */
     const jq_save_links *l = w->l;
-    uint64_t step = 0;
+    uint64_t rank = 0;
     for (size_t k = jq_links_first_dep(l, (uint64_t)e->arg);
          k < l->ndeps && l->deps[k].dependant == (uint64_t)e->arg && !rc; k++) {
-      step += a + step < z;
-      rc = add(w, a + step, a + step, k, CLS_POINT, W_AFTER, 0);
+      uint64_t t = jq_json_after_ns(a, z, ++rank);
+      rc = add(w, t, t, k, CLS_POINT, W_AFTER, 0);
     }
     return rc;
   }
