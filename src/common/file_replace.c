@@ -531,3 +531,22 @@ int jq_replace_commit(jq_replace *r) {
   jq_replace_abort(r);
   return rc;
 }
+
+int jq_replace_with(const char *path, int (*fill)(int fd, void *arg), void *arg, char *err,
+                    size_t errlen) {
+  jq_replace file;
+  int rc = jq_replace_open(&file, path);
+  if (rc == 0) {
+    rc = fill(file.fd, arg);
+    if (rc == 0)
+      rc = jq_replace_commit(&file);
+    else
+      jq_replace_abort(&file);
+  }
+  if (rc != 0) {
+    char why[PATH_MAX + 32];
+    snprintf(err, errlen, "cannot write trace to '%s': %s", path,
+             jq_replace_reason_at(&file, rc, path, why, sizeof why));
+  }
+  return rc;
+}

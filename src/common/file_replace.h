@@ -64,6 +64,12 @@ int jq_replace_commit(jq_replace *r);
 /* Drops what was written and releases r. */
 void jq_replace_abort(jq_replace *r);
 
+/* Replaces `path` with what fill(fd, arg) writes (0 or an errno): open,
+ * write, then commit, or abort on a failure. 0, or an errno with err set
+ * to "cannot write trace to 'PATH': REASON". */
+int jq_replace_with(const char *path, int (*fill)(int fd, void *arg), void *arg, char *err,
+                    size_t errlen);
+
 /* Writes all n bytes to fd, retrying after EINTR. Returns 0 or errno. */
 int jq_write_all(int fd, const void *p, size_t n);
 

@@ -1185,13 +1185,25 @@ static void write_trace(wbuf *b, const context *c) {
   wbuf_flush(b);
 }
 
+typedef struct json_job {
+  wbuf *b;
+  const context *c;
+} json_job;
+
+/* jq_replace_with's writer: the trace into the file's fd. */
+static int json_write_to(int fd, void *arg) {
+  json_job *j = arg;
+  j->b->fd = fd;
+  write_trace(j->b, j->c);
+  return j->b->err;
+}
+
 int jq_json_save(const jq_save_view *v, const char *path, char *err, size_t errlen) {
   fragments marks = {NULL, NULL};
   context ctx;
   jq_save_links links;
   memset(&ctx, 0, sizeof ctx);
   wbuf b = {NULL, NULL, NULL, -1, 0};
-  jq_replace file;
   int rc = ENOMEM;
   if (name_fragments(&marks, v->markers, v->nmarkers, MARKER_TAIL) != 0 ||
       context_init(&ctx, &links, v, &marks) != 0 || !(b.base = malloc(JQ_WRITE_BUFFER))) {
@@ -1200,21 +1212,8 @@ int jq_json_save(const jq_save_view *v, const char *path, char *err, size_t errl
   }
   b.p = b.base;
   b.end = b.base + JQ_WRITE_BUFFER;
-  rc = jq_replace_open(&file, path);
-  if (rc == 0) {
-    b.fd = file.fd;
-    write_trace(&b, &ctx);
-    rc = b.err;
-    if (rc == 0)
-      rc = jq_replace_commit(&file);
-    else
-      jq_replace_abort(&file);
-  }
-  if (rc != 0) {
-    char why[PATH_MAX + 32];
-    snprintf(err, errlen, "cannot write trace to '%s': %s", path,
-             jq_replace_reason_at(&file, rc, path, why, sizeof why));
-  }
+  json_job job = {&b, &ctx};
+  rc = jq_replace_with(path, json_write_to, &job, err, errlen);
 done:
   context_free(&ctx);
   free(marks.text);

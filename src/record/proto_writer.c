@@ -1110,6 +1110,13 @@ static int write_trace(writer *w) {
   return rc ? rc : w->o->err;
 }
 
+/* jq_replace_with's writer: the trace into the file's fd. */
+static int proto_write_to(int fd, void *arg) {
+  writer *w = arg;
+  w->o->fd = fd;
+  return write_trace(w);
+}
+
 int jq_proto_save(const jq_save_view *v, const char *path, char *err, size_t errlen) {
   jq_save_links links;
   out o = {NULL, NULL, NULL, -1, 0};
@@ -1134,21 +1141,7 @@ int jq_proto_save(const jq_save_view *v, const char *path, char *err, size_t err
   }
   o.p = o.base;
   o.end = o.base + JQ_WRITE_BUFFER;
-  jq_replace file;
-  rc = jq_replace_open(&file, path);
-  if (rc == 0) {
-    o.fd = file.fd;
-    rc = write_trace(&w);
-    if (rc == 0)
-      rc = jq_replace_commit(&file);
-    else
-      jq_replace_abort(&file);
-  }
-  if (rc != 0) {
-    char why[PATH_MAX + 32];
-    snprintf(err, errlen, "cannot write trace to '%s': %s", path,
-             jq_replace_reason_at(&file, rc, path, why, sizeof why));
-  }
+  rc = jq_replace_with(path, proto_write_to, &w, err, errlen);
 done:
   jq_save_links_free(&links);
   free(w.cat_name);
