@@ -24,10 +24,16 @@
 /* Set once by jq_clock_init(): non-zero when ticks are TSC cycles. */
 extern int jq_clock_tsc;
 
-static inline uint64_t jq_clock_monotonic_ns(void) {
+/* Clock `id` in nanoseconds (0 when it cannot be read). */
+static inline uint64_t jq_clock_ns(clockid_t id) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  if (clock_gettime(id, &ts) != 0)
+    return 0;
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t jq_clock_monotonic_ns(void) {
+  return jq_clock_ns(CLOCK_MONOTONIC);
 }
 
 /* Record path: one instruction with a TSC, one vDSO call without. */

@@ -252,7 +252,6 @@ typedef struct rec {
   uint64_t idx;   /* ring index, piece index, or dependency index */
   uint64_t seq;   /* order of making */
   uint8_t cls, what;
-  uint16_t k;     /* an after point's rank in its slice */
 } rec;
 
 static int cmp_rec(const void *a, const void *b) {
@@ -319,19 +318,18 @@ static const char *tag_name(const writer *w, uint16_t cat, size_t *len, char *ow
   return own;
 }
 
-/* The iid of an interned entry from table `t` (NULL: none), interning it
- * in this packet when the sequence has not seen it. */
+/* The iid of an interned entry (its table's `slot`), interning it in this
+ * packet when the sequence has not seen it. */
 static uint64_t intern_in(writer *w, uint64_t *slot, uint32_t field, const char *s, size_t len) {
-  if (slot && (*slot >> 32) == w->gen)
+  if ((*slot >> 32) == w->gen)
     return *slot & 0xffffffffu;
   uint64_t iid = field == ID_CATEGORIES ? w->next_cat++ : w->next_name++;
-  if (slot)
-    *slot = (w->gen << 32) | iid;
+  *slot = (w->gen << 32) | iid;
   if (w->nin < NSTATIC(w->in)) {
     intern *e = &w->in[w->nin++];
     e->field = field;
     e->iid = iid;
-    if (s && len < sizeof e->own) { /* a copy: s may be a caller's scratch */
+    if (len < sizeof e->own) { /* a copy: s may be a caller's scratch */
       memcpy(e->own, s, len);
       e->s = e->own;
     } else {
@@ -775,7 +773,7 @@ static void put_sample(writer *w, const rec *r) {
 
 /* ---- one lane: its records in time order, then its packets ---- */
 
-static int add(writer *w, uint64_t t, uint64_t other, uint64_t idx, int cls, int what, uint16_t k) {
+static int add(writer *w, uint64_t t, uint64_t other, uint64_t idx, int cls, int what) {
   if (w->nrecs == w->caprecs) {
     size_t cap = w->caprecs ? 2 * w->caprecs : 1024;
     rec *r = realloc(w->recs, cap * sizeof *r);
@@ -784,7 +782,7 @@ static int add(writer *w, uint64_t t, uint64_t other, uint64_t idx, int cls, int
     w->recs = r;
     w->caprecs = cap;
   }
-  w->recs[w->nrecs] = (rec){t, other, idx, w->nrecs, (uint8_t)cls, (uint8_t)what, k};
+  w->recs[w->nrecs] = (rec){t, other, idx, w->nrecs, (uint8_t)cls, (uint8_t)what};
   w->nrecs++;
   return 0;
 }
@@ -793,9 +791,9 @@ static int add(writer *w, uint64_t t, uint64_t other, uint64_t idx, int cls, int
  * length (its begin and end written together). */
 static int add_slice(writer *w, uint64_t a, uint64_t z, uint64_t idx, int what) {
   if (z <= a)
-    return add(w, a, a, idx, CLS_POINT, what, 0);
-  int rc = add(w, a, z, idx, CLS_BEGIN, what, 0);
-  return rc ? rc : add(w, z, a, idx, CLS_END, what, 0);
+    return add(w, a, a, idx, CLS_POINT, what);
+  int rc = add(w, a, z, idx, CLS_BEGIN, what);
+  return rc ? rc : add(w, z, a, idx, CLS_END, what);
 }
 
 static int add_event(writer *w, uint64_t i) {
@@ -815,22 +813,22 @@ static int add_event(writer *w, uint64_t i) {
     for (size_t k = jq_links_first_dep(l, (uint64_t)e->arg);
          k < l->ndeps && l->deps[k].dependant == (uint64_t)e->arg && !rc; k++) {
       uint64_t t = jq_json_after_ns(a, z, ++rank);
-      rc = add(w, t, t, k, CLS_POINT, W_AFTER, 0);
+      rc = add(w, t, t, k, CLS_POINT, W_AFTER);
     }
     return rc;
   }
   case JQ_EV_COPY: return add_slice(w, a, z, i, W_COPY);
   case JQ_EV_WAIT: return add_slice(w, a, z, i, W_WAIT);
   case JQ_EV_AWAIT: return add_slice(w, a, z, i, W_AWAIT);
-  case JQ_EV_FLOW: return add(w, a, a, i, CLS_POINT, W_FLOW, 0);
-  case JQ_EV_DEP: return add(w, a, a, i, CLS_POINT, W_DEP, 0);
-  case JQ_EV_MARKER: return add(w, a, a, i, CLS_POINT, W_MARKER, 0);
-  case JQ_EV_CANCEL: return add(w, a, a, i, CLS_POINT, W_CANCEL, 0);
-  case JQ_EV_EDGE: return add(w, a, a, i, CLS_POINT, W_EDGE, 0);
-  case JQ_EV_PARK: return add(w, z, z, i, CLS_POINT, W_PARK, 0);
-  case JQ_EV_COUNTER: return add(w, a, a, i, CLS_POINT, W_COUNTER, 0);
-  case JQ_EV_COUNTS: return add(w, a, a, i, CLS_POINT, W_COUNTS, 0);
-  case JQ_EV_SAMPLE: return add(w, a, a, i, CLS_POINT, W_SAMPLE, 0);
+  case JQ_EV_FLOW: return add(w, a, a, i, CLS_POINT, W_FLOW);
+  case JQ_EV_DEP: return add(w, a, a, i, CLS_POINT, W_DEP);
+  case JQ_EV_MARKER: return add(w, a, a, i, CLS_POINT, W_MARKER);
+  case JQ_EV_CANCEL: return add(w, a, a, i, CLS_POINT, W_CANCEL);
+  case JQ_EV_EDGE: return add(w, a, a, i, CLS_POINT, W_EDGE);
+  case JQ_EV_PARK: return add(w, z, z, i, CLS_POINT, W_PARK);
+  case JQ_EV_COUNTER: return add(w, a, a, i, CLS_POINT, W_COUNTER);
+  case JQ_EV_COUNTS: return add(w, a, a, i, CLS_POINT, W_COUNTS);
+  case JQ_EV_SAMPLE: return add(w, a, a, i, CLS_POINT, W_SAMPLE);
   default: return 0; /* a text: with the event before it; span ends: as pieces */
   }
 }
@@ -851,7 +849,7 @@ static int gather(writer *w) {
   }
   if (!rc && lane->dropped > 0) {
     uint64_t t = ns_at(w, lane->full_at);
-    rc = add(w, t, t, 0, CLS_POINT, W_FULL, 0);
+    rc = add(w, t, t, 0, CLS_POINT, W_FULL);
   }
   size_t sorted = 1; /* a lane of instants alone is in order already */
   while (!rc && sorted < w->nrecs && cmp_rec(&w->recs[sorted - 1], &w->recs[sorted]) <= 0)

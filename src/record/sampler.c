@@ -106,6 +106,16 @@ static pid_t own_tid(void) {
 
 /* ---- the signal handler ---- */
 
+/* Adds w periods to this thread's pending weight, of session `word`: weight
+ * left from an earlier session goes first. Returns the weight before. */
+static uint64_t pending_add(uint32_t word, uint64_t w) {
+  if (sself.pending_word != word) {
+    atomic_store_explicit(&sself.pending, 0, memory_order_relaxed);
+    sself.pending_word = word;
+  }
+  return atomic_fetch_add_explicit(&sself.pending, w, memory_order_relaxed);
+}
+
 /* A tick in no Lua: a one-frame sample of the thread's activity, written
  * only where a write cannot interleave with one the handler interrupted. */
 static void runtime_tick(jq_thread *t, int act) {
@@ -132,11 +142,7 @@ static void on_sigprof(int sig, siginfo_t *si, void *uc) {
     atomic_fetch_add_explicit(&n_signals, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&n_ticks, w, memory_order_relaxed);
     jq_thread *t = &jq_self;
-    if (sself.pending_word != word) { /* weight left from an earlier session goes */
-      atomic_store_explicit(&sself.pending, 0, memory_order_relaxed);
-      sself.pending_word = word;
-    }
-    uint64_t before = atomic_fetch_add_explicit(&sself.pending, w, memory_order_relaxed);
+    uint64_t before = pending_add(word, w);
     int act = atomic_load_explicit(&t->sample_act, memory_order_relaxed);
     lua_State *L = atomic_load_explicit(&t->sample_L, memory_order_relaxed);
     if (act == JQ_ACT_LUA && L) {
@@ -651,12 +657,7 @@ void jq_sampler_test_fail_timers(int which) {
 }
 
 void jq_sampler_test_pending(uint64_t n) {
-  uint32_t word = atomic_load_explicit(&sampling_word, memory_order_relaxed);
-  if (sself.pending_word != word) {
-    atomic_store_explicit(&sself.pending, 0, memory_order_relaxed);
-    sself.pending_word = word;
-  }
-  atomic_fetch_add_explicit(&sself.pending, n, memory_order_relaxed);
+  pending_add(atomic_load_explicit(&sampling_word, memory_order_relaxed), n);
 }
 
 void jq_sampler_test_tick(void) {

@@ -63,6 +63,7 @@ static int joined_count;
 static int thread_names;              /* "thread N" counter of the session */
 static uint64_t session_cap;
 static uint64_t session_origin, session_stop;
+static jq_save_where process_where; /* host and boot id, set at init */
 static jq_save_where session_where; /* control_mu */
 static jq_clock_scale session_scale;   /* ticks to ns, fixed when the session stops */
 static int session_ever;               /* a session was started */
@@ -123,6 +124,30 @@ static void lane_thread_exit(void *p) {
   pthread_mutex_unlock(&lanes_mu);
 }
 
+/* The host's name and the kernel's boot id, "" each when unknown: read
+ * once, at init (a boot id cannot change under a process). */
+static void where_read(jq_save_where *w) {
+  memset(w, 0, sizeof *w);
+  if (gethostname(w->host, sizeof w->host - 1) != 0)
+    w->host[0] = '\0';
+  int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    ssize_t n;
+    do
+      n = read(fd, w->boot_id, sizeof w->boot_id - 1);
+    while (n < 0 && errno == EINTR);
+    close(fd);
+    size_t len = n > 0 ? (size_t)n : 0;
+    while (len > 0 && (w->boot_id[len - 1] == '\n' || w->boot_id[len - 1] == ' '))
+      len--;
+    w->boot_id[len] = '\0';
+    for (size_t i = 0; i < len; i++) /* a UUID's text, or nothing */
+      if (!((w->boot_id[i] >= '0' && w->boot_id[i] <= '9') ||
+            (w->boot_id[i] >= 'a' && w->boot_id[i] <= 'f') || w->boot_id[i] == '-'))
+        w->boot_id[0] = '\0';
+  }
+}
+
 static void init(void) {
   jq_clock_init();
   jq_need_fence = 1;
@@ -131,6 +156,7 @@ static void init(void) {
     jq_need_fence = 0;
 #endif
   pthread_key_create(&lane_key, lane_thread_exit);
+  where_read(&process_where);
   initialized = 1;
 }
 
@@ -290,41 +316,8 @@ static void stop_locked(void) {
   session_scale = calibrate();
 }
 
-/* A clock's reading in nanoseconds (0 if it cannot be read). */
-static int64_t clock_ns(clockid_t id) {
-  struct timespec ts;
-  if (clock_gettime(id, &ts) != 0)
-    return 0;
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-/* The host's name and the kernel's boot id, "" each when unknown. */
-static void where_read(jq_save_where *w) {
-  memset(w, 0, sizeof *w);
-  if (gethostname(w->host, sizeof w->host - 1) != 0)
-    w->host[0] = '\0';
-  int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    ssize_t n;
-    do
-      n = read(fd, w->boot_id, sizeof w->boot_id - 1);
-    while (n < 0 && errno == EINTR);
-    close(fd);
-    size_t len = n > 0 ? (size_t)n : 0;
-    while (len > 0 && (w->boot_id[len - 1] == '\n' || w->boot_id[len - 1] == ' '))
-      len--;
-    w->boot_id[len] = '\0';
-    for (size_t i = 0; i < len; i++) /* a UUID's text, or nothing */
-      if (!((w->boot_id[i] >= '0' && w->boot_id[i] <= '9') ||
-            (w->boot_id[i] >= 'a' && w->boot_id[i] <= 'f') || w->boot_id[i] == '-'))
-        w->boot_id[0] = '\0';
-  }
-}
-
 int jq_session_start(uint64_t events_per_lane) {
   jq_session_init();
-  jq_save_where where; /* read before the locks: files, a syscall */
-  where_read(&where);
   pthread_mutex_lock(&control_mu);
   /* Allocate first: a start that fails leaves the last session to be saved.
    * Only this thread and a start (control_mu) change the caller's ring. */
@@ -385,10 +378,10 @@ int jq_session_start(uint64_t events_per_lane) {
   strcpy(caller->name, "caller");
   caller->sort_key = LANE_CALLER;
   session_origin = jq_clock_ticks();
-  where.realtime_ns = clock_ns(CLOCK_REALTIME); /* with the origin: its readings on these clocks */
-  where.boottime_ns = clock_ns(CLOCK_BOOTTIME);
-  where.monotonic_ns = clock_ns(CLOCK_MONOTONIC);
-  session_where = where;
+  session_where = process_where; /* with the origin: its readings on these clocks */
+  session_where.realtime_ns = (int64_t)jq_clock_ns(CLOCK_REALTIME);
+  session_where.boottime_ns = (int64_t)jq_clock_ns(CLOCK_BOOTTIME);
+  session_where.monotonic_ns = (int64_t)jq_clock_ns(CLOCK_MONOTONIC);
   jq_save_sampling sampling; /* what jq_sampler_prepare staged, if anything */
   if (jq_sampler_session_begin(state | 1u, caller, &sampling))
     jq_session_set_sampling(&sampling);
