@@ -41,7 +41,7 @@ enum {
   TE_COUNTER_VALUE = 30, TE_DOUBLE_COUNTER_VALUE = 44, TE_FLOW_IDS = 47, TE_TERMINATING_FLOW_IDS = 48,
   DA_NAME_IID = 1, DA_BOOL = 2, DA_INT = 4, DA_DOUBLE = 5, DA_STRING = 6,
   ID_CATEGORIES = 1, ID_NAMES = 2, ID_ANNOTATION_NAMES = 3, ID_FUNCTION_NAMES = 5, ID_FRAMES = 6,
-  ID_CALLSTACKS = 7, ID_MAPPING_PATHS = 17, ID_MAPPINGS = 19,
+  ID_CALLSTACKS = 7, ID_MAPPING_PATHS = 17, ID_MAPPINGS = 19, ID_STRING_VALUES = 29,
   TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4, TD_PARENT = 5, TD_COUNTER = 8,
   TD_SIBLING_ORDER_RANK = 12, TD_THREAD_ORDERING = 20,
   CS_CLOCKS = 1, CS_PRIMARY = 2, CLOCK_ID = 1, CLOCK_TIMESTAMP = 2, CLOCK_INCREMENTAL = 3,
@@ -266,6 +266,8 @@ static int cmp_rec(const void *a, const void *b) {
     return x->other > y->other ? -1 : 1;
   if (x->cls == CLS_END)
     return x->seq > y->seq ? -1 : x->seq < y->seq;
+  if (x->what == W_SAMPLE && y->what == W_SAMPLE && x->other != y->other)
+    return x->other < y->other ? -1 : 1; /* by ticks, as the JSON's (and its spans) */
   return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
@@ -277,6 +279,13 @@ typedef struct intern {
   size_t len;
   char own[40]; /* for a name made here ("tag N") */
 } intern;
+
+/* A sample as its callstack iid stands for it (see put_sample). */
+typedef struct sample_ctx {
+  uint64_t iid, t, job, span, line;
+  uint32_t node;
+  uint16_t cat;
+} sample_ctx;
 
 typedef struct writer {
   const jq_save_view *v;
@@ -293,7 +302,10 @@ typedef struct writer {
   uint64_t *submit_name; /* per tag: ... of "submit <name>" */
   uint64_t *marker_name; /* per marker kind */
   uint64_t next_name, next_cat;
-  uint64_t *stack_sent;  /* per tree node: gen << 2 | 1 its frame, | 2 its callstack interned here */
+  uint64_t *stack_sent;  /* per tree node: gen << 2 | 1 its frame interned here */
+  uint64_t next_stack;   /* the last callstack iid of the sequence */
+  sample_ctx last_sample; /* the sequence's last sample */
+  jq_span_cursor spans;  /* the lane's span pieces, for its samples */
   char submit_text[8 + NAME_MAX_BYTES]; /* "submit <category>" */
   intern in[8];
   int nin;
@@ -704,11 +716,21 @@ static void put_counter(writer *w, const rec *r) {
     counter_packet(w, r->t, UUID_HEAP(w->lane), 0, (int64_t)e->id);
 }
 
-/* ---- samples: W perf_sample packets of an interned callstack ---- */
+/* ---- samples: W perf_sample packets of an interned callstack ----
+ * Perfetto's perf_sample has no field for what a reader of ours needs from
+ * a sample beyond its stack (the JSON's category, job, span and line) nor a
+ * frame's kind: each sample's callstack iid (reused by the next sample of
+ * the lane when all of it is the same) also names an interned
+ * debug_annotation_string_values entry, "JOB SPAN LINE KINDS CATEGORY"
+ * (decimal, 0 for none; a letter per frame root first: l Lua, c C, r
+ * synthetic; the category's name, the rest of the bytes). Perfetto keeps it
+ * unused. */
 
-/* Interns (in the packet being made) the callstack of tree node `node`:
- * its frames, each a function name, the one mapping, rel_pc its iid. */
-static void intern_stack(writer *w, uint32_t node) {
+/* Interns (in the packet being made) tree node `node`'s frames not sent
+ * yet, each a function name, the one mapping, rel_pc its iid, and the
+ * callstack `iid` of them, root first; puts their kinds' letters at
+ * kinds (root first) and returns how many. */
+static int intern_stack(writer *w, uint32_t node, uint64_t iid, char *kinds) {
   pk *k = &w->k;
   const jq_frame_tree *t = w->l->tree;
   uint32_t path[512]; /* a stack: at most sample_depth (256) frames and [truncated] */
@@ -717,13 +739,14 @@ static void intern_stack(writer *w, uint32_t node) {
     path[n++] = id;
   for (int i = n - 1; i >= 0; i--) { /* root first; each new node's function and frame */
     uint32_t id = path[i];
+    size_t len;
+    int kind;
+    const char *s = jq_links_frame_text(w->v, t->nodes[id].lane, t->nodes[id].frame, &len, &kind);
+    kinds[n - 1 - i] = kind == JQ_FRAME_LUA ? 'l' : kind == JQ_FRAME_C ? 'c' : 'r';
     if ((w->stack_sent[id] >> 2) != w->gen)
       w->stack_sent[id] = w->gen << 2;
     if (w->stack_sent[id] & 1)
       continue;
-    size_t len;
-    int kind;
-    const char *s = jq_links_frame_text(w->v, t->nodes[id].lane, t->nodes[id].frame, &len, &kind);
     size_t m = pk_open(k, ID_FUNCTION_NAMES);
     pk_uint(k, 1, id);
     pk_string(k, 2, s, len);
@@ -737,11 +760,34 @@ static void intern_stack(writer *w, uint32_t node) {
     w->stack_sent[id] |= 1;
   }
   size_t m = pk_open(k, ID_CALLSTACKS);
-  pk_uint(k, 1, node);
+  pk_uint(k, 1, iid);
   for (int i = n - 1; i >= 0; i--)
     pk_uint(k, 2, path[i]); /* frame_ids, root first */
   pk_close(k, m);
-  w->stack_sent[node] |= 2;
+  return n;
+}
+
+/* Interns sample c's callstack and its context string (see above). */
+static void intern_sample(writer *w, const sample_ctx *c) {
+  char text[4 * 24 + 512 + NAME_MAX_BYTES], own[40];
+  pk *k = &w->k;
+  size_t at = pk_open(k, TP_INTERNED);
+  char kinds[512];
+  int n = intern_stack(w, c->node, c->iid, kinds);
+  size_t len;
+  const char *cat = c->cat == 0 && !w->l->cat_index[0] ? "no category" : tag_name(w, c->cat, &len, own);
+  if (c->cat == 0 && !w->l->cat_index[0])
+    len = strlen(cat);
+  if (len > NAME_MAX_BYTES)
+    len = NAME_MAX_BYTES;
+  int h = snprintf(text, sizeof text, "%llu %llu %llu %.*s ", (unsigned long long)c->job,
+                   (unsigned long long)c->span, (unsigned long long)c->line, n, kinds);
+  memcpy(text + h, cat, len);
+  size_t m = pk_open(k, ID_STRING_VALUES);
+  pk_uint(k, 1, c->iid);
+  pk_string(k, 2, text, (size_t)h + len);
+  pk_close(k, m);
+  pk_close(k, at);
 }
 
 static void put_sample(writer *w, const rec *r) {
@@ -750,22 +796,25 @@ static void put_sample(writer *w, const rec *r) {
   uint32_t ns = w->v->lanes[w->lane].stab ? jq_stab_nstacks(w->v->lanes[w->lane].stab) : 0;
   if (!t || !t->node_of[w->lane] || e->id < 1 || e->id > ns)
     return;
-  uint32_t node = t->node_of[w->lane][e->id];
+  sample_ctx c = {0, r->t, (uint64_t)e->arg, jq_span_at(&w->spans, e->t0), jq_sample_line(e->t1),
+                  t->node_of[w->lane][e->id], e->cat};
+  sample_ctx *last = &w->last_sample;
+  int fresh = !last->iid || c.t == last->t || c.node != last->node || c.cat != last->cat ||
+              c.job != last->job || c.span != last->span || c.line != last->line;
+  c.iid = fresh ? ++w->next_stack : last->iid; /* a new one at one time: samples stay apart */
+  *last = c;
   uint64_t weight = jq_sample_weight(e->t1);
   long tid = w->v->lanes[w->lane].os_tid;
   for (uint64_t i = 0; i < weight && !w->o->err; i++) {
     pk *k = &w->k;
     packet_head(w, r->t);
-    if (i == 0 && ((w->stack_sent[node] >> 2) != w->gen || !(w->stack_sent[node] & 2))) {
-      size_t at = pk_open(k, TP_INTERNED);
-      intern_stack(w, node);
-      pk_close(k, at);
-    }
+    if (i == 0 && fresh)
+      intern_sample(w, &c);
     size_t at = pk_open(k, TP_PERF_SAMPLE);
     pk_uint(k, 1, 0);
     pk_uint(k, 2, (uint64_t)w->v->pid);
     pk_uint(k, 3, (uint64_t)(tid > 0 ? tid : 0x40000000L + w->lane));
-    pk_uint(k, 4, node);
+    pk_uint(k, 4, c.iid);
     pk_close(k, at);
     emit(w);
   }
@@ -828,7 +877,7 @@ static int add_event(writer *w, uint64_t i) {
   case JQ_EV_PARK: return add(w, z, z, i, CLS_POINT, W_PARK);
   case JQ_EV_COUNTER: return add(w, a, a, i, CLS_POINT, W_COUNTER);
   case JQ_EV_COUNTS: return add(w, a, a, i, CLS_POINT, W_COUNTS);
-  case JQ_EV_SAMPLE: return add(w, a, a, i, CLS_POINT, W_SAMPLE);
+  case JQ_EV_SAMPLE: return add(w, a, e->t0, i, CLS_POINT, W_SAMPLE);
   default: return 0; /* a text: with the event before it; span ends: as pieces */
   }
 }
@@ -920,6 +969,8 @@ static void sequence_start(writer *w) {
   w->next_name = N_STATIC_END;
   w->next_cat = C_STATIC_END;
   w->nin = 0;
+  w->next_stack = 0;
+  memset(&w->last_sample, 0, sizeof w->last_sample);
 }
 
 static int write_lane(writer *w, int lane) {
@@ -927,8 +978,12 @@ static int write_lane(writer *w, int lane) {
   w->seq_id = (uint32_t)lane + 1;
   w->gen++;
   int rc = gather(w);
-  if (rc)
+  if (!rc)
+    rc = jq_span_cursor_init(&w->spans, &w->l->pieces, lane);
+  if (rc) {
+    jq_span_cursor_free(&w->spans);
     return rc;
+  }
   sequence_start(w);
   for (size_t i = 0; i < w->nrecs && !w->o->err; i++) {
     const rec *r = &w->recs[i];
@@ -945,6 +1000,7 @@ static int write_lane(writer *w, int lane) {
       put_instant(w, r);
     }
   }
+  jq_span_cursor_free(&w->spans);
   return 0;
 }
 
