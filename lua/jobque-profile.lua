@@ -46,7 +46,7 @@ local function times(cmd)
 end
 
 local report_cmd = parser:command("report", "Busy, wait and idle time per lane, categories, marker units.")
-report_cmd:argument("trace", "A saved trace (JSON).")
+report_cmd:argument("trace", "A saved trace (JSON or .pftrace).")
 times(report_cmd)
 report_cmd:option("--top", "List the N slowest units of each marker kind, and the N top functions of the CPU "
                   .. "samples (default 10).")
@@ -68,7 +68,7 @@ compare_cmd:flag("--json", "Print the rows as JSON.")
 compare_cmd:flag("--quiet", "No progress on stderr while a long trace loads.")
 
 local html_cmd = parser:command("html", "Write a self-contained HTML timeline of a trace.")
-html_cmd:argument("trace", "A saved trace (JSON).")
+html_cmd:argument("trace", "A saved trace (JSON or .pftrace).")
 html_cmd:option("-o --output", "Where to write the page (default: the trace's name with .html).")
   :argname("FILE")
 html_cmd:flag("--quiet", "No progress on stderr while a long trace loads.")
@@ -77,7 +77,7 @@ html_cmd:flag("--test-hooks", "Put the test hooks in the page."):hidden(true)
 
 local flame_cmd = parser:command("flame", "Flame graph data of the trace's CPU samples: folded stacks "
                                   .. "(flamegraph.pl, speedscope, Perfetto) or speedscope's JSON.")
-flame_cmd:argument("trace", "A saved trace (JSON) recorded with sample_hz.")
+flame_cmd:argument("trace", "A saved trace (JSON or .pftrace) recorded with sample_hz.")
 times(flame_cmd)
 flame_cmd:option("--format", "folded (the default) or speedscope."):choices({"folded", "speedscope"})
   :default("folded"):argname("F")

@@ -1064,16 +1064,8 @@ function M.load(path, options)
   end
   local f, err = io.open(path, "rb")
   if not f then return nil, ("cannot open %s"):format(err) end
-  -- a file that can seek is sniffed (a pipe's bytes would be gone)
-  local head = f:seek("cur") and f:read(64) or ""
   local bytes = f:seek("end") or 0
   f:close()
-  -- A Perfetto protobuf trace starts with the byte 0x0A (a packet's tag); a
-  -- JSON one, after any white space, with { or [.
-  if head:byte(1) == 0x0A and not head:find("^%s*[{%[]") and not head:find("^%s*$") then
-    return nil, ("%s: a Perfetto protobuf trace: this version of jobque-profile reads JSON traces "
-      .. "only (open it in Perfetto, or save the session as .json as well)"):format(path)
-  end
   local ok, model, derr = pcall(M.without_gc, read, path, nil, path, options and options.progress)
   if not ok then
     if M.out_of_memory(model) then

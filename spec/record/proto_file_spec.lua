@@ -154,6 +154,28 @@ describe("the protobuf checks' tools, on a trace encoded by hand", function()
   end)
 end)
 
+-- The first place where two models differ ("path: a against b"), or nil.
+local function first_difference(a, b, path, seen)
+  path, seen = path or "model", seen or {}
+  if type(a) ~= type(b) or type(a) ~= "table" then
+    if a == b or (a ~= a and b ~= b) then return nil end
+    if math.type(a) ~= math.type(b) and type(a) == "number" then
+      return ("%s: %s (%s) against %s (%s)"):format(path, a, math.type(a), b, math.type(b))
+    end
+    return ("%s: %s against %s"):format(path, tostring(a), tostring(b))
+  end
+  if seen[a] then return nil end
+  seen[a] = true
+  for k, v in pairs(a) do
+    local d = first_difference(v, b[k], path .. "." .. tostring(k), seen)
+    if d then return d end
+  end
+  for k in pairs(b) do
+    if a[k] == nil then return ("%s.%s: only in the .pftrace's"):format(path, tostring(k)) end
+  end
+  return nil
+end
+
 -- What the writer of today makes of a .pftrace path: whether its first
 -- byte is 0x0A (a TracePacket), on a one-marker session.
 local writes_proto, probe_path
@@ -184,8 +206,9 @@ local function proto_reader()
 end
 
 -- A sampled session whose samples are put by hand (spec/record/samples_file_spec.lua
--- does so too): weights 2, 1 and 0, a frame with quotes and angle brackets,
--- a runtime sample; a span and a marker around them.
+-- does so too): weights 2, 1 and 3, a frame with quotes and angle brackets,
+-- a runtime sample; a span and a marker around them. (A weight of 0, which
+-- the sampler never records, is no packet: proto_save_spec.lua.)
 local function record_sampled()
   local T = require("jobque.core")._test
   local MAIN, HEAVY = {"main chunk (job.lua)", "lua"}, {"heavy (job.lua:12)", "lua"}
@@ -197,7 +220,7 @@ local function record_sampled()
   p.profile_begin(cat)
   T.put_sample({MAIN, HEAVY}, {line = 13, weight = 2})
   T.put_sample({MAIN, HEAVY, {"rep [C]", "C"}}, {line = 14, job = 7, tag = cat})
-  T.put_sample({MAIN, {'odd "name" <x>', "lua"}}, {weight = 0})
+  T.put_sample({MAIN, {'odd "name" <x>', "lua"}}, {weight = 3})
   p.profile_end()
   T.put_runtime_sample("scheduler", {weight = 1})
   p.profile_marker(fence, 2)
@@ -268,6 +291,34 @@ describe("a session saved as JSON and as .pftrace", function()
       assert.are.equal(out, pout)
     end)
 
+    it(session[1] .. ": the .pftrace reads back as the JSON's model, field by field; flame and html alike",
+       function()
+      if not proto_writer() then pending("needs the proto writer") end
+      if not proto_reader() then pending("needs the proto reader (report of a .pftrace)") end
+      local json, proto = both(i)
+      local trace = require "jobque_profile.trace"
+      local a, b = assert(trace.load(json)), assert(trace.load(proto))
+      a.path, a.bytes, b.path, b.bytes = nil, nil, nil, nil
+      assert.are.equal(nil, first_difference(a, b))
+      for _, how in ipairs(a.nsamples > 0 and {"--by job --lines", "--by category --format speedscope"} or {}) do
+        local code, out, err = S.cli(("flame %s '%s'"):format(how, json))
+        assert.are.equal(0, code, err)
+        local pcode, pout, perr = S.cli(("flame %s '%s'"):format(how, proto))
+        assert.are.equal(0, pcode, perr)
+        local jb, pb = json:match("[^/]+$"), proto:match("[^/]+$")
+        assert.are.equal(out, (pout:gsub(pb:gsub("%p", "%%%0"), jb)))
+      end
+      local pages = {}
+      for k, path in ipairs{json, proto} do
+        local page = S.tmpfile("page" .. k .. ".html")
+        local code, _, err = S.cli(("html '%s' -o '%s'"):format(path, page))
+        assert.are.equal(0, code, err)
+        local base = path:match("[^/]+$")
+        pages[k] = S.read(page):gsub(base:gsub("%p", "%%%0"), "TRACE")
+      end
+      assert.are.equal(pages[1], pages[2])
+    end)
+
     it_in_node(session[1] .. ": Perfetto's trace processor reads both files alike", function()
       if not proto_writer() then pending("needs the proto writer") end
       local json, proto = both(i)
@@ -336,5 +387,10 @@ describe("a .pftrace's times and args, slice by slice, against the JSON's", func
     end
     -- (not their depths: an end at the slice's very end is 1 ns earlier in
     -- v20.1's reading of the JSON, which truncates, and so in the slice)
+    -- and read back by us, at the JSON's times exactly (1/2048 us apart)
+    local trace = require "jobque_profile.trace"
+    local ma, mb = assert(trace.load(json)), assert(trace.load(proto))
+    ma.path, ma.bytes, mb.path, mb.bytes = nil, nil, nil, nil
+    assert.are.equal(nil, first_difference(ma, mb))
   end)
 end)

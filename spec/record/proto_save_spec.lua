@@ -3,6 +3,7 @@
 -- schema, counted by hand.
 local p = require "jobque_profile"
 local S = require "support"
+local D = require "consumers.proto_decode"
 
 local function first_byte(path)
   local f = assert(io.open(path, "rb"))
@@ -117,15 +118,105 @@ describe("a saved .pftrace's trace attribute", function()
   end)
 end)
 
+-- The packets of a .pftrace as {start, length start, body start, body end}
+-- (bytes from 0), read here by hand: 0x0A, a varint length, the body.
+local function packets(bytes)
+  local list, i = {}, 1
+  while i <= #bytes do
+    assert(bytes:byte(i) == 0x0A, "not a packet at byte " .. (i - 1))
+    local j, len, shift = i + 1, 0, 0
+    repeat
+      local byte = bytes:byte(j)
+      len = len | ((byte & 0x7f) << shift)
+      shift, j = shift + 7, j + 1
+    until byte < 0x80
+    list[#list + 1] = {i - 1, i, j - 1, j - 1 + len}
+    i = j + len
+  end
+  return list
+end
+
 describe("jobque-profile on a .pftrace", function()
-  it("says it reads JSON only, status 1", function()
+  local path
+  setup(function()
     one_marker_session()
-    local path = S.tmpfile("t.pftrace")
+    path = S.tmpfile("t.pftrace")
     assert(p.profile_save(path))
-    local code, out, err = S.cli("report '" .. path .. "'")
-    assert.are.equal(1, code)
+  end)
+
+  local function fails_with(file, message)
+    local code, out, err = S.cli("report '" .. file .. "'")
     assert.are.equal("", out)
-    assert.are.equal("jobque-profile: " .. path .. ": a Perfetto protobuf trace: this version of jobque-profile "
-      .. "reads JSON traces only (open it in Perfetto, or save the session as .json as well)\n", err)
+    assert.are.equal("jobque-profile: " .. file .. ": " .. message .. "\n", err)
+    assert.are.equal(1, code)
+  end
+
+  it("reads one that jobque_profile wrote: the report names its lanes and markers", function()
+    local code, out, err = S.cli("report '" .. path .. "'")
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("caller", 1, true), out)
+    assert.truthy(out:find("token", 1, true), out)
+  end)
+
+  it("refuses another tool's Perfetto trace (no jobqueProfile attribute), status 1", function()
+    local foreign = S.tmpfile("foreign.pftrace")
+    S.write(foreign, require("consumers.tiny_pftrace").bytes())
+    fails_with(foreign, "a Perfetto trace not written by jobque_profile (open it in Perfetto)")
+  end)
+
+  it("names the byte where a cut file's last packet starts, and one whose length runs past the end", function()
+    local bytes = S.read(path)
+    local list = packets(bytes)
+    local last = list[#list]
+    local cut = S.tmpfile("cut.pftrace")
+    S.write(cut, bytes:sub(1, last[4] - 1)) -- one byte short
+    fails_with(cut, ("damaged protobuf at byte %d (a packet runs past the end of the file)"):format(last[1]))
+    -- the third packet's length (a one-byte varint: it is short) made 127
+    local third = list[3]
+    assert.are.equal(third[2] + 1, third[3], "a third packet of more than 127 bytes")
+    local long = S.tmpfile("long.pftrace")
+    S.write(long, bytes:sub(1, third[2]) .. "\x7f" .. bytes:sub(third[3] + 1, third[3] + 10))
+    fails_with(long, ("damaged protobuf at byte %d (a packet runs past the end of the file)"):format(third[1]))
+    -- cut right after a packet's tag: its length is missing
+    S.write(long, bytes:sub(1, third[2]))
+    fails_with(long, ("damaged protobuf at byte %d (a packet's length runs past the end of the file)")
+      :format(third[1]))
+  end)
+
+  it("names the byte of a damaged field inside a packet", function()
+    local bytes = S.read(path)
+    local list = packets(bytes)
+    local second = list[2] -- its first field's tag made wire type 7, which protobuf has not
+    local b = bytes:byte(second[3] + 1)
+    local bad = S.tmpfile("bad.pftrace")
+    S.write(bad, bytes:sub(1, second[3]) .. string.char((b & ~7) | 7) .. bytes:sub(second[3] + 2))
+    fails_with(bad, ("damaged protobuf at byte %d (a group or an unknown wire type: not a field jobque_profile "
+      .. "writes)"):format(second[3]))
+  end)
+
+  it("writes no packet for a sample of weight 0 (which the sampler never records), and reads the rest", function()
+    local T = require("jobque.core")._test
+    p.profile_start(64)
+    T.sampling_set{hz = 1000, depth = 8, period_ns = 1000000, signals = 2, ticks = 2}
+    T.put_sample({{"main chunk (w.lua)", "lua"}}, {weight = 0})
+    T.put_sample({{"main chunk (w.lua)", "lua"}, {"f (w.lua:2)", "lua"}}, {weight = 2, line = 3})
+    p.profile_stop()
+    local proto = S.tmpfile("w.pftrace")
+    assert(p.profile_save(proto))
+    local ok, text = D.decode(proto)
+    assert.is_true(ok)
+    assert.are.equal(2, D.count(text).perf_samples)
+    local code, out, err = S.cli("flame --lines '" .. proto .. "'")
+    assert.are.equal(0, code, err)
+    assert.are.equal("main chunk (w.lua);f (w.lua:2):3 2\n", out)
+  end)
+
+  it("reads a JSON file that starts with a line break as JSON", function()
+    one_marker_session()
+    local json = S.tmpfile("nl.json")
+    assert(p.profile_save(json))
+    S.write(json, "\n" .. S.read(json))
+    local code, _, err = S.cli("report '" .. json .. "'")
+    assert.are.equal(0, code, err)
   end)
 end)

@@ -31,6 +31,7 @@
 #include <lauxlib.h>
 
 #include "reader/load.h"
+#include "reader/proto_read.h"
 #include "reader/reader.h"
 
 static void push_num(lua_State *L, const val *v) {
@@ -751,6 +752,32 @@ static int open_file(lua_State *L, const char *path, jq_src *t) {
   return 1;
 }
 
+/* The file's text, a protobuf trace (proto_read.c), made the JSON text of
+ * its session in the box's heap: 1, or 0 with a message pushed naming the
+ * file; raises "not enough memory". */
+static int from_proto(lua_State *L, const char *path, jq_src *t) {
+  mapping *m = lua_touserdata(L, S_BOX);
+  jq_vec json;
+  char err[256];
+  jq_vec_init(&json);
+  int rc = jq_proto_to_json(t->s, t->n, &json, err, sizeof err);
+  if (rc == ENOMEM)
+    return luaL_error(L, "not enough memory");
+  if (rc != 0) {
+    lua_pushfstring(L, "%s: %s", path, err);
+    return 0;
+  }
+  if (m->addr)
+    munmap(m->addr, m->len);
+  m->addr = NULL;
+  jq_vec_free(&m->heap);
+  m->heap = json;
+  t->s = json.p;
+  t->n = json.n;
+  t->mapped = 0;
+  return 1;
+}
+
 /* ---- the reading ---- */
 
 /* The loader's state made anew (its strings, lanes and tracks; the text
@@ -835,7 +862,8 @@ static int setup(lua_State *L, loader **ldp) {
     ld->t.s = lua_tolstring(L, S_TEXT, &ld->t.n);
     return 1;
   }
-  if (open_file(L, luaL_checkstring(L, S_PATH), &ld->t))
+  const char *path = luaL_checkstring(L, S_PATH);
+  if (open_file(L, path, &ld->t) && (!jq_is_proto(ld->t.s, ld->t.n) || from_proto(L, path, &ld->t)))
     return 1;
   luaL_pushfail(L);
   lua_insert(L, -2);

@@ -21,6 +21,7 @@
 
 #include "common/digits.h"
 #include "common/file_replace.h"
+#include "common/json_put.h"
 #include "record/events.h"
 #include "record/sample_tables.h"
 #include "record/save_links.h"
@@ -79,137 +80,28 @@ static inline char *put_lit(char *p, const char *s, size_t n) {
 /* Hexadecimal digits: lower case, then upper case from 16. */
 static const char hex_digits[] = "0123456789abcdef0123456789ABCDEF";
 
-/* Times. Readers (Chrome DevTools, speedscope, Perfetto, lua-cjson) read a
- * number as the double nearest its decimal and add and subtract times in
- * doubles: with times of three decimals, 1019.705 + 5.078 > 1024.783, and a
- * slice that touches the next seems to overlap it. So a time is printed as
- * the multiple of 1/2048 us nearest its nanoseconds, exactly (at most 11
- * decimals, at least 3): below 2^42 us (50 days) each is a double, and every
- * sum and difference of them is exact, so slices that touch or nest as
- * recorded do so to every reader. A time is within 0.245 ns of the one
- * recorded and a duration within 0.489 ns: llround(x * 1000), Perfetto's
- * reading, gives back the nanoseconds (rounding up instead would keep an
- * older Perfetto's (int64_t)(x * 1000) exact for times, but not for
- * durations, and llround's only for a day: x * 1000 rounds too). */
-typedef struct us_time {
-  uint64_t whole; /* microseconds */
-  unsigned frac;  /* and frac/2048 of one, 0 to 2047 */
-} us_time;
-
-/* The 2048ths nearest ns: (ns % 1000) * 2048 / 1000 rounded (125 is odd: no
- * ties), at most 2046. */
-static inline us_time us_of(uint64_t ns) {
-  us_time t = {ns / 1000, (unsigned)(((ns % 1000) * 256 + 62) / 125)};
-  return t;
-}
-
-/* The nanoseconds a reader gets back from a printed time: llround(us * 1000),
- * exact for a multiple of 1/2048 us (ties away from zero). */
-static inline uint64_t ns_read(us_time t) {
-  return t.whole * 1000 + ((uint64_t)t.frac * 125 + 128) / 256;
-}
-
-/* The difference y - x of two printed times. */
-static inline us_time us_diff(us_time x, us_time y) {
-  if (y.frac < x.frac) { /* y > x: y.whole > x.whole */
-    y.frac += 2048;
-    y.whole--;
-  }
-  return (us_time){y.whole - x.whole, y.frac - x.frac};
-}
-
-/* The k-th (from 1) arrow end of a first slice from a to z (ns): k/2048 us
- * after its printed start, at most at its printed end (put_after_ends). */
-static inline us_time after_point(uint64_t a, uint64_t z, uint64_t k) {
-  us_time start = us_of(a), end = us_of(z > a ? z : a);
-  uint64_t len = (end.whole - start.whole) * 2048 + end.frac - start.frac;
-  uint64_t units = start.frac + (k < len ? k : len);
-  return (us_time){start.whole + units / 2048, (unsigned)(units % 2048)};
-}
-
 uint64_t jq_json_after_ns(uint64_t a_ns, uint64_t z_ns, uint64_t k) {
-  return ns_read(after_point(a_ns, z_ns, k));
+  return jq_ns_read(jq_after_point(a_ns, z_ns, k));
 }
 
 double jq_json_dur_us(uint64_t a_ns, uint64_t z_ns) {
-  us_time d = us_diff(us_of(a_ns), us_of(z_ns > a_ns ? z_ns : a_ns));
+  jq_us_time d = jq_us_diff(jq_us_of(a_ns), jq_us_of(z_ns > a_ns ? z_ns : a_ns));
   return (double)d.whole + d.frac / 2048.0;
 }
 
-#define US_MAX 33 /* the longest time put_us_time writes: 20 digits, '.', 11 */
-
-/* t exactly: frac/2048 = frac * 5^11 / 10^11, trailing zeros dropped down to
- * three decimals. */
-static inline char *put_us_time(char *p, us_time t) {
-  p = jq_put_u64(p, t.whole);
-  *p++ = '.';
-  uint64_t v = (uint64_t)t.frac * 48828125u; /* < 10^11 */
-  for (int k = 9; k >= 1; k -= 2) {
-    memcpy(p + k, &jq_digit_pairs[(v % 100) * 2], 2);
-    v /= 100;
-  }
-  p[0] = (char)('0' + v);
-  int len = 11; /* a factor 2 of frac is a trailing zero */
-  for (unsigned f = t.frac; len > 3 && !(f & 1); f >>= 1)
-    len--;
-  return p + len;
-}
-
 static inline char *put_us(char *p, uint64_t ns) {
-  return put_us_time(p, us_of(ns));
+  return jq_put_us_time(p, jq_us_of(ns));
 }
 
 /* The length from a to z (ns, a <= z): the difference of the two printed
  * times, so that a reader's ts + dur is the end's time. */
 static inline char *put_dur(char *p, uint64_t a, uint64_t z) {
-  return put_us_time(p, us_diff(us_of(a), us_of(z)));
+  return jq_put_us_time(p, jq_us_diff(jq_us_of(a), jq_us_of(z)));
 }
 
 /* The longest escape of n input bytes: "\u00XX" per byte, 3 bytes of U+FFFD
  * per invalid byte. */
 #define ESCAPED_MAX(n) ((n) * 6)
-
-/* JSON string body: quotes, backslashes and control bytes (and DEL) escaped,
- * valid UTF-8 copied raw, each byte of an invalid sequence replaced by
- * U+FFFD. Never emits a \u surrogate. Returns the end. */
-static char *json_escape(char *p, const char *str, size_t n) {
-  const unsigned char *s = (const unsigned char *)str;
-  size_t i = 0;
-  while (i < n) {
-    unsigned c = s[i];
-    if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
-      *p++ = (char)c;
-      i++;
-    } else if (c < 0x80) {
-      *p++ = '\\';
-      switch (c) {
-      case '"': *p++ = '"'; break;
-      case '\\': *p++ = '\\'; break;
-      case '\n': *p++ = 'n'; break;
-      case '\r': *p++ = 'r'; break;
-      case '\t': *p++ = 't'; break;
-      case '\b': *p++ = 'b'; break;
-      case '\f': *p++ = 'f'; break;
-      default:
-        p = LIT(p, "u00");
-        *p++ = hex_digits[c >> 4];
-        *p++ = hex_digits[c & 15];
-      }
-      i++;
-    } else {
-      size_t len = jq_utf8_seq(s + i, n - i);
-      if (len) {
-        memcpy(p, s + i, len);
-        p += len;
-        i += len;
-      } else {
-        p = LIT(p, "\xef\xbf\xbd");
-        i++;
-      }
-    }
-  }
-  return p;
-}
 
 /* Per marker kind, the part of an event after its lane: the escaped name
  * and the start of args, ready to copy. The block has COPY_CHUNK bytes of
@@ -233,7 +125,7 @@ static int name_fragments(fragments *f, const jq_save_name *names, int n, const 
   char *p = f->text;
   for (int i = 0; i < n; i++) {
     f->off[i] = (size_t)(p - f->text);
-    p = json_escape(p, names[i].name, names[i].len);
+    p = jq_json_escape(p, names[i].name, names[i].len);
     p = put_lit(p, tail, tlen);
   }
   f->off[n] = (size_t)(p - f->text);
@@ -255,7 +147,7 @@ static void put_string(wbuf *b, const char *s, size_t n) {
   if (ESCAPED_MAX(n) + 2 <= JQ_WRITE_BUFFER) {
     char *p = wbuf_room(b, ESCAPED_MAX(n) + 2);
     *p++ = '"';
-    p = json_escape(p, s, n);
+    p = jq_json_escape(p, s, n);
     *p++ = '"';
     b->p = p;
   } else { /* a huge name: escape it in pieces that do not split a character */
@@ -265,7 +157,7 @@ static void put_string(wbuf *b, const char *s, size_t n) {
       while (k < n && k > 4092 && (((unsigned char)s[k]) & 0xc0) == 0x80)
         k--;
       char *p = wbuf_room(b, ESCAPED_MAX(k));
-      b->p = json_escape(p, s, k);
+      b->p = jq_json_escape(p, s, k);
       s += k;
       n -= k;
     }
@@ -328,7 +220,7 @@ static int context_init(context *c, jq_save_links *l, const jq_save_view *v, con
   char *p = c->cats.text;
   for (int i = 0; i < v->ncategories; i++) {
     c->cats.off[i] = (size_t)(p - c->cats.text);
-    p = json_escape(p, v->categories[i].name, v->categories[i].len);
+    p = jq_json_escape(p, v->categories[i].name, v->categories[i].len);
   }
   c->cats.off[v->ncategories] = (size_t)(p - c->cats.text);
   return name_fragments(&c->counters, v->counters, v->ncounters, "");
@@ -388,7 +280,7 @@ static char *put_error(char *p, const jq_event *t) {
   if (!t)
     return p;
   p = LIT(p, ",\"error\":\"");
-  p = json_escape(p, (const char *)(t + 1), t->id);
+  p = jq_json_escape(p, (const char *)(t + 1), t->id);
   if (t->flags & JQ_TEXT_CUT)
     p = LIT(p, "\xe2\x80\xa6");
   *p++ = '"';
@@ -476,15 +368,15 @@ static void put_submit(const lane_out *o, const jq_event *e) {
 
 /* The head of a zero-length slice at time t, up to its name (Perfetto
  * binds flows to slices, so arrows start and end on such points). */
-static char *put_point_at(char *p, const lane_out *o, us_time t) {
+static char *put_point_at(char *p, const lane_out *o, jq_us_time t) {
   p = LIT(p, ",\n{\"ph\":\"X\",\"ts\":");
-  p = put_us_time(p, t);
+  p = jq_put_us_time(p, t);
   p = LIT(p, ",\"dur\":0");
   return put_head(p, o);
 }
 
 static char *put_point_head(char *p, const lane_out *o, uint64_t t0) {
-  return put_point_at(p, o, us_of(ns_at(o, t0)));
+  return put_point_at(p, o, jq_us_of(ns_at(o, t0)));
 }
 
 /* The ends of the arrows from a job's `after` dependencies: one zero-length
@@ -499,7 +391,7 @@ static void put_after_ends(const lane_out *o, const jq_event *e) {
   for (size_t k = jq_links_first_dep(c->l, (uint64_t)e->arg); k < c->l->ndeps && c->l->deps[k].dependant == (uint64_t)e->arg;
        k++) {
     char *p = wbuf_room(o->b, EVENT_MAX);
-    p = put_point_at(p, o, after_point(a, z, ++rank));
+    p = put_point_at(p, o, jq_after_point(a, z, ++rank));
     p = LIT(p, "after\",\"cat\":\"" JQ_CAT_FLOW "\",\"args\":{\"job\":");
     p = jq_put_i64(p, e->arg);
     p = LIT(p, ",\"after\":");
@@ -710,15 +602,6 @@ static void put_pieces(lane_out *o, uint64_t i) {
 
 /* A double as JSON: the shortest of %.15g and %.17g that reads back the
  * same (profile_counter refuses non-finite values). */
-static char *put_double(char *p, double x) {
-  char tmp[40];
-  int n = snprintf(tmp, sizeof tmp, "%.15g", x);
-  if (strtod(tmp, NULL) != x)
-    n = snprintf(tmp, sizeof tmp, "%.17g", x);
-  memcpy(p, tmp, (size_t)n);
-  return p + n;
-}
-
 /* The start of a counter event up to its name. */
 static char *put_counter_head(char *p, const lane_out *o, uint64_t ticks) {
   p = LIT(p, ",\n{\"ph\":\"C\",\"ts\":");
@@ -739,7 +622,7 @@ static void put_counter(const lane_out *o, const jq_event *e) {
   if (e->flags & JQ_COUNTER_DOUBLE) {
     double x;
     memcpy(&x, &e->arg, sizeof x);
-    p = put_double(p, x);
+    p = jq_put_double(p, x);
   } else {
     p = jq_put_i64(p, e->arg);
   }
@@ -779,7 +662,7 @@ static void put_counts(const lane_out *o, const jq_event *e) {
 static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane, int tid) {
   lane_out o = {b, c, lane, {0}, 0, 0, tid - 1, {0}, 0};
   char *hp = LIT(o.heap, "heap ");
-  hp = json_escape(hp, lane->name, strnlen(lane->name, sizeof lane->name));
+  hp = jq_json_escape(hp, lane->name, strnlen(lane->name, sizeof lane->name));
   if (jq_links_lane_name_shared(c->v, o.index)) { /* a track per lane: "heap worker 0 (tid 3)" */
     hp = LIT(hp, " (tid ");
     hp = jq_put_u64(hp, (uint64_t)tid);
@@ -840,7 +723,7 @@ static void put_stack_frames(wbuf *b, const context *c) {
     p = id == 1 ? LIT(p, "\n\"") : LIT(p, ",\n\"");
     p = jq_put_u64(p, id);
     p = LIT(p, "\":{\"name\":\"");
-    p = json_escape(p, s, len);
+    p = jq_json_escape(p, s, len);
     p = LIT(p, "\",\"category\":\"");
     p = put_lit(p, k, strlen(k));
     *p++ = '"';
@@ -1058,7 +941,7 @@ static void put_lane_info(wbuf *b, const context *ctx) {
     PUT_LIT(b, ",\"unclosedSpans\":");
     put_number(b, (int64_t)ctx->l->pieces.unclosed[i]);
     if (l->dropped) {
-      char *p = wbuf_room(b, 16 + US_MAX);
+      char *p = wbuf_room(b, 16 + JQ_US_MAX);
       p = LIT(p, ",\"fullAtUs\":");
       b->p = put_us(p, jq_clock_to_ns(&v->scale, l->full_at));
     }
@@ -1081,7 +964,7 @@ static void put_profile_object(wbuf *b, const context *ctx) {
   put_number(b, (int64_t)v->events_per_lane);
   /* The session's bounds, on the events' timeline: zero is its start. */
   uint64_t stop = jq_clock_to_ns(&v->scale, v->stop_ticks);
-  char *p = wbuf_room(b, 48 + 2 * US_MAX);
+  char *p = wbuf_room(b, 48 + 2 * JQ_US_MAX);
   p = LIT(p, ",\"durationUs\":");
   p = put_us(p, stop);
   p = LIT(p, ",\"startUs\":0.000,\"stopUs\":");

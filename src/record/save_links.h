@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/utf8.h"
 #include "record/snapshot.h"
 #include "record/spans.h"
 
@@ -62,32 +63,6 @@ typedef struct jq_save_links {
   jq_frame_tree *tree;     /* the samples' frames (NULL: no samples to write) */
 } jq_save_links;
 
-/* Length of a valid UTF-8 sequence at s (at most n bytes), or 0. */
-static inline size_t jq_utf8_seq(const unsigned char *s, size_t n) {
-  unsigned c = s[0];
-  size_t len;
-  unsigned min;
-  if (c >= 0xc2 && c <= 0xdf) {
-    len = 2, min = 0x80;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    len = 3, min = 0x800;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    len = 4, min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (n < len)
-    return 0;
-  unsigned cp = c & (0x3fu >> (len - 1));
-  for (size_t i = 1; i < len; i++) {
-    if ((s[i] & 0xc0) != 0x80)
-      return 0;
-    cp = (cp << 6) | (s[i] & 0x3fu);
-  }
-  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-    return 0;
-  return len;
-}
 
 /* 0, or ENOMEM (free it all the same). */
 int jq_save_links_init(jq_save_links *l, const jq_save_view *v);
