@@ -9,6 +9,8 @@
 --   lua5.4 bench/report.lua 10000000 1             (the 10M-event mode; not CI)
 -- Half the events are slices of a traced job queue (submits, copies and job
 -- runs on two workers), half are "tick" markers.
+-- The same session saved as .pftrace too: its report against the JSON's
+-- (targets: <= 1.0x the time, <= 1.0x the peak RSS).
 -- Then the HTML timeline of the same trace, timed in headless Chromium.
 local p = require "jobque_profile"
 local jobque = require "jobque"
@@ -36,6 +38,8 @@ end)
 p.profile_stop()
 p.profile_tag(0)
 assert(p.profile_save(path))
+local ppath = dir .. "/jq-bench-report.pftrace"
+assert(p.profile_save(ppath))
 
 local ROUNDS = math.tointeger(tonumber(arg[2] or "")) or 3
 local bytes = assert(io.open(path, "rb")):seek("end")
@@ -64,6 +68,7 @@ local sides = {
   {"load", ("lua5.4 -e 'local m = assert(require(\"jobque_profile.trace\").load(\"%s\")) "
     .. "print(m.nevents) io.stdout:flush() os.exit(0)'"):format(path)},
   {"report", ("lua5.4 lua/jobque-profile.lua report --quiet '%s'"):format(path), "parallelism"},
+  {"report .pftrace", ("lua5.4 lua/jobque-profile.lua report --quiet '%s'"):format(ppath), "parallelism"},
   {"html", ("lua5.4 lua/jobque-profile.lua html --quiet '%s' -o '%s'"):format(path, page)},
 }
 local secs, rss, events = {}, {}, nil
@@ -92,6 +97,11 @@ for _, side in ipairs(sides) do
     targets[name] and (" (target <= %.2fx)"):format(targets[name]) or "                 ", rss[name] / 1e6,
     rss[name] / bytes, name == "report" and " (target <= 1.5x)" or ""))
 end
+local rp, rj = median(secs["report .pftrace"]), median(secs.report)
+print(("  report of the .pftrace (%.1f MB): %.2fx the report of the JSON's time (target <= 1.0x), "
+  .. "peak RSS %.2fx (target <= 1.0x)"):format(assert(io.open(ppath, "rb")):seek("end") / 1e6, rp / rj,
+  rss["report .pftrace"] / rss.report))
+os.remove(ppath)
 print("  (the machine may be shared: compare the ratios, not the seconds)")
 
 -- The HTML timeline of the same trace in headless Chromium: load, and

@@ -28,6 +28,8 @@ void jq_open_testing_codec(lua_State *L);
 /* The sample tables' test binding (testing_samples.c): adds put_sample,
  * put_runtime_sample, sampling_set, stab_limit and sample_error. */
 void jq_open_testing_samples(lua_State *L);
+/* The heap watch (testing_alloc.c): adds alloc_watch and alloc_fail. */
+void jq_open_testing_alloc(lua_State *L);
 #endif
 
 int luaopen_jobque_core(lua_State *L);

@@ -158,10 +158,10 @@ end)
 local function first_difference(a, b, path, seen)
   path, seen = path or "model", seen or {}
   if type(a) ~= type(b) or type(a) ~= "table" then
-    if a == b or (a ~= a and b ~= b) then return nil end
-    if math.type(a) ~= math.type(b) and type(a) == "number" then
+    if type(a) == "number" and type(b) == "number" and math.type(a) ~= math.type(b) then
       return ("%s: %s (%s) against %s (%s)"):format(path, a, math.type(a), b, math.type(b))
     end
+    if a == b or (a ~= a and b ~= b) then return nil end
     return ("%s: %s against %s"):format(path, tostring(a), tostring(b))
   end
   if seen[a] then return nil end

@@ -41,7 +41,7 @@ describe("profile_save's format", function()
       S.err_of(p.profile_save, path, {format = "xml"}))
     assert.matches("format must be \"json\" or \"proto\", got number",
       S.err_of(p.profile_save, path, {format = 1}), nil, true)
-    assert.are.equal("profile_save: unknown option 'fromat' (known: format)",
+    assert.are.equal("profile_save: unknown option 'fromat' (known: format, progress)",
       S.err_of(p.profile_save, path, {fromat = "proto"}))
     assert.matches("table expected, got string", S.err_of(p.profile_save, path, "proto"), nil, true)
     assert.is_nil(io.open(path))

@@ -24,6 +24,7 @@
 #include "common/json_put.h"
 #include "record/events.h"
 #include "record/sample_tables.h"
+#include "record/save_progress.h"
 #include "record/save_links.h"
 #include "record/spans.h"
 
@@ -37,12 +38,17 @@ typedef struct wbuf {
   char *base;
   int fd;
   int err; /* first write error (errno) */
+  jq_progress *prog; /* told at each flush: */
+  uint64_t done, written; /* events written, bytes flushed */
 } wbuf;
 
 static void wbuf_flush(wbuf *b) {
+  size_t n = (size_t)(b->p - b->base);
   if (!b->err)
-    b->err = jq_write_all(b->fd, b->base, (size_t)(b->p - b->base));
+    b->err = jq_write_all(b->fd, b->base, n);
   b->p = b->base;
+  b->written += n;
+  jq_progress_at(b->prog, b->done, b->written);
 }
 
 /* Room for n more bytes (n <= JQ_WRITE_BUFFER). */
@@ -673,10 +679,15 @@ static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane,
   h = jq_put_u64(h, (uint64_t)tid);
   h = LIT(h, ",\"name\":\"");
   o.headlen = (size_t)(h - o.head);
-  while (o.piece < c->l->pieces.n && c->l->pieces.p[o.piece].lane < o.index)
-    o.piece++;
+  if (jq_pieces_lane(&c->l->pieces, o.index) != 0) {
+    if (!b->err)
+      b->err = ENOMEM;
+    return;
+  }
+  uint64_t done = b->done;
   for (uint64_t i = 0; i < lane->count; i += jq_event_span(&lane->events[i])) {
     const jq_event *e = &lane->events[i];
+    b->done = done + i; /* for the progress line, at a flush */
     switch (e->kind) {
     case JQ_EV_MARKER: put_marker(&o, e); break;
     case JQ_EV_SUBMIT: put_submit(&o, e); break;
@@ -815,7 +826,11 @@ static int put_lane_samples(wbuf *b, const context *c, int l, int *first) {
     return 0;
   sample_at *at = malloc(n * sizeof *at);
   jq_span_cursor cur;
-  int rc = jq_span_cursor_init(&cur, &c->l->pieces, l);
+  int rc = jq_pieces_lane(&c->l->pieces, l);
+  if (rc == 0)
+    rc = jq_span_cursor_init(&cur, &c->l->pieces, l);
+  else
+    memset(&cur, 0, sizeof cur);
   if (!at || rc != 0) {
     free(at);
     jq_span_cursor_free(&cur);
@@ -1015,7 +1030,7 @@ int jq_json_profile_text(const jq_save_view *v, const jq_save_links *l, char **t
   ctx.l = (jq_save_links *)l; /* read only: the object reads the view and the links */
   *text = NULL;
   *len = 0;
-  wbuf b = {NULL, NULL, NULL, -1, 0};
+  wbuf b = {NULL, NULL, NULL, -1, 0, NULL, 0, 0};
   if (!(b.base = malloc(JQ_WRITE_BUFFER)))
     return ENOMEM;
   b.p = b.base;
@@ -1062,8 +1077,11 @@ static void write_trace(wbuf *b, const context *c) {
              "{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":\"jobque_profile\"}}");
   for (int i = 0; i < v->nlanes; i++)
     put_lane_meta(b, &v->lanes[i], i + 1);
-  for (int i = 0; i < v->nlanes && !b->err; i++)
-    put_lane_events(b, c, &v->lanes[i], i + 1);
+  uint64_t done = 0;
+  for (int i = 0; i < v->nlanes && !b->err; i++) {
+    put_lane_events(b, c, &v->lanes[i], i + 1); /* (b->done counts its events) */
+    b->done = done += v->lanes[i].count;
+  }
   put_profile(b, c);
   wbuf_flush(b);
 }
@@ -1086,7 +1104,7 @@ int jq_json_save(const jq_save_view *v, const char *path, char *err, size_t errl
   context ctx;
   jq_save_links links;
   memset(&ctx, 0, sizeof ctx);
-  wbuf b = {NULL, NULL, NULL, -1, 0};
+  wbuf b = {NULL, NULL, NULL, -1, 0, v->progress, 0, 0};
   int rc = ENOMEM;
   if (name_fragments(&marks, v->markers, v->nmarkers, MARKER_TAIL) != 0 ||
       context_init(&ctx, &links, v, &marks) != 0 || !(b.base = malloc(JQ_WRITE_BUFFER))) {

@@ -163,10 +163,12 @@ static int proto_by_name(const char *path, size_t len) {
   return 0;
 }
 
-/* profile_save's options (the table at 2, if any): format. Returns whether
- * to write protobuf: the format asked, else by the path's extension. */
-static int save_format(lua_State *L, const char *path, size_t len) {
+/* profile_save's options (the table at 2, if any): format, progress.
+ * Returns whether to write protobuf: the format asked, else by the path's
+ * extension; *progress: whether a progress line was asked. */
+static int save_options(lua_State *L, const char *path, size_t len, int *progress) {
   int proto = proto_by_name(path, len);
+  *progress = 0;
   if (lua_isnoneornil(L, 2))
     return proto;
   luaL_checktype(L, 2, LUA_TTABLE);
@@ -184,16 +186,20 @@ static int save_format(lua_State *L, const char *path, size_t len) {
                                             lua_type(L, -1) == LUA_TSTRING
                                                 ? lua_pushfstring(L, "\"%s\"", f)
                                                 : luaL_typename(L, -1)));
+    } else if (key && strcmp(key, "progress") == 0) {
+      if (!lua_isboolean(L, -1))
+        luaL_argerror(L, 2, lua_pushfstring(L, "progress must be a boolean, got %s", luaL_typename(L, -1)));
+      *progress = lua_toboolean(L, -1);
     } else {
       lua_pushvalue(L, -2);
-      luaL_error(L, "profile_save: unknown option '%s' (known: format)", luaL_tolstring(L, -1, NULL));
+      luaL_error(L, "profile_save: unknown option '%s' (known: format, progress)", luaL_tolstring(L, -1, NULL));
     }
     lua_pop(L, 1);
   }
   return proto;
 }
 
-/* profile_save(path [, {format = "json" | "proto"}]) -> true | false, message [, errno]
+/* profile_save(path [, {format = "json" | "proto", progress = bool}]) -> true | false, message [, errno]
  * Protobuf when asked, or by the extension (.pftrace, .perfetto-trace);
  * else JSON. The file is written by file_replace.h's rules: replaced
  * atomically, a symlink at `path` followed, mode and owner kept, a device
@@ -203,10 +209,11 @@ static int l_profile_save(lua_State *L) {
   size_t len;
   const char *path = luaL_checklstring(L, 1, &len);
   luaL_argcheck(L, strlen(path) == len, 1, "path contains a zero byte");
-  int proto = save_format(L, path, len);
+  int progress;
+  int proto = save_options(L, path, len, &progress);
   char err[2 * PATH_MAX + 512]; /* the path, and a link of its chain (file_replace.h) */
   int errnum;
-  int rc = jq_session_save(path, proto, err, sizeof err, &errnum);
+  int rc = jq_session_save(path, proto, progress, err, sizeof err, &errnum);
   if (rc == JQ_SAVE_OK) {
     lua_pushboolean(L, 1);
     return 1;

@@ -885,12 +885,10 @@ static int add_event(writer *w, uint64_t i) {
 /* The lane's records: its events and span pieces, in time order. */
 static int gather(writer *w) {
   const jq_save_lane *lane = &w->v->lanes[w->lane];
-  const jq_pieces *ps = &w->l->pieces;
+  jq_pieces *ps = (jq_pieces *)&w->l->pieces; /* made for this lane here */
   size_t piece = 0;
-  int rc = 0;
+  int rc = jq_pieces_lane(ps, w->lane);
   w->nrecs = 0;
-  while (piece < ps->n && ps->p[piece].lane < w->lane)
-    piece++;
   for (uint64_t i = 0; i < lane->count && !rc; i += jq_event_span(&lane->events[i])) {
     rc = add_event(w, i);
     for (; !rc && piece < ps->n && ps->p[piece].lane == w->lane && ps->p[piece].anchor == i; piece++)

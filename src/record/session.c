@@ -34,6 +34,7 @@
 
 #include "record/json_writer.h"
 #include "record/proto_writer.h"
+#include "record/save_progress.h"
 #include "record/sample_tables.h"
 #include "record/sampler.h"
 
@@ -644,7 +645,7 @@ static void snapshot_lane(jq_save_lane *s, const jq_lane *l) {
   memcpy(s->name, l->name, sizeof s->name);
 }
 
-int jq_session_save(const char *path, int proto, char *err, size_t errlen, int *errnum) {
+int jq_session_save(const char *path, int proto, int progress, char *err, size_t errlen, int *errnum) {
   static jq_save_lane lanes[JQ_MAX_LANES]; /* control_mu held while in use */
   jq_session_init();
   *errnum = 0;
@@ -690,10 +691,14 @@ int jq_session_save(const char *path, int proto, char *err, size_t errlen, int *
   pthread_mutex_lock(&reg_mu);
   int rc = snapshot_registries(&v, &block);
   pthread_mutex_unlock(&reg_mu);
+  jq_progress prog;
+  jq_progress_begin(&prog, progress, path, recorded);
+  v.progress = &prog;
   if (rc == 0)
     rc = proto ? jq_proto_save(&v, path, err, errlen) : jq_json_save(&v, path, err, errlen);
   else
     snprintf(err, errlen, "cannot save trace to '%s': out of memory", path);
+  jq_progress_end(&prog);
   free(block);
   pthread_mutex_unlock(&control_mu);
   if (rc != 0) {

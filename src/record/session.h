@@ -78,9 +78,10 @@ int jq_category_intern(const char *name, size_t len, uint32_t color, uint32_t *i
 /* Why a save did not happen. */
 enum { JQ_SAVE_OK = 0, JQ_SAVE_ARMED, JQ_SAVE_EMPTY, JQ_SAVE_IO };
 
-/* Writes the last session to `path` (atomically). On failure fills `err`
- * and, for JQ_SAVE_IO, `*errnum`. */
-int jq_session_save(const char *path, int proto, char *err, size_t errlen, int *errnum);
+/* Writes the last session to `path` (atomically), as protobuf when `proto`,
+ * with a progress line on a terminal when `progress` (save_progress.h). On
+ * failure fills `err` and, for JQ_SAVE_IO, `*errnum`. */
+int jq_session_save(const char *path, int proto, int progress, char *err, size_t errlen, int *errnum);
 
 #ifdef JQ_TESTING
 /* Number of lanes ever created (for the thread-reuse spec). */

@@ -77,6 +77,8 @@ typedef struct jq_save_view {
   const char *clock;
   jq_save_sampling sampling;
   jq_save_where where;
+  struct jq_progress *progress; /* the save's progress line (save_progress.h): the writers
+                                   report at each flush */
 } jq_save_view;
 
 #endif

@@ -28,14 +28,27 @@ typedef struct jq_piece {
   uint8_t unclosed; /* the last piece of a span closed by its job's end or the stop */
 } jq_piece;
 
+/* The session's span pieces, made one lane at a time: what they are made
+ * from (the items, 24 bytes per span event and per slice of a job with
+ * spans, and each lane's groups) is kept for the save. */
 typedef struct jq_pieces {
-  jq_piece *p; /* by lane, anchor, start, depth */
+  jq_piece *p; /* the pieces of lane `lane` (by anchor, start, depth) */
   size_t n;
+  int lane;    /* the lane they are of; -1: none made yet */
   uint64_t *unclosed; /* per lane: spans closed by a job's end or the stop */
+  const jq_save_view *v;
+  struct jq_span_item *items; /* spans.c's */
+  size_t nitems;
+  struct jq_span_group *groups; /* by lane: groups[goff[l] .. goff[l + 1]) */
+  uint64_t *goff;
 } jq_pieces;
 
-/* Returns 0 or ENOMEM; jq_pieces_free in either case. */
+/* Reads the view's spans (the unclosed counts made; no pieces yet).
+ * Returns 0 or ENOMEM; jq_pieces_free in either case. */
 int jq_pieces_build(jq_pieces *out, const jq_save_view *v);
+/* The pieces of `lane` into p and n (those of another lane are freed):
+ * 0 or ENOMEM (then none are held). */
+int jq_pieces_lane(jq_pieces *ps, int lane);
 void jq_pieces_free(jq_pieces *out);
 
 /* The innermost piece of a lane that holds an instant (a sample), for

@@ -26,6 +26,7 @@
 #include "common/file_replace.h"
 #include "record/json_writer.h"
 #include "record/sampler.h"
+#include "record/save_progress.h"
 #include "queue/queue.h"
 #include "record/session.h"
 #include "queue/worker.h"
@@ -324,6 +325,13 @@ static int l_put_event(lua_State *L) {
 }
 
 
+/* _test.progress_timing(after_ms, every_ms): a save's progress line starts
+ * after after_ms and comes every every_ms (1000 and 250 outside specs). */
+static int l_progress_timing(lua_State *L) {
+  jq_progress_timing(luaL_checkinteger(L, 1), luaL_checkinteger(L, 2));
+  return 0;
+}
+
 /* ---- the allocation-failure hook ----
  * Worker states (all of them, made by jq_test_newstate) and, when asked,
  * the calling state allocate through fail_alloc. Armed for a target with
@@ -578,6 +586,7 @@ void jq_open_testing(lua_State *L, lua_CFunction open_core) {
                                    {"holding", l_holding},
                                    {"fail_alloc", l_fail_alloc},
                                    {"allocs", l_allocs},
+                                   {"progress_timing", l_progress_timing},
                                    {NULL, NULL}};
   luaL_newlib(L, funcs);
   static const struct {
@@ -596,6 +605,7 @@ void jq_open_testing(lua_State *L, lua_CFunction open_core) {
   lua_setfield(L, -2, "spawn");
   jq_open_testing_codec(L);
   jq_open_testing_samples(L);
+  jq_open_testing_alloc(L);
 }
 
 #endif
