@@ -281,10 +281,21 @@ local function add_marker_kind(model, kind)
   end
 end
 
+-- The newest format version this reader reads (jobqueProfile.version:
+-- docs/trace-format.md); a file without one is read as version 1.
+local READS_VERSION = 1
+
 -- Reads the jobqueProfile key: lanes' counts, categories, marker kinds.
 local function read_meta(model, meta)
   if type(meta) ~= "table" then
     return nil, 'bad "jobqueProfile": not an object'
+  end
+  local version = meta.version
+  if version ~= nil and not (math.type(version) == "integer" and version >= 1) then
+    return nil, ('bad "jobqueProfile.version": %s (an integer from 1 expected)'):format(
+      type(version) == "number" and time_text(version) or type(version))
+  elseif version ~= nil and version > READS_VERSION then
+    return nil, ("trace format version %d is newer than this jobque-profile reads (1)"):format(version)
   end
   model.meta = meta
   model.clock = str(meta.clock)

@@ -683,3 +683,37 @@ describe_in_browser("the HTML timeline of a trace with hostile names", function(
     assert.is_nil(data:find("\226\128[\168\169]"))
   end)
 end)
+
+describe("jobque-profile on a trace's format version", function()
+  local function with_version(text)
+    local file = S.tmpfile("version.json")
+    S.write(file, '{"traceEvents":[{"ph":"X","ts":0,"dur":4,"pid":1,"tid":1,"name":"a"}],'
+            .. '"jobqueProfile":{"version":' .. text .. ',"startUs":0,"stopUs":10}}')
+    return file
+  end
+
+  it("reads version 1, and a file without one", function()
+    for _, file in ipairs{with_version("1"), S.tmpfile("none.json")} do
+      if file:find("none") then
+        S.write(file, '{"traceEvents":[{"ph":"X","ts":0,"dur":4,"pid":1,"tid":1,"name":"a"}]}')
+      end
+      local code, out, err = run("report --json '" .. file .. "'")
+      assert.equal(0, code, err)
+      assert.truthy(out:find('"events":1', 1, true), out)
+    end
+  end)
+
+  it("refuses a newer version, and one that is no integer from 1, status 1", function()
+    for version, why in pairs{["2"] = "trace format version 2 is newer than this jobque-profile reads (1)",
+                              ["3"] = "trace format version 3 is newer than this jobque-profile reads (1)",
+                              ['"1"'] = 'bad "jobqueProfile.version": string (an integer from 1 expected)',
+                              ["0"] = 'bad "jobqueProfile.version": 0 (an integer from 1 expected)',
+                              ["1.5"] = 'bad "jobqueProfile.version": 1.5 (an integer from 1 expected)'} do
+      local file = with_version(version)
+      local code, out, err = run("report '" .. file .. "'")
+      assert.equal("", out)
+      assert.equal("jobque-profile: " .. file .. ": " .. why .. "\n", err)
+      assert.equal(1, code)
+    end
+  end)
+end)
