@@ -67,7 +67,9 @@ local last = jobque.with_job_que(function(q) -- as many workers as hardware thre
 end)
 p.profile_stop()
 
+local proto = out:gsub("%.json$", "") .. ".pftrace" -- the same session in Perfetto's own format
 local ok, err = p.profile_save(out)
+if ok then ok, err = p.profile_save(proto) end
 if not ok then
   io.stderr:write("tokens: ", err, "\n")
   os.exit(1)
@@ -76,6 +78,8 @@ local dir = os.getenv("PWD")
 local where = out:sub(1, 1) == "/" and out or ((dir and dir .. "/" or "") .. out)
 print(("ran %d tokens (last state %d) on %d workers; wrote %s"):format(
   TOKENS, last, require("jobque.core").hardware_threads(), where))
+print(("and %s: the same session as a Perfetto protobuf trace (its CPU samples drawn as flame graphs)")
+  :format(proto))
 print([[
 Open it: go to https://ui.perfetto.dev, choose "Open trace file" and pick that file.
   - lanes "worker 0".."worker N-1" run the jobs; "caller" (last) submits and waits;
