@@ -47,10 +47,20 @@ typedef struct u64map {
   size_t cap, n;
 } u64map;
 
+/* splitmix64's finalizer: every bit of a key moves the slot (keys come from
+ * the file: iids, uuids, job ids). */
+static inline uint64_t map_mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
 static inline uint64_t map_get(const u64map *m, uint64_t key) {
   if (!m->cap)
     return 0;
-  for (size_t i = (size_t)(key * 0x9E3779B97F4A7C15ull >> 7) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
+  for (size_t i = (size_t)map_mix(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
     if (m->v[i] == 0)
       return 0;
     if (m->k[i] == key)
@@ -82,7 +92,7 @@ static inline int map_grow(u64map *m) {
 static inline int map_put(u64map *m, uint64_t key, uint64_t val) {
   if (2 * (m->n + 1) > m->cap && map_grow(m) != 0)
     return ENOMEM;
-  size_t i = (size_t)(key * 0x9E3779B97F4A7C15ull >> 7) & (m->cap - 1);
+  size_t i = (size_t)map_mix(key) & (m->cap - 1);
   while (m->v[i] != 0 && m->k[i] != key)
     i = (i + 1) & (m->cap - 1);
   m->n += m->v[i] == 0;
@@ -125,6 +135,7 @@ typedef struct open_slice {
   struct seq *sq;
   uint32_t depth;     /* on its track, from 0 */
   int is_job;         /* a job's slice (category "job") */
+  size_t job_at;      /* the innermost job slice open at it, itself included (index + 1), 0: none */
 } open_slice;
 
 /* A slice written later than its end: a span piece inside a job's slice
@@ -136,6 +147,8 @@ typedef struct later {
   uint32_t depth;
   open_slice o;
   track *t;
+  size_t next;  /* an end's: the next waiting for the same job (index + 1), 0: none */
+  int done;     /* an end's: written */
 } later;
 
 typedef struct first_slice {
@@ -183,10 +196,12 @@ typedef struct rd {
   jq_vec frames; /* gframe */
   jq_vec samples; /* gsample */
   u64map frame_of; /* id -> index + 1 */
-  seq *seqs;
+  seq **seqs;
   size_t nseqs;
+  u64map seq_of; /* sequence id -> index + 1 into seqs */
   jq_vec pieces;     /* later: pieces waiting for their job's slice */
-  jq_vec afters;     /* later: `after` ends, waiting for the end of the pass */
+  jq_vec afters;     /* later: `after` ends, waiting for their job's first slice */
+  u64map after_head, after_tail; /* job id -> its first and last waiting end (index + 1) */
   jq_vec firsts;     /* first_slice */
   u64map first_of;   /* job id -> index + 1 into firsts */
   size_t last_c; /* where the last "C" event ends in out (0: none), its time, lane and name */

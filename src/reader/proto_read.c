@@ -363,20 +363,27 @@ static int first_pass(rd *r) {
 
 /* ---- the second pass: the sequences ---- */
 
+/* Sequence `id`'s state, made at its first packet (each in a block of its
+ * own: open slices point at it while more sequences come). */
 static seq *seq_of(rd *r, uint64_t id) {
-  for (size_t i = 0; i < r->nseqs; i++)
-    if (r->seqs[i].id == id)
-      return &r->seqs[i];
+  uint64_t k = map_get(&r->seq_of, id);
+  if (k)
+    return r->seqs[k - 1];
   if ((r->nseqs & (r->nseqs - 1)) == 0) { /* room doubles at powers of two */
-    seq *ns = realloc(r->seqs, (r->nseqs ? 2 * r->nseqs : 1) * sizeof *ns);
+    seq **ns = realloc(r->seqs, (r->nseqs ? 2 * r->nseqs : 1) * sizeof *ns);
     if (!ns) {
       pr_oom(r);
       return NULL;
     }
     r->seqs = ns;
   }
-  seq *sq = &r->seqs[r->nseqs++];
-  memset(sq, 0, sizeof *sq);
+  seq *sq = calloc(1, sizeof *sq);
+  if (!sq || map_put(&r->seq_of, id, r->nseqs + 1) != 0) {
+    free(sq);
+    pr_oom(r);
+    return NULL;
+  }
+  r->seqs[r->nseqs++] = sq;
   sq->id = id;
   sq->lane = -1;
   return sq;
@@ -830,18 +837,42 @@ static int put_after(rd *r, const later *w) {
 /* The `after` ends waiting for job `job`'s first slice (all: job 0 and
  * all set), in the order they came. */
 static int put_afters(rd *r, uint64_t job, int all) {
-  size_t n = r->afters.n / sizeof(later), k = 0;
-  for (size_t i = 0; i < n; i++) {
-    later w = ((later *)(void *)r->afters.p)[i];
-    if (all || w.owner == job) {
-      if (put_after(r, &w) != 0)
+  if (all) {
+    size_t n = r->afters.n / sizeof(later);
+    for (size_t i = 0; i < n; i++) {
+      later w = ((later *)(void *)r->afters.p)[i];
+      if (!w.done && put_after(r, &w) != 0)
         return -1;
-    } else {
-      ((later *)(void *)r->afters.p)[k++] = w;
     }
+    return 0;
   }
-  r->afters.n = k * sizeof(later);
-  return 0;
+  uint64_t head = map_get(&r->after_head, job);
+  if (head == 0 || head == UINT64_MAX) /* none waits (UINT64_MAX: those that did are written) */
+    return 0;
+  for (uint64_t k = head; k;) {
+    later *w = &((later *)(void *)r->afters.p)[k - 1];
+    later copy = *w;
+    w->done = 1;
+    if (put_after(r, &copy) != 0)
+      return -1;
+    k = copy.next;
+  }
+  return map_put(&r->after_head, job, UINT64_MAX) != 0 ? pr_oom(r) : 0;
+}
+
+/* Puts end w to wait for its job's first slice. */
+static int wait_after(rd *r, later *w) {
+  uint64_t tail = map_get(&r->after_tail, w->owner);
+  if (map_get(&r->after_head, w->owner) == UINT64_MAX)
+    tail = 0; /* a chain written already: a new one */
+  if (jq_vec_add(&r->afters, w, sizeof *w) != 0)
+    return pr_oom(r);
+  uint64_t k = r->afters.n / sizeof *w;
+  if (tail)
+    ((later *)(void *)r->afters.p)[tail - 1].next = k;
+  else if (map_put(&r->after_head, w->owner, k) != 0)
+    return pr_oom(r);
+  return map_put(&r->after_tail, w->owner, k) != 0 ? pr_oom(r) : 0;
 }
 
 static int cmp_piece(const void *x, const void *y) {
@@ -885,10 +916,7 @@ static int job_slice_ended(rd *r, size_t idx, int64_t job, uint64_t a, uint64_t 
 /* The innermost job slice open on t (index into opens), or CLOSED. */
 static size_t open_job(const rd *r, const track *t) {
   const open_slice *os = (const open_slice *)(const void *)r->opens.p;
-  for (size_t i = t->top; i; i = os[i - 1].prev)
-    if (os[i - 1].is_job)
-      return i - 1;
-  return CLOSED;
+  return t->top && os[t->top - 1].job_at ? os[t->top - 1].job_at - 1 : CLOSED;
 }
 
 /* A slice's end: the innermost open slice of its track ends at ns (the
@@ -907,7 +935,7 @@ static int end_slice(rd *r, track *t, uint64_t ns, size_t at) {
   te b;
   if (read_te(r, o.sq, o.at, o.len, &b) != 0)
     return -1;
-  later w = {0, o.ns, ns, o.depth, o, t};
+  later w = {0, o.ns, ns, o.depth, o, t, 0, 0};
   if (t->kind == K_THREAD && ns == o.ns && pr_is_str(b.name, "after") && pr_is_str(b.cat, JQ_CAT_FLOW)) {
     w.owner = (size_t)annot_job(r, o.sq, &b);
     uint64_t f = map_get(&r->first_of, w.owner);
@@ -915,8 +943,8 @@ static int end_slice(rd *r, track *t, uint64_t ns, size_t at) {
     if (fs && fs->a <= ns && ns <= fs->z) { /* at its first slice's end: that ended just before */
       if (put_after(r, &w) != 0)
         return -1;
-    } else if (jq_vec_add(&r->afters, &w, sizeof w) != 0) {
-      return pr_oom(r);
+    } else if (wait_after(r, &w) != 0) {
+      return -1;
     }
   } else if (t->kind == K_THREAD && (w.owner = open_job(r, t)) != CLOSED && has_annot(r, o.sq, &b, "piece")) {
     if (jq_vec_add(&r->pieces, &w, sizeof w) != 0)
@@ -936,10 +964,13 @@ static int end_slice(rd *r, track *t, uint64_t ns, size_t at) {
 static int begin_slice(rd *r, seq *sq, track *t, uint64_t ns, const te *e, size_t at, size_t len) {
   const open_slice *os = (const open_slice *)(const void *)r->opens.p;
   open_slice o = {(size_t)(t - r->tracks), t->top, ns, at, len, sq,
-                  t->top ? os[t->top - 1].depth + 1 : 0, t->kind == K_THREAD && pr_is_str(e->cat, JQ_CAT_JOB)};
+                  t->top ? os[t->top - 1].depth + 1 : 0, t->kind == K_THREAD && pr_is_str(e->cat, JQ_CAT_JOB),
+                  t->top ? os[t->top - 1].job_at : 0};
   if (jq_vec_add(&r->opens, &o, sizeof o) != 0)
     return pr_oom(r);
   t->top = r->opens.n / sizeof o;
+  if (o.is_job)
+    ((open_slice *)(void *)r->opens.p)[t->top - 1].job_at = t->top;
   return 0;
 }
 
@@ -1105,9 +1136,12 @@ int jq_proto_to_json(const char *s, size_t n, jq_vec *out, char *err, size_t err
   r.errlen = errlen;
   if (first_pass(&r) == 0 && pr_put_lanes(&r) == 0 && second_pass(&r) == 0)
     pr_put_tail(&r);
-  for (size_t i = 0; i < r.nseqs; i++)
+  for (size_t i = 0; i < r.nseqs; i++) {
     for (int t = 0; t < TABLES; t++)
-      map_free(&r.seqs[i].tab[t]);
+      map_free(&r.seqs[i]->tab[t]);
+    free(r.seqs[i]);
+  }
+  map_free(&r.seq_of);
   free(r.seqs);
   free(r.tracks);
   map_free(&r.track_of);
@@ -1118,6 +1152,8 @@ int jq_proto_to_json(const char *s, size_t n, jq_vec *out, char *err, size_t err
   jq_vec_free(&r.samples);
   jq_vec_free(&r.pieces);
   jq_vec_free(&r.afters);
+  map_free(&r.after_head);
+  map_free(&r.after_tail);
   jq_vec_free(&r.firsts);
   map_free(&r.first_of);
   if (r.fail)
