@@ -55,4 +55,27 @@ describe("the .pftrace reader on hostile files made by hand", function()
     assert.are.equal("lane " .. (n - 1), r.lanes[n].name)
     assert.are.equal(1, r.total.events)
   end)
+
+  it("refuses a jobqueProfile attribute that is not one JSON object, naming its byte in the file", function()
+    local cases = {
+      {'{"version":1,', 13, "expected a string key"},
+      {'{"version":1,"x":"a\nb"}', 19, "control character in a string (escape it)"},
+      {'[1]', 0, "not an object"},
+      {'{"version":1} x', 14, "text after the object"},
+      -- what would close the session's object and add events of its own
+      {'{"version":1,"startUs":0,"stopUs":1000},"traceEvents":[{"ph":"X","ts":1,"dur":5,"pid":1,"tid":1,'
+       .. '"name":"injected","cat":"job"}]', 39, "text after the object"},
+    }
+    for _, c in ipairs(cases) do
+      local path = S.tmpfile("attribute.pftrace")
+      local bytes = head(1, c[1]) .. one_slice()
+      local at = bytes:find(c[1], 1, true) - 1 -- where the attribute's text starts in the file
+      S.write(path, bytes)
+      local code, out, err = report(path)
+      assert.are.equal(1, code, c[1])
+      assert.are.equal("", out)
+      assert.are.equal(("jobque-profile: %s: damaged protobuf at byte %d (its attribute jobqueProfile is "
+                        .. "not a JSON object: %s)\n"):format(path, at + c[2], c[3]), err)
+    end
+  end)
 end)

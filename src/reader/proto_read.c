@@ -21,6 +21,7 @@
  * the time the JSON gives it.
  */
 #include "reader/proto_read.h"
+#include "reader/json_scan.h"
 #include "reader/proto_rd.h"
 
 #include <errno.h>
@@ -309,6 +310,26 @@ static int number_lanes(rd *r) {
   return rc;
 }
 
+/* The attribute jobqueProfile is one JSON object and nothing else (it is
+ * copied into the JSON text whole: a damaged one would be reported at a
+ * byte of that text, and one that closed the object could add events). */
+static int check_profile(rd *r) {
+  jq_src t = {r->profile.p, r->profile.n, 0, NULL, NONE, 0};
+  size_t i = ws(&t, 0), end;
+  const char *why;
+  if (i >= t.n || t.s[i] != '{')
+    why = "not an object", end = i;
+  else if (!(end = skip_value(&t, i, 0)))
+    why = t.err, end = t.err_at;
+  else if ((end = ws(&t, end)) < t.n)
+    why = "text after the object";
+  else
+    return 0;
+  char msg[128];
+  snprintf(msg, sizeof msg, "its attribute jobqueProfile is not a JSON object: %s", why);
+  return pr_damaged(r, (size_t)((const unsigned char *)r->profile.p - r->s) + end, msg);
+}
+
 static int first_pass(rd *r) {
   size_t pos = 0;
   while (pos < r->n) {
@@ -356,6 +377,8 @@ static int first_pass(rd *r) {
   }
   if (!r->profile.p)
     return foreign(r);
+  if (check_profile(r) != 0)
+    return -1;
   if (!r->has_boot0)
     return pr_damaged(r, WHOLE, "no clock snapshot of the session's start");
   return number_lanes(r);
