@@ -78,4 +78,23 @@ describe("the .pftrace reader on hostile files made by hand", function()
                         .. "not a JSON object: %s)\n"):format(path, at + c[2], c[3]), err)
     end
   end)
+
+  it("reads a wake's parked_us of a whole number of us as the JSON's float (9706.000 there), not as an integer",
+     function()
+    -- sequence 1: name 1 "wake", category 1 "worker", annotation name 1
+    -- "parked_us"; a wake instant 1 us after the start, parked 9706 us
+    local interned = s(2, v(1, 1) .. s(2, "wake")) .. s(1, v(1, 1) .. s(2, "worker"))
+      .. s(3, v(1, 1) .. s(2, "parked_us"))
+    local seq = packet(v(8, BOOT0), v(58, 6), v(10, 1), v(13, 3), s(59, v(58, 64) .. s(11, v(11, 2))),
+                       s(6, s(1, v(1, 64) .. v(2, 0) .. v(3, 1)) .. s(1, v(1, 6) .. v(2, BOOT0))), s(12, interned))
+      .. packet(v(10, 1), v(13, 2), v(8, 1000), s(11, v(9, 3) .. v(10, 1) .. v(3, 1)
+                                                   .. s(4, v(1, 1) .. T.key(5, 1) .. string.pack("<d", 9706.0))))
+    local path = S.tmpfile("wake.pftrace")
+    S.write(path, head(1) .. seq)
+    local model = assert(require("jobque_profile.trace").load(path))
+    local wake = model.lanes[1].instants[1]
+    assert.are.equal("wake", wake.name)
+    assert.are.equal("float", math.type(wake.args.parked_us))
+    assert.are.equal(9706, wake.args.parked_us)
+  end)
 end)

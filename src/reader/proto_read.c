@@ -612,10 +612,15 @@ static int put_annot(rd *r, const seq *sq, size_t at, size_t len, int *first) {
     p = jq_put_u64(p, val.v);
   else if (val.num == 4)
     p = put_i64(p, (int64_t)val.v);
-  else if (val.num == 5) {
+  else if (val.num == 5) { /* a float as the JSON's (its one, parked_us, has a point): 9706.0, not 9706 */
     double x;
     memcpy(&x, &val.v, sizeof x);
+    char *d = p;
     p = jq_put_double(p, x);
+    while (d < p && (*d == '-' || (*d >= '0' && *d <= '9')))
+      d++;
+    if (d == p)
+      p = LIT(p, ".0");
   } else
     p = pr_put_str(p, sv);
   pr_done(r, p);
