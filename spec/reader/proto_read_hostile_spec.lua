@@ -97,4 +97,31 @@ describe("the .pftrace reader on hostile files made by hand", function()
     assert.are.equal("float", math.type(wake.args.parked_us))
     assert.are.equal(9706, wake.args.parked_us)
   end)
+
+  it("refuses a double that is not a finite number (an argument's, a counter's), naming its byte", function()
+    local interned = s(2, v(1, 1) .. s(2, "wake")) .. s(1, v(1, 1) .. s(2, "worker"))
+      .. s(3, v(1, 1) .. s(2, "parked_us"))
+    local first = packet(v(8, BOOT0), v(58, 6), v(10, 1), v(13, 3), s(59, v(58, 64) .. s(11, v(11, 2))),
+                         s(6, s(1, v(1, 64) .. v(2, 0) .. v(3, 1)) .. s(1, v(1, 6) .. v(2, BOOT0))), s(12, interned))
+    local counter_track = packet(s(60, v(1, 9) .. s(2, "ctr value") .. v(5, 1) .. s(8, "")))
+    for _, x in ipairs{0 / 0, math.huge, -math.huge} do
+      local double = string.pack("<d", x)
+      -- a wake parked x us: the byte of its annotation's value
+      local value = T.key(5, 1) .. double
+      local bytes = head(1) .. first
+        .. packet(v(10, 1), v(13, 2), v(8, 1000), s(11, v(9, 3) .. v(10, 1) .. v(3, 1) .. s(4, v(1, 1) .. value)))
+      -- a counter event of x: the byte where its TrackEvent's fields start
+      local event = v(9, 4) .. v(11, 9) .. T.key(44, 1) .. double
+      local cbytes = head(1) .. counter_track .. first .. packet(v(10, 1), v(13, 2), v(8, 1000), s(11, event))
+      for _, c in ipairs{{bytes, bytes:find(value, 1, true) - 1}, {cbytes, cbytes:find(event, 1, true) - 1}} do
+        local path = S.tmpfile("double.pftrace")
+        S.write(path, c[1])
+        local code, out, err = report(path)
+        assert.are.equal(1, code, tostring(x))
+        assert.are.equal("", out)
+        assert.are.equal(("jobque-profile: %s: damaged protobuf at byte %d (a double that is not a finite number)\n")
+                         :format(path, c[2]), err)
+      end
+    end
+  end)
 end)

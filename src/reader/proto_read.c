@@ -25,6 +25,7 @@
 #include "reader/proto_rd.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -597,6 +598,10 @@ static int put_annot(rd *r, const seq *sq, size_t at, size_t len, int *first) {
     return -1;
   if (!key.p || val.wt < 0)
     return 0;
+  double x;
+  memcpy(&x, &val.v, sizeof x);
+  if (val.num == 5 && !isfinite(x)) /* no JSON number */
+    return pr_damaged(r, val.at, "a double that is not a finite number");
   str sv = val.num == 6 && val.wt == 2 ? pr_field_str(r, &val)
          : val.num == 17 ? pr_looked_up(r, sq, T_SVALS, val.v) : (str){NULL, 0};
   char *p = pr_room(r, 64 + 6 * (key.n + sv.n));
@@ -613,8 +618,6 @@ static int put_annot(rd *r, const seq *sq, size_t at, size_t len, int *first) {
   else if (val.num == 4)
     p = put_i64(p, (int64_t)val.v);
   else if (val.num == 5) { /* a float as the JSON's (its one, parked_us, has a point): 9706.0, not 9706 */
-    double x;
-    memcpy(&x, &val.v, sizeof x);
     char *d = p;
     p = jq_put_double(p, x);
     while (d < p && (*d == '-' || (*d >= '0' && *d <= '9')))
@@ -782,6 +785,10 @@ static int put_counter(rd *r, const seq *sq, uint64_t uuid, uint64_t ns, int is_
   const track *t = track_at(r, uuid);
   if (!t || t->kind != K_COUNTER)
     return pr_damaged(r, at, "a counter value on a track that is no counter track");
+  double x;
+  memcpy(&x, &bits, sizeof x);
+  if (is_double && !isfinite(x)) /* no JSON number */
+    return pr_damaged(r, at, "a double that is not a finite number");
   int tid = sq->lane + 1;
   char *p;
   if (r->last_c && r->out->n == r->last_c && r->last_c_ns == ns && r->last_c_tid == tid &&
@@ -801,8 +808,6 @@ static int put_counter(rd *r, const seq *sq, uint64_t uuid, uint64_t ns, int is_
   p = pr_put_str(p, t->key);
   *p++ = ':';
   if (is_double) {
-    double x;
-    memcpy(&x, &bits, sizeof x);
     p = jq_put_double(p, x);
   } else {
     p = put_i64(p, (int64_t)bits);
