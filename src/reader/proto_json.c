@@ -107,14 +107,19 @@ int pr_put_lanes(rd *r) {
   p = LIT(p, "{\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":1,\"name\":\"process_name\",\"args\":{\"name\":");
   p = pr_put_str(p, pname);
   pr_done(r, LIT(p, "}}"));
+  const track **of_lane = calloc((size_t)r->nlanes + 1, sizeof *of_lane); /* no scan of the tracks per lane */
+  if (!of_lane)
+    return pr_oom(r);
+  for (size_t i = 0; i < r->ntracks; i++)
+    if (r->tracks[i].kind == K_THREAD)
+      of_lane[r->tracks[i].lane] = &r->tracks[i];
   for (int l = 0; l < r->nlanes; l++) {
-    const track *t = NULL;
-    for (size_t i = 0; i < r->ntracks && !t; i++)
-      if (r->tracks[i].kind == K_THREAD && r->tracks[i].lane == l)
-        t = &r->tracks[i];
+    const track *t = of_lane[l];
     str name = t && t->name.p ? t->name : (str){"", 0};
-    if (!(p = pr_room(r, 256 + 6 * name.n)))
+    if (!(p = pr_room(r, 256 + 6 * name.n))) {
+      free(of_lane);
       return -1;
+    }
     p = LIT(p, ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":");
     p = jq_put_u64(p, (uint64_t)l + 1);
     p = LIT(p, ",\"name\":\"thread_name\",\"args\":{\"name\":");
@@ -125,6 +130,7 @@ int pr_put_lanes(rd *r) {
     p = jq_put_u64(p, (uint64_t)l);
     pr_done(r, LIT(p, "}}"));
   }
+  free(of_lane);
   return 0;
 }
 

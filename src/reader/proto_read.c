@@ -21,9 +21,11 @@
  * the time the JSON gives it.
  */
 #include "reader/proto_read.h"
+#include "reader/json_scan.h"
 #include "reader/proto_rd.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -309,6 +311,26 @@ static int number_lanes(rd *r) {
   return rc;
 }
 
+/* The attribute jobqueProfile is one JSON object and nothing else (it is
+ * copied into the JSON text whole: a damaged one would be reported at a
+ * byte of that text, and one that closed the object could add events). */
+static int check_profile(rd *r) {
+  jq_src t = {r->profile.p, r->profile.n, 0, NULL, NONE, 0};
+  size_t i = ws(&t, 0), end;
+  const char *why;
+  if (i >= t.n || t.s[i] != '{')
+    why = "not an object", end = i;
+  else if (!(end = skip_value(&t, i, 0)))
+    why = t.err, end = t.err_at;
+  else if ((end = ws(&t, end)) < t.n)
+    why = "text after the object";
+  else
+    return 0;
+  char msg[128];
+  snprintf(msg, sizeof msg, "its attribute jobqueProfile is not a JSON object: %s", why);
+  return pr_damaged(r, (size_t)((const unsigned char *)r->profile.p - r->s) + end, msg);
+}
+
 static int first_pass(rd *r) {
   size_t pos = 0;
   while (pos < r->n) {
@@ -356,6 +378,8 @@ static int first_pass(rd *r) {
   }
   if (!r->profile.p)
     return foreign(r);
+  if (check_profile(r) != 0)
+    return -1;
   if (!r->has_boot0)
     return pr_damaged(r, WHOLE, "no clock snapshot of the session's start");
   return number_lanes(r);
@@ -574,6 +598,10 @@ static int put_annot(rd *r, const seq *sq, size_t at, size_t len, int *first) {
     return -1;
   if (!key.p || val.wt < 0)
     return 0;
+  double x;
+  memcpy(&x, &val.v, sizeof x);
+  if (val.num == 5 && !isfinite(x)) /* no JSON number */
+    return pr_damaged(r, val.at, "a double that is not a finite number");
   str sv = val.num == 6 && val.wt == 2 ? pr_field_str(r, &val)
          : val.num == 17 ? pr_looked_up(r, sq, T_SVALS, val.v) : (str){NULL, 0};
   char *p = pr_room(r, 64 + 6 * (key.n + sv.n));
@@ -589,10 +617,13 @@ static int put_annot(rd *r, const seq *sq, size_t at, size_t len, int *first) {
     p = jq_put_u64(p, val.v);
   else if (val.num == 4)
     p = put_i64(p, (int64_t)val.v);
-  else if (val.num == 5) {
-    double x;
-    memcpy(&x, &val.v, sizeof x);
+  else if (val.num == 5) { /* a float as the JSON's (its one, parked_us, has a point): 9706.0, not 9706 */
+    char *d = p;
     p = jq_put_double(p, x);
+    while (d < p && (*d == '-' || (*d >= '0' && *d <= '9')))
+      d++;
+    if (d == p)
+      p = LIT(p, ".0");
   } else
     p = pr_put_str(p, sv);
   pr_done(r, p);
@@ -754,6 +785,10 @@ static int put_counter(rd *r, const seq *sq, uint64_t uuid, uint64_t ns, int is_
   const track *t = track_at(r, uuid);
   if (!t || t->kind != K_COUNTER)
     return pr_damaged(r, at, "a counter value on a track that is no counter track");
+  double x;
+  memcpy(&x, &bits, sizeof x);
+  if (is_double && !isfinite(x)) /* no JSON number */
+    return pr_damaged(r, at, "a double that is not a finite number");
   int tid = sq->lane + 1;
   char *p;
   if (r->last_c && r->out->n == r->last_c && r->last_c_ns == ns && r->last_c_tid == tid &&
@@ -773,8 +808,6 @@ static int put_counter(rd *r, const seq *sq, uint64_t uuid, uint64_t ns, int is_
   p = pr_put_str(p, t->key);
   *p++ = ':';
   if (is_double) {
-    double x;
-    memcpy(&x, &bits, sizeof x);
     p = jq_put_double(p, x);
   } else {
     p = put_i64(p, (int64_t)bits);
