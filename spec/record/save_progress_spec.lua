@@ -20,7 +20,8 @@ local m = p.profile_marker_id("m")
 p.profile_start(%d)
 for i = 1, %d do p.profile_marker(m, i) end
 p.profile_stop()
-assert(p.profile_save(%q, %s))
+local ok, err = p.profile_save(%q, %s)
+if not ok then io.stderr:write(err, "\n") os.exit(3) end
 io.stdout:write("saved\n")
 ]]):format(tostring(after_ms ~= nil), after_ms or 0, every_ms or 0, n, n, path, opts))
   local run = ("LUA_PATH='lua/?.lua;;' LUA_CPATH='%s' %s '%s'"):format(package.cpath, S.lua, src)
@@ -110,6 +111,19 @@ describe("profile_save's progress line", function()
     assert.truthy(text:find("c1?2J-raw?31m-bad??-\xC3\xA9t\xC3\xA9.json: ", 1, true), text)
     assert.is_nil(text:find("\x9B", 1, true), text:sub(1, 300))
     assert.is_nil(text:find("\xFF", 1, true))
+  end)
+
+  it("of a save that fails stops with it, and is cleared before the error is printed", function()
+    -- /dev/full fails the first write (at the first 1 MiB of some 18 MB): the writer used to go on
+    -- formatting the whole session, the line counting up to 100% of a file that was never written
+    local text, ok = child("/dev/full", 200000, "{progress = true}", 0, 0, true)
+    assert.is_falsy(ok, text) -- the child's exit 3
+    local got = lines(text)
+    assert.is_true(#got >= 1, text)
+    for _, l in ipairs(got) do
+      assert.is_true(l[1] < 50, "the line went on after the failure: " .. text)
+    end
+    assert.truthy(text:find("\r\27[Kcannot write trace to '/dev/full': No space left on device", 1, true), text)
   end)
 
   it("is a boolean option, named in the list of known ones", function()
