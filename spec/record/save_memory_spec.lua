@@ -86,4 +86,80 @@ describe("a save's heap", function()
                                                                                            bound / 1e6))
     end
   end)
+
+  -- OPEN DEFECTS (issue 23 part 3; found by the save-review): span pieces (56 bytes each, the array
+  -- grown by half) are made for a whole lane at a time, on top of the items (24 bytes per span event
+  -- and per slice of a job with spans), and a span open across its job's awaits has a piece per slice
+  -- (nested spans: depth x slices). One lane with many spans, or a span over many slices, goes past
+  -- the bound. They fail today (measured: 120.7 MB over 64.8 MB, 42.6 MB over 16.8 MB); pending
+  -- unless JQ_OPEN_DEFECTS=1, so that `make test` stays green until spans.c makes its pieces in
+  -- bounded runs.
+  local defect_it = os.getenv("JQ_OPEN_DEFECTS") and plain_it or pending
+  defect_it("stays within 16 MiB + 24 bytes per span event: 1,000,000 zones on one lane, outside jobs", function()
+    local N = 1000000
+    p.profile_start(2 * N + 16)
+    for _ = 1, N do
+      p.profile_begin("memory spec one lane")
+      p.profile_end()
+    end
+    p.profile_stop()
+    local bound = 16 * MiB + 24 * 2 * N
+    local path = S.tmpfile("one_lane.json")
+    T.alloc_watch(true)
+    assert(p.profile_save(path))
+    local peak = T.alloc_watch(false)
+    os.remove(path)
+    assert(peak <= bound, ("the save's peak %.1f MB is above the bound %.1f MB"):format(peak / 1e6, bound / 1e6))
+  end)
+
+  defect_it("stays within 16 MiB + 24 bytes per job and per span event: one span open across 400,000 awaits",
+           function()
+    local AWAITS = 400000
+    p.profile_start(4 * AWAITS) -- a slice and the wake of each resume, at most: no lane fills
+    jobque.with_job_que({workers = 1}, function(q)
+      q:submit(function(n)
+        local P = require "jobque_profile"
+        P.profile_begin("memory spec awaits")
+        for _ = 1, n do coroutine.yield() end
+        P.profile_end()
+      end, AWAITS):wait()
+    end)
+    p.profile_stop()
+    local bound = 16 * MiB + 24 * (1 + 2) -- one job, its span's begin and end
+    local path = S.tmpfile("awaits.json")
+    T.alloc_watch(true)
+    assert(p.profile_save(path))
+    local peak = T.alloc_watch(false)
+    os.remove(path)
+    assert(peak <= bound, ("the save's peak %.1f MB is above the bound %.1f MB"):format(peak / 1e6, bound / 1e6))
+  end)
+
+  -- OPEN DEFECT: the samples' merged frame tree (save_links.c: 4 bytes per stack of each lane's
+  -- table, 16 per node used, its hash slots) and the frame texts grow with the distinct stacks of
+  -- every lane (up to 65,536 a lane), which the bound does not count: 16 lanes of 60,000 distinct
+  -- stacks took 29.8 MB over 16.8 MB.
+  defect_it("stays within 16 MiB + 24 bytes per job: 16 workers, each sampling 60,000 distinct stacks",
+            function()
+    local W, N = 16, 60000
+    p.profile_start(1 << 17)
+    jobque.with_job_que({workers = W}, function(q)
+      local jobs = {}
+      for w = 1, W do
+        jobs[w] = q:submit(function(k, n)
+          local put = require("jobque.core")._test.put_sample
+          local root = {"root", "lua"}
+          for i = 1, n do put({root, {("worker %d frame %d"):format(k, i), "lua"}}) end
+        end, w, N)
+      end
+      for w = 1, W do jobs[w]:wait() end
+    end)
+    p.profile_stop()
+    local bound = 16 * MiB + 24 * W
+    local path = S.tmpfile("samples.json")
+    T.alloc_watch(true)
+    assert(p.profile_save(path))
+    local peak = T.alloc_watch(false)
+    os.remove(path)
+    assert(peak <= bound, ("the save's peak %.1f MB is above the bound %.1f MB"):format(peak / 1e6, bound / 1e6))
+  end)
 end)

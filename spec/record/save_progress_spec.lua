@@ -8,8 +8,9 @@ local p = require "jobque_profile"
 
 -- A child that records `n` markers and saves them to `path` with `opts`
 -- (Lua source), the progress timing set to after_ms, every_ms (nil: the
--- library's own): what it wrote to the terminal, and whether it exited 0.
-local function child(path, n, opts, after_ms, every_ms, under_script)
+-- library's own), on a terminal `cols` wide if given: what it wrote to the
+-- terminal, and whether it exited 0.
+local function child(path, n, opts, after_ms, every_ms, under_script, cols)
   local src = S.tmpfile("progress_child.lua")
   S.write(src, ([[
 local T = require("jobque.core")._test
@@ -19,11 +20,13 @@ local m = p.profile_marker_id("m")
 p.profile_start(%d)
 for i = 1, %d do p.profile_marker(m, i) end
 p.profile_stop()
-assert(p.profile_save(%q, %s))
+local ok, err = p.profile_save(%q, %s)
+if not ok then io.stderr:write(err, "\n") os.exit(3) end
 io.stdout:write("saved\n")
 ]]):format(tostring(after_ms ~= nil), after_ms or 0, every_ms or 0, n, n, path, opts))
   local run = ("LUA_PATH='lua/?.lua;;' LUA_CPATH='%s' %s '%s'"):format(package.cpath, S.lua, src)
   local out = S.tmpfile("progress_out.txt")
+  if cols then run = ("stty cols %d; %s"):format(cols, run) end -- the pseudo-terminal's width
   local cmd = under_script and ("script -qec \"%s\" /dev/null >'%s' 2>&1"):format(run, out)
                             or ("%s >'%s' 2>&1"):format(run, out)
   local ok = os.execute(cmd)
@@ -80,6 +83,47 @@ describe("profile_save's progress line", function()
     assert.is_true(ok, text)
     assert.truthy(text:find("saving [^\r]-odd%?%[31m%?name%.json: %d+%% of"), text)
     assert.is_nil(text:find("\27[31m", 1, true))
+  end)
+
+  it("fits one row of the terminal: a long path is cut at its start, so that \"\\r\" can rewrite and clear it",
+     function()
+    -- a line wider than the terminal wraps: "\r" then goes back to its last row only, and each
+    -- update (and the clearing) leaves the rows above it on the screen
+    local name = ("n"):rep(200) .. ".json"
+    local path = S.tmpfile(name)
+    local text, ok = child(path, 200000, "{progress = true}", 0, 0, true, 60)
+    assert.is_true(ok, text)
+    local shown = 0
+    for line in text:gmatch("\r(jobque_profile: [^\r]-)\27%[K") do
+      shown = shown + 1
+      assert.is_true(#line <= 59, ("%d columns on a terminal 60 wide: %q"):format(#line, line))
+      assert.truthy(line:find("^jobque_profile: saving %.%.%.n+%.json: %d+%% of [%d.]+ %a+$"), line)
+    end
+    assert.is_true(shown >= 2, text)
+  end)
+
+  it("shows C1 controls (raw, or as UTF-8) and bytes of no valid UTF-8 as '?', other UTF-8 as it is", function()
+    -- U+009B (C2 9B in UTF-8) is CSI on terminals that take C1 controls, as a raw 9B byte is on
+    -- 8-bit ones: either would start an escape sequence from the path
+    local path = S.tmpfile("c1\xC2\x9B2J-raw\x9B31m-bad\xFF\xC3-\xC3\xA9t\xC3\xA9.json")
+    local text, ok = child(path, 200000, "{progress = true}", 0, 0, true)
+    assert.is_true(ok, text)
+    assert.truthy(text:find("c1?2J-raw?31m-bad??-\xC3\xA9t\xC3\xA9.json: ", 1, true), text)
+    assert.is_nil(text:find("\x9B", 1, true), text:sub(1, 300))
+    assert.is_nil(text:find("\xFF", 1, true))
+  end)
+
+  it("of a save that fails stops with it, and is cleared before the error is printed", function()
+    -- /dev/full fails the first write (at the first 1 MiB of some 18 MB): the writer used to go on
+    -- formatting the whole session, the line counting up to 100% of a file that was never written
+    local text, ok = child("/dev/full", 200000, "{progress = true}", 0, 0, true)
+    assert.is_falsy(ok, text) -- the child's exit 3
+    local got = lines(text)
+    assert.is_true(#got >= 1, text)
+    for _, l in ipairs(got) do
+      assert.is_true(l[1] < 50, "the line went on after the failure: " .. text)
+    end
+    assert.truthy(text:find("\r\27[Kcannot write trace to '/dev/full': No space left on device", 1, true), text)
   end)
 
   it("is a boolean option, named in the list of known ones", function()

@@ -44,8 +44,11 @@ typedef struct wbuf {
 
 static void wbuf_flush(wbuf *b) {
   size_t n = (size_t)(b->p - b->base);
-  if (!b->err)
-    b->err = jq_write_all(b->fd, b->base, n);
+  if (b->err) { /* the save has failed: what is left is dropped, and no line shown */
+    b->p = b->base;
+    return;
+  }
+  b->err = jq_write_all(b->fd, b->base, n);
   b->p = b->base;
   b->written += n;
   jq_progress_at(b->prog, b->done, b->written);
@@ -685,7 +688,8 @@ static void put_lane_events(wbuf *b, const context *c, const jq_save_lane *lane,
     return;
   }
   uint64_t done = b->done;
-  for (uint64_t i = 0; i < lane->count; i += jq_event_span(&lane->events[i])) {
+  for (uint64_t i = 0; i < lane->count && !b->err; i += jq_event_span(&lane->events[i])) {
+    /* (a failed write or allocation ends the save: the rest would go nowhere) */
     const jq_event *e = &lane->events[i];
     b->done = done + i; /* for the progress line, at a flush */
     switch (e->kind) {

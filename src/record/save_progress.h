@@ -5,7 +5,9 @@
  * the writer flushes its buffer, and cleared at the end:
  *   jobque_profile: saving big.pftrace: 40% of 1.2 GB
  * (the share of the session's events written, and the file's size as it
- * will be at that pace).
+ * will be at that pace), cut to one row of the terminal (a line that
+ * wraps cannot be rewritten by "\r"), the path's controls and non-UTF-8
+ * bytes as '?'.
  * Owns: nothing. Must not: be used by the record path; allocate.
  * Thread safety: one save at a time (the session's control mutex).
  */
