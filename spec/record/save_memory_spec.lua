@@ -12,6 +12,18 @@ local T = require("jobque.core")._test
 
 local MiB = 1024 * 1024
 
+-- Saves the stopped session to a scratch file `name` with the heap watched;
+-- fails when the save's peak is above `bound` bytes.
+local function saves_within(name, bound)
+  local path = S.tmpfile(name)
+  T.alloc_watch(true)
+  assert(p.profile_save(path))
+  local peak = T.alloc_watch(false)
+  os.remove(path)
+  assert(peak <= bound, ("%s: the save's peak %.1f MB is above the bound %.1f MB"):format(name, peak / 1e6,
+                                                                                       bound / 1e6))
+end
+
 describe("a save's heap", function()
   after_each(function()
     T.alloc_fail(0)
@@ -76,15 +88,7 @@ describe("a save's heap", function()
     p.profile_stop()
     p.profile_tag(0)
     local bound = 16 * MiB + 24 * (JOBS + 2 * JOBS) -- a job, and its zone's begin and end
-    for _, name in ipairs{"m.json"} do
-      local path = S.tmpfile(name)
-      T.alloc_watch(true)
-      assert(p.profile_save(path))
-      local peak = T.alloc_watch(false)
-      os.remove(path)
-      assert(peak <= bound, ("%s: the save's peak %.1f MB is above the bound %.1f MB"):format(name, peak / 1e6,
-                                                                                           bound / 1e6))
-    end
+    saves_within("m.json", bound)
   end)
 
   -- OPEN DEFECTS (issue 23 part 3; found by the save-review): span pieces (56 bytes each, the array
@@ -104,12 +108,7 @@ describe("a save's heap", function()
     end
     p.profile_stop()
     local bound = 16 * MiB + 24 * 2 * N
-    local path = S.tmpfile("one_lane.json")
-    T.alloc_watch(true)
-    assert(p.profile_save(path))
-    local peak = T.alloc_watch(false)
-    os.remove(path)
-    assert(peak <= bound, ("the save's peak %.1f MB is above the bound %.1f MB"):format(peak / 1e6, bound / 1e6))
+    saves_within("one_lane.json", bound)
   end)
 
   defect_it("stays within 16 MiB + 24 bytes per job and per span event: one span open across 400,000 awaits",
@@ -126,12 +125,7 @@ describe("a save's heap", function()
     end)
     p.profile_stop()
     local bound = 16 * MiB + 24 * (1 + 2) -- one job, its span's begin and end
-    local path = S.tmpfile("awaits.json")
-    T.alloc_watch(true)
-    assert(p.profile_save(path))
-    local peak = T.alloc_watch(false)
-    os.remove(path)
-    assert(peak <= bound, ("the save's peak %.1f MB is above the bound %.1f MB"):format(peak / 1e6, bound / 1e6))
+    saves_within("awaits.json", bound)
   end)
 
   -- OPEN DEFECT: the samples' merged frame tree (save_links.c: 4 bytes per stack of each lane's
@@ -155,11 +149,6 @@ describe("a save's heap", function()
     end)
     p.profile_stop()
     local bound = 16 * MiB + 24 * W
-    local path = S.tmpfile("samples.json")
-    T.alloc_watch(true)
-    assert(p.profile_save(path))
-    local peak = T.alloc_watch(false)
-    os.remove(path)
-    assert(peak <= bound, ("the save's peak %.1f MB is above the bound %.1f MB"):format(peak / 1e6, bound / 1e6))
+    saves_within("samples.json", bound)
   end)
 end)

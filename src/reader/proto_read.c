@@ -158,14 +158,6 @@ char *pr_put_str(char *p, str s) {
   return p;
 }
 
-static char *put_i64(char *p, int64_t v) {
-  if (v < 0) {
-    *p++ = '-';
-    return jq_put_u64(p, (uint64_t)0 - (uint64_t)v);
-  }
-  return jq_put_u64(p, (uint64_t)v);
-}
-
 /* ---- the first pass: framing, the attribute, the clocks, the tracks ---- */
 
 static int read_attributes(rd *r, const field *pf) {
@@ -581,20 +573,29 @@ static int read_te(rd *r, const seq *sq, size_t at, size_t len, te *e) {
 
 /* One debug annotation as `"key":value` (none when it has no value or
  * name we know). */
-static int put_annot(rd *r, const seq *sq, size_t at, size_t len, int *first) {
+/* The debug annotation at [at, at + len): its name (p NULL when none
+ * known) and its value's field (wt -1 when it has none). 0, or -1. */
+static int read_annot(rd *r, const seq *sq, size_t at, size_t len, str *key, field *val) {
   size_t pos = at, end = at + len;
-  field f, val = {0, -1, 0, 0, 0};
+  field f;
   int got;
-  str key = {NULL, 0};
+  *key = (str){NULL, 0};
+  *val = (field){0, -1, 0, 0, 0};
   while ((got = pr_next_field(r, &pos, end, &f)) > 0) {
     if (f.num == 1 && f.wt == 0)
-      key = pr_looked_up(r, sq, T_ANAMES, f.v);
+      *key = pr_looked_up(r, sq, T_ANAMES, f.v);
     else if (f.num == 10 && f.wt == 2)
-      key = pr_field_str(r, &f);
+      *key = pr_field_str(r, &f);
     else if ((f.num >= 2 && f.num <= 6) || f.num == 17)
-      val = f;
+      *val = f;
   }
-  if (got < 0)
+  return got < 0 ? -1 : 0;
+}
+
+static int put_annot(rd *r, const seq *sq, size_t at, size_t len, int *first) {
+  field val;
+  str key;
+  if (read_annot(r, sq, at, len, &key, &val) != 0)
     return -1;
   if (!key.p || val.wt < 0)
     return 0;
@@ -616,7 +617,7 @@ static int put_annot(rd *r, const seq *sq, size_t at, size_t len, int *first) {
   else if (val.num == 3)
     p = jq_put_u64(p, val.v);
   else if (val.num == 4)
-    p = put_i64(p, (int64_t)val.v);
+    p = jq_put_i64(p, (int64_t)val.v);
   else if (val.num == 5) { /* a float as the JSON's (its one, parked_us, has a point): 9706.0, not 9706 */
     char *d = p;
     p = jq_put_double(p, x);
@@ -675,21 +676,11 @@ static char *put_tid_name(char *p, int tid, str name) {
 /* The "job" integer among e's annotations, or 0. */
 static int64_t annot_job(rd *r, const seq *sq, const te *e) {
   for (int i = 0; i < e->nannot; i++) {
-    size_t pos = e->annot_at[i], end = pos + e->annot_len[i];
-    field f;
-    str key = {NULL, 0};
-    int64_t v = 0;
-    int has = 0;
-    while (pr_next_field(r, &pos, end, &f) > 0) {
-      if (f.num == 1 && f.wt == 0)
-        key = pr_looked_up(r, sq, T_ANAMES, f.v);
-      else if (f.num == 10 && f.wt == 2)
-        key = pr_field_str(r, &f);
-      else if (f.num == 4 && f.wt == 0)
-        v = (int64_t)f.v, has = 1;
-    }
-    if (has && key.n == 3 && memcmp(key.p, "job", 3) == 0)
-      return v;
+    str key;
+    field val;
+    if (read_annot(r, sq, e->annot_at[i], e->annot_len[i], &key, &val) == 0 && val.num == 4 &&
+        val.wt == 0 && pr_is_str(key, "job"))
+      return (int64_t)val.v;
   }
   return 0;
 }
@@ -810,7 +801,7 @@ static int put_counter(rd *r, const seq *sq, uint64_t uuid, uint64_t ns, int is_
   if (is_double) {
     p = jq_put_double(p, x);
   } else {
-    p = put_i64(p, (int64_t)bits);
+    p = jq_put_i64(p, (int64_t)bits);
   }
   pr_done(r, LIT(p, "}}"));
   r->last_c = r->out->n, r->last_c_ns = ns, r->last_c_tid = tid, r->last_c_name = t->name;
@@ -838,14 +829,12 @@ static int put_extra_counters(rd *r, const seq *sq, const te *e, uint64_t ns, si
 }
 
 /* Whether e has an annotation named `key`. */
-static int has_annot(rd *r, const seq *sq, const te *e, const char *key) {
+static int has_annot(rd *r, const seq *sq, const te *e, const char *name) {
   for (int i = 0; i < e->nannot; i++) {
-    size_t pos = e->annot_at[i], end = pos + e->annot_len[i];
-    field f;
-    while (pr_next_field(r, &pos, end, &f) > 0)
-      if ((f.num == 1 && f.wt == 0 && pr_is_str(pr_looked_up(r, sq, T_ANAMES, f.v), key)) ||
-          (f.num == 10 && f.wt == 2 && pr_is_str(pr_field_str(r, &f), key)))
-        return 1;
+    str key;
+    field val;
+    if (read_annot(r, sq, e->annot_at[i], e->annot_len[i], &key, &val) == 0 && pr_is_str(key, name))
+      return 1;
   }
   return 0;
 }
